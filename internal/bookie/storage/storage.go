@@ -1,0 +1,45 @@
+package storage
+
+import (
+	"context"
+	"errors"
+)
+
+// Errors of the storage layer. The bookie server maps them to protocol status codes.
+var (
+	ErrNoSuchEntry  = errors.New("storage: no such entry")
+	ErrNoSuchLedger = errors.New("storage: no such ledger")
+	ErrFenced       = errors.New("storage: ledger fenced")
+	ErrUnauthorized = errors.New("storage: wrong ledger master key")
+	ErrReadOnly     = errors.New("storage: read-only")
+	ErrCorrupt      = errors.New("storage: entry corrupt or unreadable") // never reported as "no such entry"
+	ErrClosed       = errors.New("storage: closed")
+)
+
+// Storage is a bookie's ledger storage: journal, write cache, entry logs and index behind
+// one interface. The disk implementation (Open) and the memory twin (NewMemory) pass the
+// same conformance suite (storagetest).
+type Storage interface {
+	// AddEntry stores an entry. done is called exactly once: with nil only after the journal
+	// fsync that covers the entry (or the write, with journalSyncData=false), otherwise with
+	// an error (ErrFenced unless recovery, ErrUnauthorized, ErrReadOnly, ...). Entries are
+	// journaled in call order. It blocks (backpressure) while the write cache is full.
+	AddEntry(ledgerID, entryID int64, masterKey []byte, lac int64, payload []byte, recovery bool, done func(error))
+	// ReadEntry returns a copy of the entry's payload, ErrNoSuchEntry/ErrNoSuchLedger when it
+	// is absent, ErrCorrupt when its checksum fails or it cannot be read.
+	ReadEntry(ledgerID, entryID int64) ([]byte, error)
+	// LAC returns the highest LAC piggybacked on adds to the ledger (-1 if none).
+	LAC(ledgerID int64) (int64, error)
+	// WaitLAC blocks until the ledger's LAC exceeds previous or ctx is done, and returns the
+	// current LAC either way.
+	WaitLAC(ctx context.Context, ledgerID, previous int64) (int64, error)
+	// Fence fences the ledger (creating its record if it has none), durably, before it
+	// returns; later non-recovery adds fail with ErrFenced. It returns the ledger's LAC.
+	Fence(ledgerID int64, masterKey []byte) (int64, error)
+	// DeleteLedger forgets the ledger; its space is reclaimed by garbage collection.
+	DeleteLedger(ledgerID int64) error
+	// ReadOnly reports whether adds are currently rejected (disk full, write errors).
+	ReadOnly() bool
+	// Close flushes and releases everything.
+	Close() error
+}
