@@ -42,3 +42,13 @@ soak:
 
 clean:
 	rm -rf bin $(TOOLS)
+
+# Side-by-side comparison with NATS JetStream (issue 10). bench/ is its own Go module, so its
+# dependencies (nats.go, gonum plot) stay out of the product; nats-server comes from the Go
+# module proxy into ~/.cache/magnetar-bench. The default is the short run (<= 10 minutes);
+# BENCH_FLAGS selects workloads and durations, e.g. for a long run:
+#   make bench-compare BENCH_FLAGS='-workloads W1,W2,W3,W4,W5,W6,W7,W9 -warmup 15s -measure 60s -backlog 4GiB'
+BENCH_FLAGS ?=
+.PHONY: bench-compare
+bench-compare: build
+	cd bench && $(GO) run ./cmd/bench-compare -repo .. -command "make bench-compare BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)

@@ -1,0 +1,259 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
+)
+
+// magnetarSystem runs `magnetar standalone` and drives it with pulsar-client-go.
+type magnetarSystem struct {
+	bin        string
+	extra      []string
+	serviceURL string
+	httpURL    string
+	noSync     string // flag for D2
+	window     int
+	gomaxprocs int
+}
+
+func (m *magnetarSystem) Name() string { return "magnetar" }
+
+// Args is the standalone command line for a mode, recorded in the report.
+func (m *magnetarSystem) Args(d Durability, dir string) []string {
+	args := []string{"standalone", "--data-dir", dir}
+	if d == D2 && m.noSync != "" {
+		args = append(args, m.noSync)
+	}
+	return append(args, m.extra...)
+}
+
+func (m *magnetarSystem) Start(ctx context.Context, d Durability, dir string) (*Instance, error) {
+	u, err := url.Parse(m.serviceURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: magnetar-url: %w", ErrConfig, err)
+	}
+	t0 := time.Now()
+	srv, err := startProcess(m.bin, m.Args(d, filepath.Join(dir, "data")), dir, filepath.Join(dir, "server.log"), []string{"GOMAXPROCS=" + strconv.Itoa(m.gomaxprocs)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: start %s: %w", ErrUnavailable, m.bin, err)
+	}
+	inst := &Instance{srv: srv}
+	if err := waitPort(ctx, srv, u.Host); err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	if m.httpURL != "" {
+		if err := waitHTTP(ctx, srv, strings.TrimRight(m.httpURL, "/")+"/status.html"); err != nil {
+			inst.Stop()
+			return nil, err
+		}
+	}
+	drv := &pulsarDriver{url: m.serviceURL, window: m.window}
+	if err := pulsarFirstAck(ctx, drv, srv); err != nil {
+		drv.Close()
+		inst.Stop()
+		return nil, fmt.Errorf("%w: first publish: %w (server log: %s)", ErrUnavailable, err, srv.tail())
+	}
+	inst.Ready = time.Since(t0)
+	inst.Drv = drv
+	return inst, nil
+}
+
+func waitHTTP(ctx context.Context, s *server, u string) error {
+	for {
+		if s.exited() {
+			return fmt.Errorf("%w: exited (%v): %s", ErrUnavailable, s.werr, s.tail())
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s not ready: %w", ErrUnavailable, u, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// pulsarFirstAck publishes one message and waits for its receipt, retrying while the broker
+// finishes starting (lookups may fail for a moment after the port opens).
+func pulsarFirstAck(ctx context.Context, d *pulsarDriver, s *server) error {
+	var last error
+	for ctx.Err() == nil {
+		if s.exited() {
+			return fmt.Errorf("exited (%v)", s.werr)
+		}
+		last = func() error {
+			c, err := d.client()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/bench-ready", SendTimeout: 10 * time.Second})
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, err = p.Send(sctx, &pulsar.ProducerMessage{Payload: []byte("x")})
+			return err
+		}()
+		if last == nil {
+			return nil
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+	return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+}
+
+// pulsarDriver opens one pulsar.Client (one connection) per producer and per consumer.
+type pulsarDriver struct {
+	url     string
+	window  int
+	mu      sync.Mutex
+	clients []pulsar.Client
+}
+
+func (d *pulsarDriver) client() (pulsar.Client, error) {
+	return pulsar.NewClient(pulsar.ClientOptions{
+		URL: d.url, ConnectionTimeout: 5 * time.Second, OperationTimeout: 30 * time.Second,
+		Logger: plog.DefaultNopLogger(),
+	})
+}
+
+func (d *pulsarDriver) track() (pulsar.Client, error) {
+	c, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.clients = append(d.clients, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+func topic(base string, p int) string {
+	return "persistent://public/default/" + base + "-" + strconv.Itoa(p)
+}
+
+// Prepare does nothing: standalone auto-creates topics on first use.
+func (d *pulsarDriver) Prepare(context.Context, string, int) error { return nil }
+
+// Producer batching: 1 ms or 1,000 messages (performance.md §5.4), window = max pending.
+func (d *pulsarDriver) NewProducer(ctx context.Context, base string, parts []int) (Producer, error) {
+	c, err := d.track()
+	if err != nil {
+		return nil, err
+	}
+	p := &pulsarProducer{prods: map[int]pulsar.Producer{}}
+	for _, part := range parts {
+		pr, err := c.CreateProducer(pulsar.ProducerOptions{
+			Topic: topic(base, part), BatchingMaxPublishDelay: time.Millisecond, BatchingMaxMessages: 1000,
+			MaxPendingMessages: d.window, SendTimeout: 30 * time.Second,
+		})
+		if err != nil {
+			p.Close()
+			return nil, err
+		}
+		p.prods[part] = pr
+	}
+	return p, nil
+}
+
+type pulsarProducer struct {
+	prods map[int]pulsar.Producer
+}
+
+func (p *pulsarProducer) Publish(part int, payload []byte, done func(error)) error {
+	pr, ok := p.prods[part]
+	if !ok {
+		return fmt.Errorf("%w: partition %d not owned by this producer", ErrConfig, part)
+	}
+	pr.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: payload}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+		done(err)
+	})
+	return nil
+}
+
+func (p *pulsarProducer) Flush(ctx context.Context) error {
+	for _, pr := range p.prods {
+		if err := pr.FlushWithCtx(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pulsarProducer) Close() {
+	for _, pr := range p.prods {
+		pr.Close()
+	}
+}
+
+// NewConsumer subscribes exclusively from the earliest message; acks are per message and
+// grouped by the client (default 100 ms / 1,000 acks).
+func (d *pulsarDriver) NewConsumer(ctx context.Context, base, name string, parts []int) (Consumer, error) {
+	c, err := d.track()
+	if err != nil {
+		return nil, err
+	}
+	opts := pulsar.ConsumerOptions{
+		SubscriptionName: name, Type: pulsar.Exclusive,
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, ReceiverQueueSize: 1000,
+	}
+	if len(parts) == 1 {
+		opts.Topic = topic(base, parts[0])
+	} else {
+		for _, p := range parts {
+			opts.Topics = append(opts.Topics, topic(base, p))
+		}
+	}
+	cons, err := c.Subscribe(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &pulsarConsumer{c: cons}, nil
+}
+
+type pulsarConsumer struct{ c pulsar.Consumer }
+
+func (c *pulsarConsumer) Run(ctx context.Context, fn func([]byte)) error {
+	for {
+		m, err := c.c.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		fn(m.Payload())
+		_ = c.c.Ack(m)
+	}
+}
+
+func (c *pulsarConsumer) Close() { c.c.Close() }
+
+func (d *pulsarDriver) Close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.clients {
+		c.Close()
+	}
+	d.clients = nil
+}

@@ -1,0 +1,282 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// Block is one measured run of one system on one workload variant.
+type Block struct {
+	Spec     string
+	System   string
+	Pair     int
+	Seq      int     // global order in the run
+	Rate     float64 // target msg/s (0 = max)
+	ReadyMs  float64
+	MsgPerS  float64 // acknowledged publishes per second in the window
+	MBPerS   float64
+	ConsPerS float64
+	// Latencies in microseconds.
+	PubP50, PubP99, PubP999, PubMax float64
+	E2EP50, E2EP99, E2EP999         float64
+	ServerCPUPerM                   float64 // server CPU seconds per million acked messages
+	ClientCPUPerM                   float64 // load generator (this process) CPU s per million
+	ServerHWMBytes                  int64   // VmHWM of the server at the end of the block
+	CatchupMsgPerS, CatchupMBPerS   float64
+	Load1, PSICPU                   string
+	Errors                          int64
+	LastError, Note, Failed         string
+}
+
+// Results is the whole run, also written as JSON.
+type Results struct {
+	Env     Env
+	Command string
+	Specs   []Spec
+	Blocks  []Block
+	Skipped map[string]string // spec -> reason
+}
+
+// Run executes the configured comparison and writes the report, plot and JSON.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
+	repo, err := filepath.Abs(cfg.RepoDir)
+	if err != nil {
+		return nil, err
+	}
+	work := cfg.WorkDir
+	if work == "" {
+		work = filepath.Join(repo, "bench", "results") // ignored by the root .gitignore
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	res := &Results{Env: probeEnv(repo), Command: cfg.Command, Skipped: map[string]string{}}
+	if p50, p99, err := fsyncProbe(work, 500); err == nil {
+		res.Env.FsyncP50, res.Env.FsyncP99 = p50.String(), p99.String()
+	}
+	res.Env.NATSConfD1 = ConfigHash(NATSConfig(cfg.NATSPort, "js", D1))
+	res.Env.NATSConfD2 = ConfigHash(NATSConfig(cfg.NATSPort, "js", D2))
+
+	natsBin, err := EnsureNATS(ctx, cfg.CacheDir, cfg.NATSVersion)
+	if err != nil {
+		return nil, err
+	}
+	res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
+	nats := &natsSystem{bin: natsBin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
+	natsAtomic := &natsSystem{bin: natsBin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs}
+	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
+		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
+
+	r := &runner{cfg: cfg, log: log, work: work, res: res}
+	magOK := r.probeMagnetar(ctx, mag)
+	log.Info("magnetar", "status", res.Env.Magnetar)
+
+	res.Specs = Expand(cfg)
+	for _, spec := range res.Specs {
+		if ctx.Err() != nil {
+			break
+		}
+		if spec.RateHalf {
+			peak := r.median(spec.RateOf, "nats", func(b Block) float64 { return b.MsgPerS })
+			if peak <= 0 {
+				res.Skipped[spec.Name] = "needs " + spec.RateOf + " NATS max rate from this run"
+				continue
+			}
+			spec.Rate = peak / 2
+		}
+		systems := []System{}
+		if magOK {
+			systems = append(systems, mag)
+		}
+		systems = append(systems, nats)
+		if spec.Durability == D1 && spec.MaxRate() && spec.Partitions == 1 && cfg.AtomicBatch > 0 {
+			systems = append(systems, natsAtomic)
+		}
+		for pair := 0; pair < cfg.Pairs; pair++ {
+			order := slices.Clone(systems)
+			if pair%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, sys := range order {
+				b := r.runBlock(ctx, spec, sys, pair)
+				log.Info("block", "spec", spec.Name, "system", b.System, "pair", pair, "msg/s", int(b.MsgPerS),
+					"pub_p99_us", int(b.PubP99), "e2e_p99_us", int(b.E2EP99), "catchup_msg/s", int(b.CatchupMsgPerS),
+					"errors", b.Errors, "failed", b.Failed)
+				res.Blocks = append(res.Blocks, b)
+			}
+		}
+	}
+	if err := r.write(repo); err != nil {
+		return res, err
+	}
+	return res, ctx.Err()
+}
+
+type runner struct {
+	cfg  Config
+	log  *slog.Logger
+	work string
+	res  *Results
+	seq  int
+}
+
+// probeMagnetar starts the standalone once; any failure makes the run NATS-only with the
+// reason in the report.
+func (r *runner) probeMagnetar(ctx context.Context, m *magnetarSystem) bool {
+	if _, err := os.Stat(m.bin); err != nil {
+		r.res.Env.Magnetar = fmt.Sprintf("not available (%s missing; run `make build`)", m.bin)
+		return false
+	}
+	dir := filepath.Join(r.work, "probe-magnetar")
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.res.Env.Magnetar = "not available (" + err.Error() + ")"
+		return false
+	}
+	defer os.RemoveAll(dir)
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
+	defer cancel()
+	inst, err := m.Start(pctx, D1, dir)
+	if err != nil {
+		r.res.Env.Magnetar = "not available (" + err.Error() + ")"
+		return false
+	}
+	inst.Stop()
+	r.res.Env.Magnetar = fmt.Sprintf("available (%s, ready in %s at probe)", m.bin, inst.Ready.Round(time.Millisecond))
+	return true
+}
+
+func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) (b Block) {
+	r.seq++
+	b = Block{Spec: spec.Name, System: sys.Name(), Pair: pair, Seq: r.seq, Rate: spec.Rate}
+	b.Load1, b.PSICPU = loadNow()
+	dir := filepath.Join(r.work, fmt.Sprintf("%03d-%s", r.seq, sys.Name()))
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Failed = err.Error()
+		return b
+	}
+	defer os.RemoveAll(dir) // backlogs can be GiBs; logs of failed blocks are quoted in Failed
+	budget := spec.Warmup + spec.Measure + 3*time.Minute
+	if spec.BacklogBytes > 0 {
+		budget = 20 * time.Minute
+	}
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	sctx, scancel := context.WithTimeout(bctx, r.cfg.ReadyTimeout)
+	inst, err := sys.Start(sctx, spec.Durability, dir)
+	scancel()
+	if err != nil {
+		b.Failed = err.Error()
+		return b
+	}
+	defer inst.Stop()
+	b.ReadyMs = float64(inst.Ready.Microseconds()) / 1000
+	var s0, s1 ProcStat
+	var c0, c1 float64
+	var t0, t1 time.Time
+	h := hooks{
+		onStart: func() { s0, _ = readProc(inst.srv.pid()); c0 = selfCPU(); t0 = time.Now() },
+		onEnd:   func() { s1, _ = readProc(inst.srv.pid()); c1 = selfCPU(); t1 = time.Now() },
+	}
+	g := newLoadGen(spec, inst.Drv, fmt.Sprintf("b%03d", r.seq), r.cfg.Window, spec.Rate)
+	lr, err := g.Run(bctx, h, func() string { return dropCaches(r.cfg.DropCaches) })
+	if err != nil {
+		b.Failed = err.Error()
+		if inst.srv.exited() {
+			b.Failed += " (server exited: " + inst.srv.tail() + ")"
+		}
+		return b
+	}
+	if end, err := readProc(inst.srv.pid()); err == nil {
+		b.ServerHWMBytes = end.HWMBytes
+	}
+	secs := t1.Sub(t0).Seconds()
+	if secs <= 0 {
+		b.Failed = "empty measurement window"
+		return b
+	}
+	b.MsgPerS = float64(lr.PubCount) / secs
+	b.MBPerS = float64(lr.PubBytes) / secs / 1e6
+	b.ConsPerS = float64(lr.ConsCount) / secs
+	if lr.PubHist.TotalCount() > 0 {
+		b.PubP50, b.PubP99, b.PubP999 = q(lr.PubHist.ValueAtQuantile(50)), q(lr.PubHist.ValueAtQuantile(99)), q(lr.PubHist.ValueAtQuantile(99.9))
+		b.PubMax = q(lr.PubHist.Max())
+	}
+	// In catch-up blocks e2e would measure the age of the backlog, not the system: omit it.
+	if lr.E2EHist.TotalCount() > 0 && spec.BacklogBytes == 0 {
+		b.E2EP50, b.E2EP99, b.E2EP999 = q(lr.E2EHist.ValueAtQuantile(50)), q(lr.E2EHist.ValueAtQuantile(99)), q(lr.E2EHist.ValueAtQuantile(99.9))
+	}
+	msgs := float64(lr.PubCount)
+	if spec.BacklogBytes > 0 {
+		msgs = float64(lr.CatchupMsgs) + float64(lr.PubCount)
+		if lr.CatchupSeconds > 0 {
+			b.CatchupMsgPerS = float64(lr.CatchupMsgs) / lr.CatchupSeconds
+			b.CatchupMBPerS = b.CatchupMsgPerS * float64(spec.MsgSize) / 1e6
+		}
+	}
+	if msgs > 0 {
+		b.ServerCPUPerM = (s1.CPUSeconds - s0.CPUSeconds) / msgs * 1e6
+		b.ClientCPUPerM = (c1 - c0) / msgs * 1e6
+	}
+	b.Errors, b.LastError, b.Note = lr.Errors, lr.LastError, lr.Note
+	return b
+}
+
+func q(v int64) float64 { return float64(v) }
+
+// median of f over the successful blocks of one spec and system; 0 when none.
+func (r *runner) median(spec, system string, f func(Block) float64) float64 {
+	return medianOf(blocksOf(r.res.Blocks, spec, system), f)
+}
+
+func blocksOf(all []Block, spec, system string) []Block {
+	var out []Block
+	for _, b := range all {
+		if b.Spec == spec && b.System == system && b.Failed == "" {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func medianOf(bs []Block, f func(Block) float64) float64 {
+	if len(bs) == 0 {
+		return 0
+	}
+	v := make([]float64, len(bs))
+	for i, b := range bs {
+		v[i] = f(b)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func (r *runner) write(repo string) error {
+	jsonPath := r.cfg.OutJSON
+	if jsonPath == "" {
+		jsonPath = filepath.Join(r.work, "results.json")
+	}
+	js, err := json.MarshalIndent(r.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	var errs []error
+	errs = append(errs, os.WriteFile(absPath(repo, jsonPath), js, 0o644))
+	md := Markdown(r.res, r.cfg)
+	errs = append(errs, os.WriteFile(absPath(repo, r.cfg.OutMD), []byte(md), 0o644))
+	if err := Plot(r.res, absPath(repo, r.cfg.OutPNG)); err != nil {
+		errs = append(errs, fmt.Errorf("plot: %w", err))
+	}
+	return errors.Join(errs...)
+}
