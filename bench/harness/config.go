@@ -58,6 +58,7 @@ type Config struct {
 	MagnetarURL        string   // pulsar:// service URL the standalone listens on
 	MagnetarHTTP       string   // admin HTTP base URL (readiness via /status.html when set)
 	MagnetarNoSyncFlag string   // flag that turns journal fsync off (D2)
+	MagnetarPprof      string   // base URL serving /debug/pprof; "" = no profiles
 	ReadyTimeout       time.Duration
 	GoMaxProcs         int
 }
@@ -128,6 +129,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	fs.StringVar(&c.MagnetarURL, "magnetar-url", c.MagnetarURL, "Pulsar service URL of the standalone")
 	fs.StringVar(&c.MagnetarHTTP, "magnetar-http", c.MagnetarHTTP, "admin HTTP base URL; when set, readiness also waits for /status.html")
 	fs.StringVar(&c.MagnetarNoSyncFlag, "magnetar-nosync-flag", c.MagnetarNoSyncFlag, "standalone flag that turns journal fsync off (D2)")
+	fs.StringVar(&c.MagnetarPprof, "magnetar-pprof", c.MagnetarPprof, "base URL serving /debug/pprof on the standalone; when set, a CPU profile is taken in the first pair of every Magnetar steady-state block")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "max wait for a server to become ready")
 	fs.IntVar(&c.GoMaxProcs, "gomaxprocs", c.GoMaxProcs, "GOMAXPROCS for both servers")
 	fs.StringVar(&c.Command, "command", c.Command, "command line recorded in the report (default: this invocation)")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -33,10 +34,12 @@ type Block struct {
 	Load1, PSICPU                   string
 	Errors                          int64
 	LastError, Note, Failed         string
+	Profile                         string // Magnetar CPU profile summary (first pair, -magnetar-pprof)
 }
 
 // Results is the whole run, also written as JSON.
 type Results struct {
+	Config  Config
 	Env     Env
 	Command string
 	Specs   []Spec
@@ -57,7 +60,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	res := &Results{Env: probeEnv(repo), Command: cfg.Command, Skipped: map[string]string{}}
+	res := &Results{Config: cfg, Env: probeEnv(repo), Command: cfg.Command, Skipped: map[string]string{}}
 	if p50, p99, err := fsyncProbe(work, 500); err == nil {
 		res.Env.FsyncP50, res.Env.FsyncP99 = p50.String(), p99.String()
 	}
@@ -75,6 +78,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
 
 	r := &runner{cfg: cfg, log: log, work: work, res: res}
+	if cfg.MagnetarPprof != "" {
+		r.prof = &profiler{baseURL: cfg.MagnetarPprof, dir: filepath.Join(work, "profiles"), bin: mag.bin}
+	}
 	magOK := r.probeMagnetar(ctx, mag)
 	log.Info("magnetar", "status", res.Env.Magnetar)
 
@@ -125,6 +131,7 @@ type runner struct {
 	work string
 	res  *Results
 	seq  int
+	prof *profiler
 }
 
 // probeMagnetar starts the standalone once; any failure makes the run NATS-only with the
@@ -182,12 +189,22 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 	var s0, s1 ProcStat
 	var c0, c1 float64
 	var t0, t1 time.Time
+	wait := func() string { return "" }
+	profile := r.prof != nil && sys.Name() == "magnetar" && pair == 0 && spec.BacklogBytes == 0
 	h := hooks{
-		onStart: func() { s0, _ = readProc(inst.srv.pid()); c0 = selfCPU(); t0 = time.Now() },
-		onEnd:   func() { s1, _ = readProc(inst.srv.pid()); c1 = selfCPU(); t1 = time.Now() },
+		onStart: func() {
+			s0, _ = readProc(inst.srv.pid())
+			c0 = selfCPU()
+			t0 = time.Now()
+			if profile {
+				wait = r.prof.start(bctx, fmt.Sprintf("%s-%s", spec.Name, sys.Name()), spec.Measure)
+			}
+		},
+		onEnd: func() { s1, _ = readProc(inst.srv.pid()); c1 = selfCPU(); t1 = time.Now() },
 	}
 	g := newLoadGen(spec, inst.Drv, fmt.Sprintf("b%03d", r.seq), r.cfg.Window, spec.Rate)
 	lr, err := g.Run(bctx, h, func() string { return dropCaches(r.cfg.DropCaches) })
+	b.Profile = wait()
 	if err != nil {
 		b.Failed = err.Error()
 		if inst.srv.exited() {
@@ -227,6 +244,9 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 		b.ClientCPUPerM = (c1 - c0) / msgs * 1e6
 	}
 	b.Errors, b.LastError, b.Note = lr.Errors, lr.LastError, lr.Note
+	if lr.PubCount == 0 {
+		b.Note = strings.TrimPrefix(b.Note+"; no publish acknowledged inside the window (stall longer than the window?)", "; ")
+	}
 	return b
 }
 
@@ -271,12 +291,31 @@ func (r *runner) write(repo string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.WriteFile(absPath(repo, jsonPath), js, 0o644); err != nil {
+		return err
+	}
+	return Render(r.res, absPath(repo, r.cfg.OutMD), absPath(repo, r.cfg.OutPNG))
+}
+
+// Render writes the markdown report and the plot of a finished run.
+func Render(res *Results, mdPath, pngPath string) error {
 	var errs []error
-	errs = append(errs, os.WriteFile(absPath(repo, jsonPath), js, 0o644))
-	md := Markdown(r.res, r.cfg)
-	errs = append(errs, os.WriteFile(absPath(repo, r.cfg.OutMD), []byte(md), 0o644))
-	if err := Plot(r.res, absPath(repo, r.cfg.OutPNG)); err != nil {
+	errs = append(errs, os.WriteFile(mdPath, []byte(Markdown(res, res.Config)), 0o644))
+	if err := Plot(res, pngPath); err != nil {
 		errs = append(errs, fmt.Errorf("plot: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// Load reads a results.json written by Run, to re-render it.
+func Load(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
+	}
+	return &res, nil
 }

@@ -18,8 +18,23 @@ func main() {
 	cfg := harness.DefaultConfig()
 	fs := flag.NewFlagSet("bench-compare", flag.ExitOnError)
 	f := cfg.BindFlags(fs)
+	render := fs.String("render", "", "only re-render -out and -png from this results.json")
 	_ = fs.Parse(os.Args[1:])
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "bench-compare")
+	if *render != "" {
+		res, err := harness.Load(*render)
+		if err == nil && res.Config.Pairs == 0 {
+			res.Config = cfg // results written before the config was recorded
+		}
+		if err == nil {
+			err = harness.Render(res, cfg.OutMD, cfg.OutPNG)
+		}
+		if err != nil {
+			log.Error("render", "err", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := f.Finish(); err != nil {
 		log.Error("config", "err", err)
 		os.Exit(2)
