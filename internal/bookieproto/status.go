@@ -28,18 +28,28 @@ const (
 // again (to this bookie later or to another one).
 var statusTable = []struct {
 	status    Status
+	name      string // metric label
 	err       error
 	retriable bool
 }{
-	{StatusNoSuchEntry, ErrNoSuchEntry, false},
-	{StatusNoSuchLedger, ErrNoSuchLedger, false},
-	{StatusFenced, ErrFenced, false},
-	{StatusUnauthorized, ErrUnauthorized, false},
-	{StatusReadOnly, ErrReadOnly, true},
-	{StatusCorrupt, ErrCorrupt, false},
-	{StatusTooBusy, ErrTooBusy, true},
-	{StatusBadRequest, ErrBadRequest, false},
-	{StatusServerError, ErrServer, true},
+	{StatusNoSuchEntry, "NO_SUCH_ENTRY", ErrNoSuchEntry, false},
+	{StatusNoSuchLedger, "NO_SUCH_LEDGER", ErrNoSuchLedger, false},
+	{StatusFenced, "FENCED", ErrFenced, false},
+	{StatusUnauthorized, "UNAUTHORIZED", ErrUnauthorized, false},
+	{StatusReadOnly, "READ_ONLY", ErrReadOnly, true},
+	{StatusCorrupt, "CORRUPT", ErrCorrupt, false},
+	{StatusTooBusy, "TOO_BUSY", ErrTooBusy, true},
+	{StatusBadRequest, "BAD_REQUEST", ErrBadRequest, false},
+	{StatusServerError, "SERVER_ERROR", ErrServer, true},
+}
+
+// Statuses lists every status code this build knows, OK first.
+func Statuses() []Status {
+	out := []Status{StatusOK}
+	for _, e := range statusTable {
+		out = append(out, e.status)
+	}
+	return out
 }
 
 // Err returns the sentinel for s: nil for StatusOK, ErrServer for a code this build does not
@@ -56,17 +66,17 @@ func (s Status) Err() error {
 	return fmt.Errorf("%w (unknown status %d)", ErrServer, uint16(s))
 }
 
-// String names the status.
+// String names the status (OK, NO_SUCH_ENTRY, FENCED, ...), as metrics label it.
 func (s Status) String() string {
 	if s == StatusOK {
 		return "OK"
 	}
 	for _, e := range statusTable {
 		if e.status == s {
-			return e.err.Error()
+			return e.name
 		}
 	}
-	return fmt.Sprintf("status %d", uint16(s))
+	return fmt.Sprintf("STATUS_%d", uint16(s))
 }
 
 // StatusOf maps an error whose chain holds one of the sentinels to its code; nil is
