@@ -255,6 +255,3 @@ func (c *serverConn) drained() bool {
 	defer c.mu.Unlock()
 	return c.closing || (c.reqs == 0 && len(c.out) == 0 && c.flushed)
 }
-
-// wait waits for this connection's handler goroutines.
-func (c *serverConn) wait() { c.handlers.Wait() }

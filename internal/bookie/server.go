@@ -103,20 +103,23 @@ func (s *Server) accept(nc net.Conn) {
 	s.nextConn++
 	c := newServerConn(s, nc, s.nextConn)
 	s.conns[c] = struct{}{}
-	s.wg.Add(2)
+	s.wg.Add(1)
 	s.mu.Unlock()
 	s.metrics.connections.Inc()
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	writerDone := make(chan struct{})
 	go func() {
-		defer s.wg.Done()
-		c.readLoop()
+		defer close(writerDone)
+		c.writeLoop()
 	}()
 	go func() {
 		defer s.wg.Done()
-		c.writeLoop()
-		c.wait() // handler goroutines of this connection
+		c.readLoop()
+		<-writerDone
+		// Handlers are only started by the read loop, so waiting for them is safe now.
+		c.handlers.Wait()
 		s.mu.Lock()
 		delete(s.conns, c)
 		s.mu.Unlock()

@@ -42,6 +42,9 @@ type BookieConfig struct {
 	// MetricsAddress serves Prometheus /metrics over HTTP (BookKeeper's prometheusStatsHttpPort,
 	// there 8000); empty = off, as standalone and the broker serve metrics on their own port.
 	MetricsAddress string `key:"prometheusStatsHttpAddress" flag:"metrics-listen" help:"host:port for the /metrics endpoint (e.g. :8000); empty = off"`
+
+	// Storage is the journal, caches and directories (internal/bookie/storage).
+	Storage BookieStorageConfig
 }
 
 // DefaultBookieConfig returns the bookie defaults.
@@ -55,6 +58,7 @@ func DefaultBookieConfig() BookieConfig {
 		MaxConnections:                   1024,
 		MaxLongPollTimeout:               2 * time.Minute,
 		ShutdownTimeout:                  5 * time.Second,
+		Storage:                          DefaultBookieStorageConfig(),
 	}
 }
 
@@ -69,6 +73,7 @@ func (c *BookieConfig) Validate() error {
 		Between("maxConnections", c.MaxConnections, 1, 1_000_000),
 		Between("maxLongPollTimeout", c.MaxLongPollTimeout, time.Millisecond, time.Hour),
 		Between("shutdownTimeout", c.ShutdownTimeout, 0, 10*time.Minute),
+		c.Storage.Validate(),
 	}
 	if c.AdvertisedAddress != "" {
 		errs = append(errs, CheckHostPort("advertisedAddress", c.AdvertisedAddress))
