@@ -37,7 +37,7 @@ type fixture struct {
 }
 
 // startBookie serves st on a free port and returns a client for it; both close at cleanup.
-func startBookie(t *testing.T, st storage.Storage, mutate func(*config.BookieConfig)) *fixture {
+func startBookie(t testing.TB, st storage.Storage, mutate func(*config.BookieConfig)) *fixture {
 	t.Helper()
 	cfg := testConfig(t.TempDir())
 	if mutate != nil {
