@@ -98,7 +98,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 
 // openBookieStorage opens the disk storage of a bookie.
 func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg prometheus.Registerer) (storage.Storage, error) {
-	return nil, errors.New("bookie: disk storage not available in this build yet")
+	return storage.Open(cfg, logger, reg)
 }
 
 // openMetadataStore dials the metadata store named by url.
