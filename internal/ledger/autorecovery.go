@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +55,7 @@ type Auditor struct {
 	name   string
 	logger *slog.Logger
 	gauge  prometheus.Gauge
+	under  atomic.Int64 // what gauge was last set to, for tests and admin
 
 	mu             sync.Mutex
 	missingSince   map[string]time.Time
@@ -95,6 +97,9 @@ func NewAuditor(ctx context.Context, opts AuditorOptions) (*Auditor, error) {
 
 // Close stops the auditor's bookie watch. Stop Run first by cancelling its context.
 func (a *Auditor) Close() error { return a.c.Close() }
+
+// UnderReplicatedCount is the number of under-replicated ledgers found by the last Check.
+func (a *Auditor) UnderReplicatedCount() int64 { return a.under.Load() }
 
 // Decommission marks a bookie as lost now, without the grace period: the next check moves
 // every fragment off it. Stop the bookie (or make it read-only) first so no new fragment
@@ -186,6 +191,7 @@ func (a *Auditor) Check(ctx context.Context) error {
 	}
 	a.mu.Unlock()
 	a.gauge.Set(float64(under))
+	a.under.Store(int64(under))
 	if len(lost) == 0 {
 		return nil
 	}
