@@ -24,11 +24,11 @@ func newTestAuditor(t testing.TB, store metadata.Store, bk bookieproto.Client, n
 
 // fullyReplicated reports whether every entry of a closed ledger is on every bookie of its
 // write set, none of which is in gone.
-func fullyReplicated(fc *fakeCluster, m *ledgerMetadata, id int64, gone map[string]bool) bool {
+func fullyReplicated(fc testCluster, m *ledgerMetadata, id int64, gone map[string]bool) bool {
 	for e := int64(0); e <= m.LastEntryID; e++ {
 		ens := m.ensembleFor(e)
 		for _, pos := range writeSet(e, m.EnsembleSize, m.WriteQuorum) {
-			if gone[ens[pos]] || !fc.bookie(ens[pos]).has(id, e) {
+			if gone[ens[pos]] || !fc.hasEntry(ens[pos], id, e) {
 				return false
 			}
 		}
@@ -59,7 +59,12 @@ func writeClosedLedger(t *testing.T, c Client, e, qw, qa int, n int64) int64 {
 func TestAuditorReplicatesLostBookie(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.addBookies(5)
-	c := newTestClient(t, fc.store, fc.client())
+	testAuditorReplicatesLostBookie(t, fc)
+}
+
+// testAuditorReplicatesLostBookie needs five bookies.
+func testAuditorReplicatesLostBookie(t *testing.T, fc testCluster) {
+	c := newTestClient(t, fc.metaStore(), fc.newBookieClient())
 	var ids []int64
 	for i := range 6 {
 		qa := 2
@@ -68,18 +73,18 @@ func TestAuditorReplicatesLostBookie(t *testing.T) {
 		}
 		ids = append(ids, writeClosedLedger(t, c, 3, 2+i%2, qa, 40))
 	}
-	lost := mustMeta(t, fc.store, ids[0]).Fragments[0].Ensemble[0]
+	lost := mustMeta(t, fc.metaStore(), ids[0]).Fragments[0].Ensemble[0]
 	// Every third copy must have landed before the kill, so that "lost" means only lost.
 	for _, id := range ids {
-		m := mustMeta(t, fc.store, id)
+		m := mustMeta(t, fc.metaStore(), id)
 		waitFor(t, func() bool { return fullyReplicated(fc, m, id, nil) })
 	}
 	fc.kill(lost)
 
 	ctx, cancel := context.WithCancel(testCtx(t))
 	defer cancel()
-	a1 := newTestAuditor(t, fc.store, fc.client(), "a1")
-	a2 := newTestAuditor(t, fc.store, fc.client(), "a2")
+	a1 := newTestAuditor(t, fc.metaStore(), fc.newBookieClient(), "a1")
+	a2 := newTestAuditor(t, fc.metaStore(), fc.newBookieClient(), "a2")
 	done := make(chan struct{}, 2)
 	for _, a := range []*Auditor{a1, a2} {
 		go func() { a.Run(ctx); done <- struct{}{} }()
@@ -87,13 +92,13 @@ func TestAuditorReplicatesLostBookie(t *testing.T) {
 	gone := map[string]bool{lost: true}
 	waitFor(t, func() bool {
 		for _, id := range ids {
-			if !fullyReplicated(fc, mustMeta(t, fc.store, id), id, gone) {
+			if !fullyReplicated(fc, mustMeta(t, fc.metaStore(), id), id, gone) {
 				return false
 			}
 		}
 		return true
 	})
-	under, err := UnderReplicated(ctx, fc.store)
+	under, err := UnderReplicated(ctx, fc.metaStore())
 	if err != nil || len(under) != 0 {
 		t.Fatalf("under-replicated after audit: %v %v", under, err)
 	}

@@ -173,6 +173,12 @@ func (b *fakeBookie) ledgerLocked(id int64, create bool) *fakeLedger {
 	return l
 }
 
+func (fc *fakeCluster) metaStore() metadata.Store           { return fc.store }
+func (fc *fakeCluster) newBookieClient() bookieproto.Client { return fc.client() }
+func (fc *fakeCluster) hasEntry(addr string, ledgerID, entryID int64) bool {
+	return fc.bookie(addr).has(ledgerID, entryID)
+}
+
 // client returns a bookieproto.Client over the cluster.
 func (fc *fakeCluster) client() bookieproto.Client { return &fakeClient{fc: fc} }
 

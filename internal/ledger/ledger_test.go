@@ -93,6 +93,15 @@ func (a *ackLog) wait(t testing.TB) {
 	}
 }
 
+// testCluster is a set of registered bookies the scenario tests run on: the in-process
+// fake (fault injection) or real bookie servers over TCP.
+type testCluster interface {
+	metaStore() metadata.Store
+	newBookieClient() bookieproto.Client
+	kill(addr string)
+	hasEntry(addr string, ledgerID, entryID int64) bool
+}
+
 func mustMeta(t testing.TB, store metadata.Store, id int64) *ledgerMetadata {
 	t.Helper()
 	m, _, err := readMetadata(context.Background(), store, id)
@@ -187,13 +196,18 @@ func TestCreateArguments(t *testing.T) {
 func TestKillBookieMidStream(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.addBookies(4)
-	c := newTestClient(t, fc.store, fc.client())
+	testKillBookieMidStream(t, fc)
+}
+
+// testKillBookieMidStream needs four bookies.
+func testKillBookieMidStream(t *testing.T, fc testCluster) {
+	c := newTestClient(t, fc.metaStore(), fc.newBookieClient())
 	ctx := testCtx(t)
 	w, err := c.Create(ctx, CreateOptions{EnsembleSize: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
-	victim := mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble[1]
+	victim := mustMeta(t, fc.metaStore(), w.ID()).Fragments[0].Ensemble[1]
 	var log ackLog
 	for i := range int64(400) {
 		if i == 200 {
@@ -212,11 +226,11 @@ func TestKillBookieMidStream(t *testing.T) {
 	}
 	// The failed add may be reported after the other replicas acknowledged everything; the
 	// ensemble change still happens while the ledger is open.
-	waitFor(t, func() bool { return len(mustMeta(t, fc.store, w.ID()).Fragments) == 2 })
+	waitFor(t, func() bool { return len(mustMeta(t, fc.metaStore(), w.ID()).Fragments) == 2 })
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	m := mustMeta(t, fc.store, w.ID())
+	m := mustMeta(t, fc.metaStore(), w.ID())
 	if len(m.Fragments) != 2 {
 		t.Fatalf("fragments %+v, want 2", m.Fragments)
 	}
@@ -230,8 +244,11 @@ func TestKillBookieMidStream(t *testing.T) {
 // uses all five.
 func TestStriping(t *testing.T) {
 	fc := newFakeCluster(t)
-	addrs := fc.addBookies(5)
-	c := newTestClient(t, fc.store, fc.client())
+	testStriping(t, fc, fc.addBookies(5))
+}
+
+func testStriping(t *testing.T, fc testCluster, addrs []string) {
+	c := newTestClient(t, fc.metaStore(), fc.newBookieClient())
 	ctx := testCtx(t)
 	w, err := c.Create(ctx, CreateOptions{EnsembleSize: 5, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
 	if err != nil {
@@ -245,23 +262,25 @@ func TestStriping(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ens := mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble
+	ens := mustMeta(t, fc.metaStore(), w.ID()).Fragments[0].Ensemble
 	// Append waits for Qa only; give the third copy of the last entries time to land.
 	waitFor(t, func() bool {
 		for e := range int64(50) {
 			for _, pos := range writeSet(e, 5, 3) {
-				if !fc.bookie(ens[pos]).has(w.ID(), e) {
+				if !fc.hasEntry(ens[pos], w.ID(), e) {
 					return false
 				}
 			}
 		}
 		return true
 	})
+	perBookie := map[string]int{}
 	for e := range int64(50) {
 		n := 0
 		for _, a := range addrs {
-			if fc.bookie(a).has(w.ID(), e) {
+			if fc.hasEntry(a, w.ID(), e) {
 				n++
+				perBookie[a]++
 			}
 		}
 		if n != 3 {
@@ -269,8 +288,8 @@ func TestStriping(t *testing.T) {
 		}
 	}
 	for _, a := range addrs {
-		if fc.bookie(a).adds != 30 {
-			t.Fatalf("bookie %s stored %d entries, want 30", a, fc.bookie(a).adds)
+		if perBookie[a] != 30 {
+			t.Fatalf("bookie %s stored %d entries, want 30", a, perBookie[a])
 		}
 	}
 	checkReadsBack(t, c, w.ID(), 49)
@@ -293,8 +312,12 @@ func waitFor(t testing.TB, cond func() bool) {
 func TestSecondWriterRecoversAndFencesFirst(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.addBookies(3)
-	c1 := newTestClient(t, fc.store, fc.client())
-	c2 := newTestClient(t, fc.store, fc.client())
+	testSecondWriterRecoversAndFencesFirst(t, fc)
+}
+
+func testSecondWriterRecoversAndFencesFirst(t *testing.T, fc testCluster) {
+	c1 := newTestClient(t, fc.metaStore(), fc.newBookieClient())
+	c2 := newTestClient(t, fc.metaStore(), fc.newBookieClient())
 	ctx := testCtx(t)
 	w, err := c1.Create(ctx, CreateOptions{EnsembleSize: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
 	if err != nil {
@@ -348,7 +371,7 @@ func TestSecondWriterRecoversAndFencesFirst(t *testing.T) {
 	}
 	checkReadsBack(t, c2, w.ID(), last)
 	// The metadata must still say CLOSED at last: the fenced writer's Close changed nothing.
-	if m := mustMeta(t, fc.store, w.ID()); m.State != stateClosed || m.LastEntryID != last {
+	if m := mustMeta(t, fc.metaStore(), w.ID()); m.State != stateClosed || m.LastEntryID != last {
 		t.Fatalf("metadata %s last %d", m.State, m.LastEntryID)
 	}
 }
@@ -455,8 +478,13 @@ func TestRecoveryWithDroppedFence(t *testing.T) {
 func TestRecoveryAcrossEnsembleChange(t *testing.T) {
 	fc := newFakeCluster(t)
 	fc.addBookies(5)
-	c1 := newTestClient(t, fc.store, fc.client())
-	c2 := newTestClient(t, fc.store, fc.client())
+	testRecoveryAcrossEnsembleChange(t, fc)
+}
+
+// testRecoveryAcrossEnsembleChange needs five bookies.
+func testRecoveryAcrossEnsembleChange(t *testing.T, fc testCluster) {
+	c1 := newTestClient(t, fc.metaStore(), fc.newBookieClient())
+	c2 := newTestClient(t, fc.metaStore(), fc.newBookieClient())
 	ctx := testCtx(t)
 	w, err := c1.Create(ctx, CreateOptions{EnsembleSize: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
 	if err != nil {
@@ -467,14 +495,14 @@ func TestRecoveryAcrossEnsembleChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble
+	first := mustMeta(t, fc.metaStore(), w.ID()).Fragments[0].Ensemble
 	fc.kill(first[0])
 	for i := int64(20); i < 40; i++ {
 		if _, err := w.Append(ctx, entryData(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m := mustMeta(t, fc.store, w.ID())
+	m := mustMeta(t, fc.metaStore(), w.ID())
 	if len(m.Fragments) != 2 {
 		t.Fatalf("fragments %+v", m.Fragments)
 	}

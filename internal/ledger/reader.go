@@ -135,6 +135,9 @@ func (r *reader) ReadLastAddConfirmed(ctx context.Context) (int64, error) {
 			rctx, cancel := context.WithTimeout(ctx, r.c.cfg.ReadEntryTimeout)
 			defer cancel()
 			l, err := r.c.bk.ReadLAC(rctx, addr, r.id, false, nil)
+			if errors.Is(err, bookieproto.ErrNoSuchLedger) {
+				l, err = -1, nil // no entry reached this bookie yet
+			}
 			ch <- res{l, err}
 		}()
 	}

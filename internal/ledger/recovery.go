@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -69,18 +70,40 @@ func (c *client) recover(ctx context.Context, id int64, m *ledgerMetadata, versi
 
 	frags := m.clone().Fragments // the local copy write-back may change
 	lastEntry := start - 1
-	for e := start; ; e++ {
-		payload, h, found, err := c.recoveryRead(ctx, id, m, last.Ensemble, e)
-		if err != nil {
-			return nil, err
+	for more := true; more; {
+		// Entries are decided in windows of MaxReadsInProgress parallel recovery reads;
+		// the ledger ends before the first absent entry (anything a writer got onto a
+		// bookie past it was never acknowledged, because an earlier entry was not).
+		first := lastEntry + 1
+		results := make([]recoveryResult, c.cfg.MaxReadsInProgress)
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := &results[i]
+				r.payload, r.h, r.found, r.err = c.recoveryRead(ctx, id, m, last.Ensemble, first+int64(i))
+			}()
 		}
-		if !found {
-			break
+		wg.Wait()
+		var payloads [][]byte
+		for _, r := range results {
+			if r.err != nil {
+				return nil, r.err
+			}
+			if !r.found {
+				more = false
+				break
+			}
+			payloads = append(payloads, r.payload)
+			length = r.h.Length
 		}
-		if frags, err = c.writeBack(ctx, id, m, frags, e, payload); err != nil {
-			return nil, err
+		if len(payloads) > 0 {
+			if frags, err = c.writeBackBatch(ctx, id, m, frags, first, payloads); err != nil {
+				return nil, err
+			}
+			lastEntry += int64(len(payloads))
 		}
-		lastEntry, length = e, h.Length
 	}
 
 	closed, _, err := updateMetadata(ctx, c.store, id, m, version, func(cur *ledgerMetadata) error {
@@ -195,6 +218,53 @@ func (c *client) recoveryRead(ctx context.Context, id int64, m *ledgerMetadata, 
 	}
 	return nil, entryHeader{}, false, fmt.Errorf("%w: ledger %d entry %d: %d of %d needed no-such-entry answers: %w",
 		ErrRecoveryIncomplete, id, e, noSuch, needAbsent, errors.Join(errs...))
+}
+
+type recoveryResult struct {
+	payload []byte
+	h       entryHeader
+	found   bool
+	err     error
+}
+
+// writeBackBatch writes recovered entries first, first+1, ... back in parallel to the
+// current local ensemble; from the first entry that failed anywhere on, it falls back to
+// writeBack one entry at a time, which replaces bookies (re-adding an entry a bookie already
+// has is harmless).
+func (c *client) writeBackBatch(ctx context.Context, id int64, m *ledgerMetadata, frags []fragment, first int64, payloads [][]byte) ([]fragment, error) {
+	ens := frags[len(frags)-1].Ensemble
+	failed := make([]bool, len(payloads))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, p := range payloads {
+		e := first + int64(i)
+		for _, pos := range writeSet(e, m.EnsembleSize, m.WriteQuorum) {
+			wg.Add(1)
+			actx, cancel := context.WithTimeout(ctx, c.cfg.AddEntryTimeout)
+			req := bookieproto.AddRequest{LedgerID: id, EntryID: e, MasterKey: m.MasterKey, LAC: e - 1, Payload: p, Recovery: true}
+			c.bk.AddEntry(actx, ens[pos], req, func(err error) {
+				cancel()
+				if err != nil {
+					mu.Lock()
+					failed[i] = true
+					mu.Unlock()
+				}
+				wg.Done()
+			})
+		}
+	}
+	wg.Wait()
+	k := slices.Index(failed, true)
+	if k < 0 {
+		return frags, nil
+	}
+	var err error
+	for i := k; i < len(payloads); i++ {
+		if frags, err = c.writeBack(ctx, id, m, frags, first+int64(i), payloads[i]); err != nil {
+			return nil, err
+		}
+	}
+	return frags, nil
 }
 
 // writeBack stores a recovered entry on its whole write set with recovery adds, replacing
