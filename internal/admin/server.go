@@ -56,6 +56,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.getNamespace))
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.createNamespace))
 	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.deleteNamespace))
+	s.registerPolicies(mux)
 	return cleanPath(mux)
 }
 
