@@ -54,11 +54,13 @@ type Config struct {
 	NATSVersion        string
 	NATSPort           int
 	MagnetarBin        string
-	MagnetarArgs       []string // extra arguments after `standalone`
+	MagnetarBaseArgs   string   // space-separated port arguments after `standalone`
+	MagnetarArgs       []string // extra arguments after those
 	MagnetarURL        string   // pulsar:// service URL the standalone listens on
 	MagnetarHTTP       string   // admin HTTP base URL (readiness via /status.html when set)
 	MagnetarNoSyncFlag string   // flag that turns journal fsync off (D2)
 	MagnetarPprof      string   // base URL serving /debug/pprof; "" = no profiles
+	Note               string   // free-form machine/build note for the report
 	ReadyTimeout       time.Duration
 	GoMaxProcs         int
 }
@@ -67,28 +69,32 @@ type Config struct {
 func DefaultConfig() Config {
 	home, _ := os.UserHomeDir()
 	return Config{
-		Workloads:          []string{"W1", "W2", "W3", "W4", "W7"},
-		Durabilities:       []string{"D1", "D2"},
-		Warmup:             2 * time.Second,
-		Measure:            6 * time.Second,
-		Pairs:              2,
-		Window:             1000,
-		AtomicBatch:        100,
-		Rates:              []string{"1000", "half"},
-		BacklogBytes:       128 << 20,
-		CatchupRate:        2000,
-		DropCaches:         true,
-		RepoDir:            ".",
-		WorkDir:            "",
-		CacheDir:           filepath.Join(home, ".cache", "magnetar-bench"),
-		OutMD:              "docs/bench-compare.md",
-		OutPNG:             "docs/bench-compare.png",
-		OutJSON:            "",
-		NATSVersion:        "v2.15.2",
-		NATSPort:           14222,
-		MagnetarBin:        "bin/magnetar",
-		MagnetarURL:        "pulsar://127.0.0.1:6650",
-		MagnetarHTTP:       "",
+		Workloads:    []string{"W1", "W2", "W3", "W4", "W7"},
+		Durabilities: []string{"D1", "D2"},
+		Warmup:       2 * time.Second,
+		Measure:      6 * time.Second,
+		Pairs:        2,
+		Window:       1000,
+		AtomicBatch:  100,
+		Rates:        []string{"1000", "half"},
+		BacklogBytes: 128 << 20,
+		CatchupRate:  2000,
+		DropCaches:   true,
+		RepoDir:      ".",
+		WorkDir:      "",
+		CacheDir:     filepath.Join(home, ".cache", "magnetar-bench"),
+		OutMD:        "docs/bench-compare.md",
+		OutPNG:       "docs/bench-compare.png",
+		OutJSON:      "",
+		NATSVersion:  "v2.15.2",
+		NATSPort:     0,
+		MagnetarBin:  "bin/magnetar",
+		// Fresh free ports per start ({name} placeholders, see expandPorts), so the harness
+		// never measures someone else's server on a well-known port.
+		MagnetarBaseArgs: "--port {port} --http-port {http} --metadata-listen http://127.0.0.1:{etcd} " +
+			"--metadata-peer http://127.0.0.1:{peer} --bookie-address 127.0.0.1:{bookie}",
+		MagnetarURL:        "pulsar://127.0.0.1:{port}",
+		MagnetarHTTP:       "http://127.0.0.1:{http}",
 		MagnetarNoSyncFlag: "--journal-sync-data=false",
 		ReadyTimeout:       60 * time.Second,
 		GoMaxProcs:         2,
@@ -120,8 +126,10 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	fs.StringVar(&c.OutPNG, "png", c.OutPNG, "plot path (relative to -repo)")
 	fs.StringVar(&c.OutJSON, "json", c.OutJSON, "raw results JSON path (default <workdir>/results.json)")
 	fs.StringVar(&c.NATSVersion, "nats-version", c.NATSVersion, "nats-server version installed from the Go module proxy")
-	fs.IntVar(&c.NATSPort, "nats-port", c.NATSPort, "NATS client port on 127.0.0.1")
+	fs.IntVar(&c.NATSPort, "nats-port", c.NATSPort, "NATS client port on 127.0.0.1 (0: a free port per start)")
 	fs.StringVar(&c.MagnetarBin, "magnetar-bin", c.MagnetarBin, "magnetar binary (relative to -repo)")
+	fs.StringVar(&c.MagnetarBaseArgs, "magnetar-base-args", c.MagnetarBaseArgs, "port arguments for `magnetar standalone` (space-separated; {port} {http} {etcd} {peer} {bookie} become free ports per start)")
+	fs.StringVar(&c.Note, "note", c.Note, "free-form note for the report (e.g. which branch the magnetar binary was built from)")
 	fs.Func("magnetar-arg", "extra argument for `magnetar standalone` (repeatable)", func(s string) error {
 		c.MagnetarArgs = append(c.MagnetarArgs, s)
 		return nil
@@ -129,7 +137,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	fs.StringVar(&c.MagnetarURL, "magnetar-url", c.MagnetarURL, "Pulsar service URL of the standalone")
 	fs.StringVar(&c.MagnetarHTTP, "magnetar-http", c.MagnetarHTTP, "admin HTTP base URL; when set, readiness also waits for /status.html")
 	fs.StringVar(&c.MagnetarNoSyncFlag, "magnetar-nosync-flag", c.MagnetarNoSyncFlag, "standalone flag that turns journal fsync off (D2)")
-	fs.StringVar(&c.MagnetarPprof, "magnetar-pprof", c.MagnetarPprof, "base URL serving /debug/pprof on the standalone; when set, a CPU profile is taken in the first pair of every Magnetar steady-state block")
+	fs.StringVar(&c.MagnetarPprof, "magnetar-pprof", c.MagnetarPprof, "base URL serving /debug/pprof on the standalone (e.g. http://127.0.0.1:{http}); when set, a CPU profile is taken in the first pair of every Magnetar steady-state block")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", c.ReadyTimeout, "max wait for a server to become ready")
 	fs.IntVar(&c.GoMaxProcs, "gomaxprocs", c.GoMaxProcs, "GOMAXPROCS for both servers")
 	fs.StringVar(&c.Command, "command", c.Command, "command line recorded in the report (default: this invocation)")
@@ -217,7 +225,7 @@ func (c *Config) Validate() error {
 	if c.CatchupRate < 0 {
 		bad("catchup-rate: must be >= 0")
 	}
-	if c.NATSPort <= 0 || c.NATSPort > 65535 {
+	if c.NATSPort < 0 || c.NATSPort > 65535 {
 		bad("nats-port: out of range")
 	}
 	if c.ReadyTimeout <= 0 {

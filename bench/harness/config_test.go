@@ -109,3 +109,19 @@ func TestRatios(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestExpandPorts(t *testing.T) {
+	ports, err := freePorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	m := &magnetarSystem{baseArgs: c.MagnetarBaseArgs, noSync: c.MagnetarNoSyncFlag}
+	args := strings.Join(m.Args(D2, "/d", ports), " ")
+	if strings.Contains(args, "{") || !strings.Contains(args, "--port "+ports["port"]) || !strings.HasSuffix(args, "--journal-sync-data=false") {
+		t.Fatal(args)
+	}
+	if u := expandPorts(c.MagnetarURL, ports); u != "pulsar://127.0.0.1:"+ports["port"] {
+		t.Fatal(u)
+	}
+}

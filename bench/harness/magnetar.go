@@ -18,6 +18,7 @@ import (
 // magnetarSystem runs `magnetar standalone` and drives it with pulsar-client-go.
 type magnetarSystem struct {
 	bin        string
+	baseArgs   string
 	extra      []string
 	serviceURL string
 	httpURL    string
@@ -29,8 +30,8 @@ type magnetarSystem struct {
 func (m *magnetarSystem) Name() string { return "magnetar" }
 
 // Args is the standalone command line for a mode, recorded in the report.
-func (m *magnetarSystem) Args(d Durability, dir string) []string {
-	args := []string{"standalone", "--data-dir", dir}
+func (m *magnetarSystem) Args(d Durability, dir string, ports map[string]string) []string {
+	args := append([]string{"standalone", "--data-dir", dir}, strings.Fields(expandPorts(m.baseArgs, ports))...)
 	if d == D2 && m.noSync != "" {
 		args = append(args, m.noSync)
 	}
@@ -38,27 +39,35 @@ func (m *magnetarSystem) Args(d Durability, dir string) []string {
 }
 
 func (m *magnetarSystem) Start(ctx context.Context, d Durability, dir string) (*Instance, error) {
-	u, err := url.Parse(m.serviceURL)
+	ports, err := freePorts()
+	if err != nil {
+		return nil, err
+	}
+	serviceURL, httpURL := expandPorts(m.serviceURL, ports), expandPorts(m.httpURL, ports)
+	u, err := url.Parse(serviceURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: magnetar-url: %w", ErrConfig, err)
 	}
+	if err := portFree(u.Host); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
-	srv, err := startProcess(m.bin, m.Args(d, filepath.Join(dir, "data")), dir, filepath.Join(dir, "server.log"), []string{"GOMAXPROCS=" + strconv.Itoa(m.gomaxprocs)})
+	srv, err := startProcess(m.bin, m.Args(d, filepath.Join(dir, "data"), ports), dir, filepath.Join(dir, "server.log"), []string{"GOMAXPROCS=" + strconv.Itoa(m.gomaxprocs)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: start %s: %w", ErrUnavailable, m.bin, err)
 	}
-	inst := &Instance{srv: srv}
+	inst := &Instance{srv: srv, ports: ports}
 	if err := waitPort(ctx, srv, u.Host); err != nil {
 		inst.Stop()
 		return nil, err
 	}
-	if m.httpURL != "" {
-		if err := waitHTTP(ctx, srv, strings.TrimRight(m.httpURL, "/")+"/status.html"); err != nil {
+	if httpURL != "" {
+		if err := waitHTTP(ctx, srv, strings.TrimRight(httpURL, "/")+"/status.html"); err != nil {
 			inst.Stop()
 			return nil, err
 		}
 	}
-	drv := &pulsarDriver{url: m.serviceURL, window: m.window}
+	drv := &pulsarDriver{url: serviceURL, window: m.window}
 	if err := pulsarFirstAck(ctx, drv, srv); err != nil {
 		drv.Close()
 		inst.Stop()

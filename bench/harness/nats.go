@@ -71,8 +71,19 @@ type natsSystem struct {
 func (n *natsSystem) Name() string { return n.name }
 
 func (n *natsSystem) Start(ctx context.Context, d Durability, dir string) (*Instance, error) {
+	port := n.port
+	if port == 0 {
+		ports, err := freePorts()
+		if err != nil {
+			return nil, err
+		}
+		port, _ = strconv.Atoi(ports["port"])
+	}
 	conf := filepath.Join(dir, "nats.conf")
-	if err := os.WriteFile(conf, []byte(NATSConfig(n.port, filepath.Join(dir, "js"), d)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(NATSConfig(port, filepath.Join(dir, "js"), d)), 0o644); err != nil {
+		return nil, err
+	}
+	if err := portFree(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
@@ -81,8 +92,8 @@ func (n *natsSystem) Start(ctx context.Context, d Durability, dir string) (*Inst
 		return nil, fmt.Errorf("%w: start nats-server: %w", ErrUnavailable, err)
 	}
 	inst := &Instance{srv: srv}
-	url := fmt.Sprintf("nats://127.0.0.1:%d", n.port)
-	if err := waitPort(ctx, srv, fmt.Sprintf("127.0.0.1:%d", n.port)); err != nil {
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	if err := waitPort(ctx, srv, fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 		inst.Stop()
 		return nil, err
 	}

@@ -22,10 +22,11 @@ type profiler struct {
 
 // start begins a profile of length d in the background; the returned func waits for it and
 // returns the `go tool pprof -top` summary (or why there is none).
-func (p *profiler) start(ctx context.Context, name string, d time.Duration) func() string {
+func (p *profiler) start(ctx context.Context, inst *Instance, name string, d time.Duration) func() string {
 	if p == nil || p.baseURL == "" {
 		return func() string { return "" }
 	}
+	base := expandPorts(p.baseURL, inst.ports)
 	secs := max(1, int(d.Seconds()))
 	out := filepath.Join(p.dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+".pprof")
 	done := make(chan string, 1)
@@ -33,7 +34,7 @@ func (p *profiler) start(ctx context.Context, name string, d time.Duration) func
 		done <- func() string {
 			cctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 			defer cancel()
-			u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimRight(p.baseURL, "/"), secs)
+			u := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimRight(base, "/"), secs)
 			req, _ := http.NewRequestWithContext(cctx, http.MethodGet, u, nil)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

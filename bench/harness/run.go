@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,8 +65,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	if p50, p99, err := fsyncProbe(work, 500); err == nil {
 		res.Env.FsyncP50, res.Env.FsyncP99 = p50.String(), p99.String()
 	}
-	res.Env.NATSConfD1 = ConfigHash(NATSConfig(cfg.NATSPort, "js", D1))
-	res.Env.NATSConfD2 = ConfigHash(NATSConfig(cfg.NATSPort, "js", D2))
+	// Hashes of the config shape (port and directory normalised), comparable across runs.
+	res.Env.NATSConfD1 = ConfigHash(NATSConfig(0, "js", D1))
+	res.Env.NATSConfD2 = ConfigHash(NATSConfig(0, "js", D2))
 
 	natsBin, err := EnsureNATS(ctx, cfg.CacheDir, cfg.NATSVersion)
 	if err != nil {
@@ -74,7 +76,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
 	nats := &natsSystem{bin: natsBin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
 	natsAtomic := &natsSystem{bin: natsBin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs}
-	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
+	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), baseArgs: cfg.MagnetarBaseArgs, extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
 		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
 
 	r := &runner{cfg: cfg, log: log, work: work, res: res}
@@ -156,7 +158,12 @@ func (r *runner) probeMagnetar(ctx context.Context, m *magnetarSystem) bool {
 		return false
 	}
 	inst.Stop()
-	r.res.Env.Magnetar = fmt.Sprintf("available (%s, ready in %s at probe)", m.bin, inst.Ready.Round(time.Millisecond))
+	ver := "version unknown"
+	if out, err := exec.Command(m.bin, "version").Output(); err == nil {
+		ver = strings.TrimSpace(string(out))
+	}
+	r.res.Env.Magnetar = fmt.Sprintf("available (%s: %s; ready in %s at probe; args %s)", m.bin, ver,
+		inst.Ready.Round(time.Millisecond), strings.Join(m.Args(D1, "<dir>", nil), " "))
 	return true
 }
 
@@ -197,7 +204,7 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 			c0 = selfCPU()
 			t0 = time.Now()
 			if profile {
-				wait = r.prof.start(bctx, fmt.Sprintf("%s-%s", spec.Name, sys.Name()), spec.Measure)
+				wait = r.prof.start(bctx, inst, fmt.Sprintf("%s-%s", spec.Name, sys.Name()), spec.Measure)
 			}
 		},
 		onEnd: func() { s1, _ = readProc(inst.srv.pid()); c1 = selfCPU(); t1 = time.Now() },

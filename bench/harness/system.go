@@ -18,6 +18,7 @@ type Instance struct {
 	srv   *server
 	Drv   Driver
 	Ready time.Duration // process start -> port accepting and first publish acknowledged
+	ports map[string]string
 }
 
 // Stop closes the clients and the server process.

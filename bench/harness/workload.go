@@ -72,7 +72,7 @@ var catalogue = map[string]shape{
 	"W6":  {1, 1, 1, 1, []int{1024}, []Durability{D1}, false, true, 0, false, 5, "tail reads at 50% of the W2 NATS max, long window"},
 	"W7":  {1, 1, 1, 1, []int{1024}, []Durability{D2}, false, false, 0, true, 1, "catch-up: backlog then drain from earliest while publishing"},
 	"W8":  {1, 1, 1, 1, []int{1024}, []Durability{D2}, false, false, 0, true, 1, "catch-up beyond RAM (set -backlog 32GiB)"},
-	"W9":  {1000, 4, 4, 1, []int{100}, []Durability{D1}, false, false, 10000, false, 1, "1000 partitions, 10 msg/s each"},
+	"W9":  {1000, 4, 4, 1, []int{100}, []Durability{D1, D2}, false, false, 10000, false, 1, "1000 partitions, 10 msg/s each"},
 	"W10": {1, 1, 1, 1, []int{100, 1024}, []Durability{D2}, false, false, 0, false, 1, "fsync off, max rate (W1/W2 in D2)"},
 }
 
