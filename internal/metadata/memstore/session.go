@@ -1,0 +1,153 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+)
+
+type session struct {
+	id     int64
+	st     *state
+	handle *Store
+	ttl    time.Duration
+
+	// Guarded by st.mu.
+	keys  map[string]struct{}
+	ended bool
+	done  chan struct{}
+}
+
+var _ metadata.Session = (*session)(nil)
+
+func (ss *session) Done() <-chan struct{} { return ss.done }
+
+func (ss *session) PutEphemeral(ctx context.Context, key string, value []byte, expected metadata.Version) (metadata.Version, error) {
+	if err := ss.handle.check(ctx); err != nil {
+		return 0, err
+	}
+	ss.st.mu.Lock()
+	defer ss.st.mu.Unlock()
+	if ss.ended {
+		return 0, fmt.Errorf("%w: put %s", metadata.ErrSessionLost, key)
+	}
+	return ss.st.put(key, value, expected, ss)
+}
+
+func (ss *session) Close() error {
+	ss.end()
+	ss.handle.mu.Lock()
+	delete(ss.handle.sessions, ss)
+	ss.handle.mu.Unlock()
+	return nil
+}
+
+// end deletes the session's keys, withdraws its candidacies and closes Done, once.
+func (ss *session) end() {
+	ss.st.mu.Lock()
+	defer ss.st.mu.Unlock()
+	if ss.ended {
+		return
+	}
+	ss.ended = true
+	for key := range ss.keys {
+		ss.st.remove(key)
+	}
+	var mine []*candidate
+	for _, el := range ss.st.elections {
+		for _, c := range el.candidates {
+			if c.sess == ss {
+				mine = append(mine, c)
+			}
+		}
+	}
+	for _, c := range mine {
+		ss.st.withdraw(c)
+	}
+	close(ss.done)
+}
+
+// election is the queue of candidates for one election name; the first one leads.
+type election struct {
+	name       string
+	candidates []*candidate
+}
+
+type candidate struct {
+	el    *election
+	sess  *session
+	value []byte
+	won   chan struct{} // closed when this candidate becomes the leader
+	gone  chan struct{} // closed when it resigns or its session ends
+	out   bool
+}
+
+func (ss *session) Campaign(ctx context.Context, name string, value []byte) (metadata.Leadership, error) {
+	if err := ss.handle.check(ctx); err != nil {
+		return nil, err
+	}
+	ss.st.mu.Lock()
+	if ss.ended {
+		ss.st.mu.Unlock()
+		return nil, fmt.Errorf("%w: campaign %s", metadata.ErrSessionLost, name)
+	}
+	el := ss.st.elections[name]
+	if el == nil {
+		el = &election{name: name}
+		ss.st.elections[name] = el
+	}
+	c := &candidate{el: el, sess: ss, value: clone(value), won: make(chan struct{}), gone: make(chan struct{})}
+	el.candidates = append(el.candidates, c)
+	if len(el.candidates) == 1 {
+		close(c.won)
+	}
+	ss.st.mu.Unlock()
+
+	select {
+	case <-c.won:
+		return &leadership{c: c}, nil
+	case <-c.gone:
+		return nil, fmt.Errorf("%w: campaign %s", metadata.ErrSessionLost, name)
+	case <-ctx.Done():
+		ss.st.mu.Lock()
+		ss.st.withdraw(c)
+		ss.st.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// withdraw removes a candidate under st.mu and promotes the next one if it led.
+func (st *state) withdraw(c *candidate) {
+	if c.out {
+		return
+	}
+	c.out = true
+	el := c.el
+	for i, x := range el.candidates {
+		if x == c {
+			el.candidates = append(el.candidates[:i], el.candidates[i+1:]...)
+			if i == 0 && len(el.candidates) > 0 {
+				close(el.candidates[0].won)
+			}
+			break
+		}
+	}
+	if len(el.candidates) == 0 {
+		delete(st.elections, el.name)
+	}
+	close(c.gone)
+}
+
+type leadership struct{ c *candidate }
+
+func (l *leadership) Done() <-chan struct{} { return l.c.gone }
+
+func (l *leadership) Resign(ctx context.Context) error {
+	st := l.c.sess.st
+	st.mu.Lock()
+	st.withdraw(l.c)
+	st.mu.Unlock()
+	return nil
+}
