@@ -51,6 +51,7 @@ func crashChild(dir string) {
 	}
 	var mu sync.Mutex
 	out := os.Stdout
+	fmt.Fprintln(out, "ready") // the parent starts its kill timer now, not during open
 	var wg sync.WaitGroup
 	for w := int64(0); w < 4; w++ {
 		wg.Add(1)
@@ -103,10 +104,15 @@ func TestCrashSIGKILL(t *testing.T) {
 		}
 		var got []acked
 		done := make(chan struct{})
+		ready := make(chan struct{})
 		go func() {
 			defer close(done)
 			sc := bufio.NewScanner(stdout)
 			for sc.Scan() {
+				if sc.Text() == "ready" {
+					close(ready)
+					continue
+				}
 				var a acked
 				if n, _ := fmt.Sscanf(sc.Text(), "ack %d %d %d", &a.ledger, &a.entry, &a.size); n == 3 {
 					got = append(got, a)
@@ -115,6 +121,15 @@ func TestCrashSIGKILL(t *testing.T) {
 			_, _ = io.Copy(io.Discard, stdout)
 		}()
 		// Kill at a random moment once adds are flowing.
+		select {
+		case <-ready:
+		case <-done:
+			_ = cmd.Process.Kill()
+			t.Fatalf("iteration %d: child exited before it was ready; stderr: %s", it, stderr.String())
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("iteration %d: child not ready after a minute", it)
+		}
 		time.Sleep(time.Duration(150+r.IntN(600)) * time.Millisecond)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		<-done

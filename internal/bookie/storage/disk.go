@@ -420,13 +420,16 @@ func (d *Disk) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	// Closing the cache first means an apply that would wait for memory drops its entries
+	// instead (they stay in the journal and the checkpoint does not pass them), so Close
+	// cannot hang on a flusher that a full disk keeps failing.
+	d.cache.close()
 	errs := []error{d.jw.Close()}
 	close(d.closeCh)
 	d.wg.Wait()
 	if err := d.flush(); err != nil {
 		errs = append(errs, fmt.Errorf("storage: final flush: %w", err))
 	}
-	d.cache.close()
 	d.indexMu.Lock()
 	d.logsMu.Lock()
 	for _, lg := range d.logs {
