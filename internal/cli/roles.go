@@ -12,7 +12,7 @@ import (
 func roles(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		a.standaloneCmd(),
-		notYet("metadata", "Run an etcd metadata-store member (single or part of a static cluster)"),
+		a.metadataCmd(),
 		a.bookieCmd(),
 		notYet("broker", "Run a broker: serves the Pulsar binary protocol and admin REST API"),
 		notYet("proxy", "Run a proxy: a stateless gateway that forwards clients to owner brokers"),
