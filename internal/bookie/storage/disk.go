@@ -43,6 +43,7 @@ type Disk struct {
 
 	lmu     sync.RWMutex
 	ledgers map[int64]*ledgerState
+	dirty   map[int64]*ledgerState // changed since the last flush snapshot (under lmu)
 
 	cache    writeCache
 	rcache   *readCache
@@ -80,7 +81,6 @@ type ledgerState struct {
 	masterKey []byte
 	fenced    bool
 	deleted   bool
-	dirty     bool // changed since the last flush snapshot
 	lac       int64
 	lacCh     chan struct{} // closed when lac grows; nil until a WaitLAC needs it
 }
@@ -118,6 +118,7 @@ func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, 
 		jdir:      cfg.JournalDir(),
 		ldir:      cfg.LedgerDir(),
 		ledgers:   map[int64]*ledgerState{},
+		dirty:     map[int64]*ledgerState{},
 		logs:      map[uint64]*entrylog.Log{},
 		logMeta:   map[uint64]map[int64]int64{},
 		dirtyLogs: map[uint64]bool{},
@@ -389,7 +390,8 @@ func (d *Disk) DeleteLedger(ledgerID int64) error {
 		st = &ledgerState{lac: -1}
 		d.ledgers[ledgerID] = st
 	}
-	st.deleted, st.dirty = true, false
+	st.deleted = true
+	delete(d.dirty, ledgerID)
 	if st.lacCh != nil {
 		close(st.lacCh)
 		st.lacCh = nil
