@@ -93,8 +93,12 @@ var _ Storage = (*Disk)(nil)
 
 // Open opens (creating if needed) the disk storage in the configured directories,
 // replays the journal and starts the background goroutines. registerer may be nil.
-func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer prometheus.Registerer) (*Disk, error) {
-	return OpenWithFS(cfg, vfs.Default(), logger, registerer)
+func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer prometheus.Registerer) (Storage, error) {
+	d, err := OpenWithFS(cfg, vfs.Default(), logger, registerer)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return d, nil
 }
 
 // OpenWithFS is Open over the given file system (tests pass a vfs.FaultFS). The Pebble
@@ -201,6 +205,7 @@ func (d *Disk) open() error {
 		Admit:         d.admit,
 		Apply:         d.apply,
 		FailErr:       ErrReadOnly,
+		ClosedErr:     ErrClosed,
 		OnFailure:     func(err error) { d.health.writeFailed(err) },
 		OnGroup: func(records, bytes int, sync time.Duration) {
 			d.m.groupEntries.Observe(float64(records))
@@ -322,9 +327,6 @@ func (d *Disk) Fence(ledgerID int64, masterKey []byte) (int64, error) {
 	ch := make(chan error, 1)
 	d.jw.Append(journal.Record{Kind: journal.KindFence, LedgerID: ledgerID, MasterKey: masterKey}, func(err error) { ch <- err })
 	if err := <-ch; err != nil {
-		if errors.Is(err, journal.ErrClosed) {
-			return -1, ErrClosed
-		}
 		return -1, err
 	}
 	d.lmu.RLock()

@@ -7,12 +7,13 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
 	st "github.com/magnetar-io/magnetar/internal/bookie/storage/storagetest"
+	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
 )
 
 func TestReadAheadAndMetrics(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	reg := prometheus.NewRegistry()
-	s, err := storage.Open(cfg, nil, reg)
+	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,8 @@ type Options struct {
 	Apply func(recs []Record, end Pos)
 	// FailErr is wrapped into the callbacks' error when a write or sync fails.
 	FailErr error
+	// ClosedErr is what Append reports after Close (default ErrClosed).
+	ClosedErr error
 	// OnFailure is told of every write or sync failure (the storage turns read-only).
 	OnFailure func(err error)
 	// OnGroup reports each group commit: records, bytes and the fdatasync duration.
@@ -134,7 +136,11 @@ func (w *Writer) Append(r Record, done func(error)) {
 	}
 	if w.closed {
 		w.mu.Unlock()
-		done(ErrClosed)
+		if w.opts.ClosedErr != nil {
+			done(w.opts.ClosedErr)
+		} else {
+			done(ErrClosed)
+		}
 		return
 	}
 	if w.opts.Admit != nil {
