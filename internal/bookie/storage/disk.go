@@ -293,7 +293,9 @@ func (d *Disk) abort() {
 	}
 }
 
-// AddEntry implements Storage.
+// AddEntry implements Storage. done runs on the journal's acknowledgement goroutine, in
+// journal order; it must not block or call AddEntry or Fence (it would wait for the
+// goroutine that is running it).
 func (d *Disk) AddEntry(ledgerID, entryID int64, masterKey []byte, lac int64, payload []byte, recovery bool, done func(error)) {
 	if err := checkIDs(ledgerID, entryID); err != nil {
 		done(err)
