@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -12,6 +13,7 @@ import (
 
 func TestReadAheadAndMetrics(t *testing.T) {
 	cfg := testConfig(t.TempDir())
+	cfg.FlushInterval = time.Hour // one flush: each ledger's entries end up adjacent
 	reg := prometheus.NewRegistry()
 	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
 	if err != nil {
