@@ -5,12 +5,17 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/logging"
+	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
 )
 
 // crashBookieFlags make a crash test exercise more than the journal: a small write cache
@@ -205,5 +210,59 @@ func TestProcessCleanShutdownAndFencingSurvive(t *testing.T) {
 	got, err := c.ReadEntry(ctx, p.addr, bookieproto.ReadRequest{LedgerID: 9, EntryID: 19})
 	if err != nil || !bytes.Equal(got.Payload, payloadOf(9, 19, 300)) {
 		t.Fatalf("entry after restart: %v", err)
+	}
+}
+
+// TestProcessRegistersInEtcd runs a real bookie against an embedded etcd member: it
+// registers, a SIGKILL makes the key expire with the session, a restart registers again,
+// and SIGTERM deregisters at once.
+func TestProcessRegistersInEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real bookie processes")
+	}
+	mcfg := config.DefaultMetadataConfig()
+	mcfg.DataDir = filepath.Join(t.TempDir(), "etcd")
+	mcfg.ListenClientURLs = []string{"http://127.0.0.1:0"}
+	mcfg.ListenPeerURLs = []string{"http://127.0.0.1:0"}
+	mcfg.HeartbeatInterval = 20 * time.Millisecond
+	mcfg.ElectionTimeout = 200 * time.Millisecond
+	ctx := waitCtx(t)
+	m, err := etcdstore.StartEmbedded(ctx, mcfg, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	md, err := m.Open(ctx, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer md.Close()
+	url := "etcd://" + strings.TrimPrefix(m.ClientURLs()[0], "http://")
+	dir := t.TempDir()
+	flags := []string{"--metadata-url", url, "--metadata-store-session-timeout-millis", "1000"}
+
+	p := startBookieProcess(t, dir, flags...)
+	regKey := bookieproto.RegistrationPrefix + p.addr
+	waitFor(t, "registration", func() bool {
+		r, _, ok := registration(t, md, regKey)
+		return ok && r.State == bookieproto.StateWritable && r.Address == p.addr
+	})
+	p.kill()
+	waitFor(t, "the killed bookie's key to expire", func() bool {
+		_, _, ok := registration(t, md, regKey)
+		return !ok
+	})
+
+	p = startBookieProcess(t, dir, flags...)
+	regKey = bookieproto.RegistrationPrefix + p.addr
+	waitFor(t, "registration after restart", func() bool {
+		_, _, ok := registration(t, md, regKey)
+		return ok
+	})
+	if err := p.stop(t); err != nil {
+		t.Fatalf("SIGTERM exit: %v\n%s", err, p.logs())
+	}
+	if _, _, ok := registration(t, md, regKey); ok {
+		t.Fatal("clean shutdown left the registration behind")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 )
 
 // bookieFlagAliases are the short flag names of ARCHITECTURE.md §2 for keys whose derived
@@ -124,5 +125,5 @@ func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg 
 
 // openMetadataStore dials the metadata store named by url.
 func openMetadataStore(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
-	return nil, errors.New("bookie: metadata store connection not available in this build yet")
+	return connect.Open(ctx, url, logger)
 }
