@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/logging"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/perf"
 )
 
 // crashBookieFlags make a crash test exercise more than the journal: a small write cache
@@ -188,13 +189,20 @@ func TestProcessCleanShutdownAndFencingSurvive(t *testing.T) {
 		t.Skip("runs real bookie processes")
 	}
 	dir := t.TempDir()
-	p := startBookieProcess(t, dir)
+	p := startBookieProcess(t, dir, "--metrics-listen", "127.0.0.1:0")
 	c := bookieproto.NewClient(bookieproto.ClientOptions{RequestTimeout: 60 * time.Second})
 	defer c.Close()
 	ctx := waitCtx(t)
 	f := &fixture{client: c, addr: p.addr}
 	for e := int64(0); e < 20; e++ {
 		mustAdd(t, f, 9, e, e-1, payloadOf(9, e, 300))
+	}
+	got, err := perf.ScrapeSum(ctx, "http://"+p.metricsAddr+"/metrics", "bookie_server_requests_total", "bookie_journal_force_write_grouping_count_sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["bookie_server_requests_total"] != 20 || got["bookie_journal_force_write_grouping_count_sum"] < 20 {
+		t.Fatalf("metrics after 20 adds: %v", got)
 	}
 	if _, err := c.ReadLAC(ctx, p.addr, 9, true, key); err != nil {
 		t.Fatal(err)
@@ -207,8 +215,8 @@ func TestProcessCleanShutdownAndFencingSurvive(t *testing.T) {
 	if err := f.add(t, 9, 20, 19, []byte("late"), false); !errors.Is(err, bookieproto.ErrFenced) {
 		t.Fatalf("add after restart of a fenced ledger: %v", err)
 	}
-	got, err := c.ReadEntry(ctx, p.addr, bookieproto.ReadRequest{LedgerID: 9, EntryID: 19})
-	if err != nil || !bytes.Equal(got.Payload, payloadOf(9, 19, 300)) {
+	e, err := c.ReadEntry(ctx, p.addr, bookieproto.ReadRequest{LedgerID: 9, EntryID: 19})
+	if err != nil || !bytes.Equal(e.Payload, payloadOf(9, 19, 300)) {
 		t.Fatalf("entry after restart: %v", err)
 	}
 }

@@ -55,15 +55,17 @@ func (a *app) bookieCmd() *cobra.Command {
 		setMemoryLimit(cfg.Storage, a.env.Environ, logger)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// Metrics first: the endpoint answers (with what is registered so far) by the time
+		// the bookie logs that it serves.
+		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
+		if err != nil {
+			return err
+		}
 		bk, err := bookie.Start(ctx, cfg, bookie.Options{
 			Logger: logger, Registerer: reg, OpenStorage: openBookieStorage, OpenMetadata: openMetadataStore,
 		})
 		if err != nil {
-			return err
-		}
-		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
-		if err != nil {
-			_ = bk.Close()
+			stopMetrics()
 			return err
 		}
 		<-ctx.Done()
