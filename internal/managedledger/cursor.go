@@ -450,12 +450,13 @@ func (c *Cursor) foldLocked() {
 	}
 }
 
-// changedLocked records a change of the persisted state and schedules a flush.
+// changedLocked records a change of the persisted state and schedules a flush. Caller holds
+// c.mu and ml.mu.
 func (c *Cursor) changedLocked() {
 	c.seq++
 	c.lastActive = c.ml.f.now()
 	if c.durable {
-		c.scheduleFlushLocked()
+		c.scheduleFlushLocked(c.ml.cfg.MarkDeleteRateLimit)
 	}
 }
 

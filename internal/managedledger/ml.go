@@ -64,7 +64,9 @@ type ManagedLedger struct {
 	rolling       bool // do not submit to writer; a rollover will run once inflight is 0
 	rollStarted   bool
 	inflight      int
-	submitted     int // pending[:submitted] went to writer
+	submitted     int   // pending[:submitted] went to writer
+	subEntries    int64 // entries handed to the current writer
+	subBytes      int64
 	pending       []*addOp
 	cbQueue       []func()
 	draining      bool
