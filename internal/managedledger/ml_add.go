@@ -169,7 +169,7 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			ml.log.Warn("add failed; rolling over to a new ledger and retrying pending adds", "ledger", w.ID(), "err", err)
 		}
 	}
-	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen && !ml.closing
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen
 	if start {
 		ml.rollStarted = true
 	}
@@ -256,8 +256,10 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 	defer ml.drainCallbacks()
 
 	abort := func() bool {
-		// Close, Terminate or fencing got here first: they own the writer now.
-		if ml.state != stateOpen || ml.closing || ml.terminating || ml.terminated || ml.writer != old {
+		// Fencing, or Close/Terminate with nothing left to write, got here first. With adds
+		// still pending, Close and Terminate wait for them, so the rollover must go on.
+		ending := ml.closing || ml.terminating || ml.terminated
+		if ml.state != stateOpen || ml.writer != old || (ending && len(ml.pending) == 0) {
 			ml.rolling, ml.rollStarted = false, false
 			return true
 		}

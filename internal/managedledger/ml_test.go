@@ -327,3 +327,30 @@ func TestInternalStatsShape(t *testing.T) {
 		t.Fatalf("backlog = %d, want 7", c.Backlog())
 	}
 }
+
+func TestCloseCompletesAddsAcrossRollover(t *testing.T) {
+	e := newEnv(t)
+	e.lc.SetFaults(memledger.Faults{AppendDelay: 100 * time.Microsecond})
+	f := e.factory()
+	ml := open(t, f, "t/close", func(c *Config) { c.MaxEntriesPerLedger = 7 })
+	const n = 60
+	var wg sync.WaitGroup
+	var failed sync.Map
+	wg.Add(n)
+	for i := 0; i < n; i++ {
+		i := i
+		must(t, ml.AddEntry([]byte(fmt.Sprint(i)), func(_ Position, err error) {
+			if err != nil {
+				failed.Store(i, err)
+			}
+			wg.Done()
+		}))
+	}
+	must(t, ml.Close(ctxT(t)))
+	wg.Wait()
+	failed.Range(func(k, v any) bool { t.Errorf("add %v failed: %v", k, v); return true })
+	ml2 := open(t, e.factory(), "t/close", nil)
+	if ml2.NumberOfEntries() != n {
+		t.Fatalf("entries after reopen %d", ml2.NumberOfEntries())
+	}
+}
