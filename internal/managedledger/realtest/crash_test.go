@@ -259,7 +259,7 @@ func TestRecoveryAfterSIGKILLWithRealBookieAndEtcd(t *testing.T) {
 
 // startCluster starts an embedded etcd member and one bookie (disk storage, TCP) registered
 // in it, all stopped when the test ends.
-func startCluster(ctx context.Context, t *testing.T) (metadata.Store, []string) {
+func startCluster(ctx context.Context, t testing.TB) (metadata.Store, []string) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 
