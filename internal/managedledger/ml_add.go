@@ -35,6 +35,24 @@ import (
 type addOp struct {
 	data []byte
 	cb   func(Position, error)
+	// visibleLAC is the newest entry of the current ledger acknowledged when this op was
+	// handed to the writer; the writer sends at least this LAC to the bookies with the op.
+	visibleLAC int64
+}
+
+// The tail of the current ledger.
+//
+// A reader learns a ledger's LAC from the bookies, who know it only from the LAC piggybacked
+// on later adds: the newest entries of the ledger being written are confirmed to us but not
+// readable through a ledger.Reader until more adds arrive or the ledger closes (Pulsar reads
+// them through its write handle, which our ledger API has no read for). So the managed
+// ledger keeps, outside the evictable cache, every entry of the current ledger that the
+// bookies may not know to be confirmed: once an op carrying visibleLAC = X completes, the
+// bookies know LAC >= X and entries up to X leave the tail. The tail holds at most the adds
+// in flight plus one, bounded by MaxPendingAddEntries.
+type tailEntry struct {
+	entryID int64
+	data    []byte
 }
 
 // AddEntry appends data asynchronously. cb is called exactly once, with the entry's position
@@ -102,13 +120,33 @@ func (ml *ManagedLedger) submit() {
 		return
 	}
 	w := ml.writer
-	batch := append([]*addOp(nil), ml.pending[ml.submitted:]...)
-	ml.submitted += len(batch)
-	ml.inflight += len(batch)
+	var batch []*addOp
+	for ml.submitted < len(ml.pending) {
+		if ml.shouldRollLocked() {
+			// The ledger is full by what was already handed to it: keep the rest queued
+			// for the next ledger.
+			ml.rolling = true
+			break
+		}
+		op := ml.pending[ml.submitted]
+		op.visibleLAC = ml.ackedEntry
+		batch = append(batch, op)
+		ml.submitted++
+		ml.inflight++
+		ml.subEntries++
+		ml.subBytes += int64(len(op.data))
+	}
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0
+	if start {
+		ml.rollStarted = true
+	}
 	ml.mu.Unlock()
 	for _, op := range batch {
 		op := op
 		w.AppendAsync(op.data, func(eid int64, err error) { ml.addDone(w, op, eid, err) })
+	}
+	if start {
+		go ml.rollover(w)
 	}
 }
 
@@ -130,6 +168,14 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 		ml.numberOfEntries++
 		ml.totalSize += int64(len(op.data))
 		ml.f.cache.insert(pos, op.data)
+		ml.ackedEntry = eid
+		ml.tail = append(ml.tail, tailEntry{eid, op.data})
+		k := 0
+		for k < len(ml.tail) && ml.tail[k].entryID <= op.visibleLAC {
+			ml.tail[k].data = nil
+			k++
+		}
+		ml.tail = ml.tail[k:]
 		cb := op.cb
 		ml.cbQueue = append(ml.cbQueue, func() { cb(pos, nil) })
 		ml.notifyLocked()
@@ -150,7 +196,7 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			ml.log.Warn("add failed; rolling over to a new ledger and retrying pending adds", "ledger", w.ID(), "err", err)
 		}
 	}
-	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen && !ml.closing
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen
 	if start {
 		ml.rollStarted = true
 	}
@@ -161,15 +207,12 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 	ml.drainCallbacks()
 }
 
-// shouldRollLocked applies the rollover rule: the ledger has entries and is older than the
-// max rollover time, or is full (entries or bytes) and older than the min rollover time.
+// shouldRollLocked applies the rollover rule to what was handed to the current writer: it
+// has entries and is older than the max rollover time, or is full (entries or bytes) and
+// older than the min rollover time. Counting submitted rather than acknowledged adds keeps a
+// deep pipeline from overfilling a ledger.
 func (ml *ManagedLedger) shouldRollLocked() bool {
-	n := len(ml.ledgers)
-	if ml.writer == nil || n == 0 {
-		return false
-	}
-	cur := ml.ledgers[n-1]
-	if cur.Entries == 0 {
+	if ml.writer == nil || ml.subEntries == 0 {
 		return false
 	}
 	age := ml.f.now().Sub(ml.writerCreated)
@@ -179,7 +222,7 @@ func (ml *ManagedLedger) shouldRollLocked() bool {
 	if age < ml.cfg.MinLedgerRolloverTime {
 		return false
 	}
-	return cur.Entries >= ml.cfg.MaxEntriesPerLedger || cur.Size >= ml.cfg.MaxSizePerLedgerBytes
+	return ml.subEntries >= ml.cfg.MaxEntriesPerLedger || ml.subBytes >= ml.cfg.MaxSizePerLedgerBytes
 }
 
 // CheckRollover rolls the current ledger over if it is due by age (size and count are
@@ -240,8 +283,10 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 	defer ml.drainCallbacks()
 
 	abort := func() bool {
-		// Close, Terminate or fencing got here first: they own the writer now.
-		if ml.state != stateOpen || ml.closing || ml.terminating || ml.terminated || ml.writer != old {
+		// Fencing, or Close/Terminate with nothing left to write, got here first. With adds
+		// still pending, Close and Terminate wait for them, so the rollover must go on.
+		ending := ml.closing || ml.terminating || ml.terminated
+		if ml.state != stateOpen || ml.writer != old || (ending && len(ml.pending) == 0) {
 			ml.rolling, ml.rollStarted = false, false
 			return true
 		}
@@ -312,13 +357,38 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 		return
 	}
 	ml.version, ml.ledgers = nv, list
+	ml.resetTailLocked()
+	ml.tailLedger = w.ID()
 	ml.writer, ml.writerErr, ml.writerCreated, ml.lastCreated = w, nil, now, now
 	ml.rolling, ml.rollStarted = false, false
 	ml.submitted, ml.inflight = 0, 0
+	ml.subEntries, ml.subBytes = 0, 0
 	ml.notifyLocked()
 	ml.mu.Unlock()
 	if old != nil {
 		ml.log.Debug("ledger rolled over", "old", old.ID(), "new", w.ID())
 	}
 	ml.submit()
+}
+
+// resetTailLocked is called when the current ledger changes: the old one is closed (so all
+// its entries are readable), and its tail entries go to the ordinary cache.
+func (ml *ManagedLedger) resetTailLocked() {
+	for _, t := range ml.tail {
+		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data)
+	}
+	ml.tail = nil
+	ml.ackedEntry = -1
+}
+
+// tailGet returns an entry of the current ledger's tail. Caller holds mu.
+func (ml *ManagedLedger) tailGetLocked(p Position) ([]byte, bool) {
+	if p.LedgerID != ml.tailLedger || len(ml.tail) == 0 {
+		return nil, false
+	}
+	i := p.EntryID - ml.tail[0].entryID
+	if i < 0 || i >= int64(len(ml.tail)) {
+		return nil, false
+	}
+	return ml.tail[i].data, true
 }
