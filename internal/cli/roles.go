@@ -15,12 +15,12 @@ func roles(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		a.standaloneCmd(),
 		notYet("metadata", "Run an etcd metadata-store member (single or part of a static cluster)"),
-		notYet("bookie", "Run a bookie: the storage node that keeps ledgers (journal, entry logs, index)"),
+		a.bookieCmd(),
 		notYet("broker", "Run a broker: serves the Pulsar binary protocol and admin REST API"),
 		notYet("proxy", "Run a proxy: a stateless gateway that forwards clients to owner brokers"),
 		notYet("admin", "Administer clusters, tenants, namespaces, topics (pulsar-admin style)"),
 		notYet("client", "Produce and consume messages from the command line (pulsar-client style)"),
-		notYet("perf", "Generate load and report throughput and latency (pulsar-perf style)"),
+		a.perfCmd(),
 		versionCmd(),
 	}
 }

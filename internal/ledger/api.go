@@ -89,3 +89,6 @@ type Reader interface {
 	WaitLastAddConfirmed(ctx context.Context, previous int64) (int64, error)
 	Close() error
 }
+
+// ErrUnauthorized is returned by Open when the password does not match the ledger's.
+var ErrUnauthorized = errors.New("ledger: wrong ledger password")

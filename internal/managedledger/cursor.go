@@ -2,7 +2,6 @@ package managedledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -280,7 +279,7 @@ func (c *Cursor) ReadEntriesOrWait(ctx context.Context, max int, maxBytes int64)
 	defer c.waiting.Add(-1)
 	for {
 		c.ml.mu.Lock()
-		ch := c.ml.notify
+		ch := c.ml.waitChanLocked()
 		c.ml.mu.Unlock()
 		es, err := c.ReadEntries(ctx, max, maxBytes)
 		if err != nil || len(es) > 0 {
@@ -299,29 +298,28 @@ func (c *Cursor) ReadEntriesOrWait(ctx context.Context, max int, maxBytes int64)
 // whether it did; cb is then not called.
 func (c *Cursor) AsyncReadEntriesOrWait(max int, maxBytes int64, cb func([]Entry, error)) (cancel func() bool) {
 	ctx, stop := context.WithCancel(context.Background())
-	var once sync.Once
-	var canceled bool
-	var mu sync.Mutex
+	var once sync.Once // whoever runs it first decides: deliver, or canceled
 	go func() {
+		defer stop()
 		es, err := c.ReadEntriesOrWait(ctx, max, maxBytes)
 		deliver := false
 		once.Do(func() { deliver = true })
-		mu.Lock()
-		if canceled && errors.Is(err, context.Canceled) {
-			deliver = false
-		}
-		mu.Unlock()
 		if deliver {
 			cb(es, err)
+			return
+		}
+		if len(es) > 0 {
+			// Canceled after the read took entries: hand them back so the next read
+			// returns them again.
+			c.mu.Lock()
+			c.readPos = minPos(c.readPos, es[0].Position)
+			c.mu.Unlock()
 		}
 	}()
 	return func() bool {
 		won := false
 		once.Do(func() { won = true })
 		if won {
-			mu.Lock()
-			canceled = true
-			mu.Unlock()
 			stop()
 		}
 		return won
@@ -450,12 +448,13 @@ func (c *Cursor) foldLocked() {
 	}
 }
 
-// changedLocked records a change of the persisted state and schedules a flush.
+// changedLocked records a change of the persisted state and schedules a flush. Caller holds
+// c.mu and ml.mu.
 func (c *Cursor) changedLocked() {
 	c.seq++
 	c.lastActive = c.ml.f.now()
 	if c.durable {
-		c.scheduleFlushLocked()
+		c.scheduleFlushLocked(c.ml.cfg.MarkDeleteRateLimit)
 	}
 }
 

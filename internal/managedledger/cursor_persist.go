@@ -59,24 +59,18 @@ func encodeCursorInfo(ci *cursorInfo) []byte {
 }
 
 // scheduleFlushLocked arranges a background flush no sooner than 1/rate after the last one.
-func (c *Cursor) scheduleFlushLocked() {
+// Caller holds c.mu; rate is the managed ledger's MarkDeleteRateLimit.
+func (c *Cursor) scheduleFlushLocked(rate float64) {
 	if c.p.scheduled || c.p.stopped {
 		return
 	}
 	c.p.scheduled = true
-	interval := time.Duration(float64(time.Second) / c.ml.cfgRate())
+	interval := time.Duration(float64(time.Second) / rate)
 	delay := time.Until(c.p.lastFlush.Add(interval))
 	if delay < 0 {
 		delay = 0
 	}
 	c.p.timer = time.AfterFunc(delay, c.backgroundFlush)
-}
-
-func (ml *ManagedLedger) cfgRate() float64 {
-	// Called with Cursor.mu held; ml.mu is after it in the lock order.
-	ml.mu.Lock()
-	defer ml.mu.Unlock()
-	return ml.cfg.MarkDeleteRateLimit
 }
 
 func (c *Cursor) backgroundFlush() {
@@ -95,8 +89,9 @@ func (c *Cursor) backgroundFlush() {
 			return
 		}
 		c.log.Warn("persisting cursor state failed; retrying at the next flush", "err", err)
+		rate := c.ml.Config().MarkDeleteRateLimit
 		c.mu.Lock()
-		c.scheduleFlushLocked()
+		c.scheduleFlushLocked(rate)
 		c.mu.Unlock()
 	}
 }

@@ -64,7 +64,9 @@ type ManagedLedger struct {
 	rolling       bool // do not submit to writer; a rollover will run once inflight is 0
 	rollStarted   bool
 	inflight      int
-	submitted     int // pending[:submitted] went to writer
+	submitted     int   // pending[:submitted] went to writer
+	subEntries    int64 // entries handed to the current writer
+	subBytes      int64
 	pending       []*addOp
 	cbQueue       []func()
 	draining      bool
@@ -75,6 +77,7 @@ type ManagedLedger struct {
 	lastCreated     time.Time
 	lastCreateFail  time.Time
 	notify          chan struct{} // closed and replaced whenever entries arrive or state changes
+	notifyTaken     bool          // someone waits on notify
 
 	cursors    map[string]*Cursor
 	nonDurable map[*Cursor]struct{}
@@ -290,10 +293,21 @@ func (ml *ManagedLedger) deleteLedgerQuietly(id int64) {
 	ml.f.cache.invalidateLedger(id)
 }
 
-// notifyLocked wakes every waiting read.
+// notifyLocked wakes every waiting read. The channel is replaced only if someone took it,
+// so the add path does not allocate a channel per entry when nobody waits.
 func (ml *ManagedLedger) notifyLocked() {
+	if !ml.notifyTaken {
+		return
+	}
 	close(ml.notify)
 	ml.notify = make(chan struct{})
+	ml.notifyTaken = false
+}
+
+// waitChanLocked returns the channel closed at the next notifyLocked.
+func (ml *ManagedLedger) waitChanLocked() <-chan struct{} {
+	ml.notifyTaken = true
+	return ml.notify
 }
 
 // ---- position arithmetic over the ledger list (all *Locked: caller holds mu) ----
@@ -501,7 +515,7 @@ func (ml *ManagedLedger) waitPending(ctx context.Context) error {
 			ml.mu.Unlock()
 			return nil
 		}
-		ch := ml.notify
+		ch := ml.waitChanLocked()
 		ml.mu.Unlock()
 		select {
 		case <-ch:

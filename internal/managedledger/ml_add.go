@@ -102,13 +102,32 @@ func (ml *ManagedLedger) submit() {
 		return
 	}
 	w := ml.writer
-	batch := append([]*addOp(nil), ml.pending[ml.submitted:]...)
-	ml.submitted += len(batch)
-	ml.inflight += len(batch)
+	var batch []*addOp
+	for ml.submitted < len(ml.pending) {
+		if ml.shouldRollLocked() {
+			// The ledger is full by what was already handed to it: keep the rest queued
+			// for the next ledger.
+			ml.rolling = true
+			break
+		}
+		op := ml.pending[ml.submitted]
+		batch = append(batch, op)
+		ml.submitted++
+		ml.inflight++
+		ml.subEntries++
+		ml.subBytes += int64(len(op.data))
+	}
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0
+	if start {
+		ml.rollStarted = true
+	}
 	ml.mu.Unlock()
 	for _, op := range batch {
 		op := op
 		w.AppendAsync(op.data, func(eid int64, err error) { ml.addDone(w, op, eid, err) })
+	}
+	if start {
+		go ml.rollover(w)
 	}
 }
 
@@ -150,7 +169,7 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			ml.log.Warn("add failed; rolling over to a new ledger and retrying pending adds", "ledger", w.ID(), "err", err)
 		}
 	}
-	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen && !ml.closing
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen
 	if start {
 		ml.rollStarted = true
 	}
@@ -161,15 +180,12 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 	ml.drainCallbacks()
 }
 
-// shouldRollLocked applies the rollover rule: the ledger has entries and is older than the
-// max rollover time, or is full (entries or bytes) and older than the min rollover time.
+// shouldRollLocked applies the rollover rule to what was handed to the current writer: it
+// has entries and is older than the max rollover time, or is full (entries or bytes) and
+// older than the min rollover time. Counting submitted rather than acknowledged adds keeps a
+// deep pipeline from overfilling a ledger.
 func (ml *ManagedLedger) shouldRollLocked() bool {
-	n := len(ml.ledgers)
-	if ml.writer == nil || n == 0 {
-		return false
-	}
-	cur := ml.ledgers[n-1]
-	if cur.Entries == 0 {
+	if ml.writer == nil || ml.subEntries == 0 {
 		return false
 	}
 	age := ml.f.now().Sub(ml.writerCreated)
@@ -179,7 +195,7 @@ func (ml *ManagedLedger) shouldRollLocked() bool {
 	if age < ml.cfg.MinLedgerRolloverTime {
 		return false
 	}
-	return cur.Entries >= ml.cfg.MaxEntriesPerLedger || cur.Size >= ml.cfg.MaxSizePerLedgerBytes
+	return ml.subEntries >= ml.cfg.MaxEntriesPerLedger || ml.subBytes >= ml.cfg.MaxSizePerLedgerBytes
 }
 
 // CheckRollover rolls the current ledger over if it is due by age (size and count are
@@ -240,8 +256,10 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 	defer ml.drainCallbacks()
 
 	abort := func() bool {
-		// Close, Terminate or fencing got here first: they own the writer now.
-		if ml.state != stateOpen || ml.closing || ml.terminating || ml.terminated || ml.writer != old {
+		// Fencing, or Close/Terminate with nothing left to write, got here first. With adds
+		// still pending, Close and Terminate wait for them, so the rollover must go on.
+		ending := ml.closing || ml.terminating || ml.terminated
+		if ml.state != stateOpen || ml.writer != old || (ending && len(ml.pending) == 0) {
 			ml.rolling, ml.rollStarted = false, false
 			return true
 		}
@@ -315,6 +333,7 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 	ml.writer, ml.writerErr, ml.writerCreated, ml.lastCreated = w, nil, now, now
 	ml.rolling, ml.rollStarted = false, false
 	ml.submitted, ml.inflight = 0, 0
+	ml.subEntries, ml.subBytes = 0, 0
 	ml.notifyLocked()
 	ml.mu.Unlock()
 	if old != nil {

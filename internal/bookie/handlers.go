@@ -1,0 +1,187 @@
+package bookie
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/bookie/storage"
+	"github.com/magnetar-io/magnetar/internal/bookieproto"
+)
+
+// storageErrors maps storage errors to the protocol's sentinels (whose status codes the
+// bookieproto table gives). Anything else is an internal error.
+var storageErrors = []struct{ from, to error }{
+	{storage.ErrNoSuchEntry, bookieproto.ErrNoSuchEntry},
+	{storage.ErrNoSuchLedger, bookieproto.ErrNoSuchLedger},
+	{storage.ErrFenced, bookieproto.ErrFenced},
+	{storage.ErrUnauthorized, bookieproto.ErrUnauthorized},
+	{storage.ErrReadOnly, bookieproto.ErrReadOnly},
+	{storage.ErrCorrupt, bookieproto.ErrCorrupt},
+	{storage.ErrClosed, bookieproto.ErrServer},
+}
+
+// statusOf maps a storage error to its wire status.
+func statusOf(err error) bookieproto.Status {
+	if err == nil {
+		return bookieproto.StatusOK
+	}
+	for _, m := range storageErrors {
+		if errors.Is(err, m.from) {
+			return bookieproto.StatusOf(m.to)
+		}
+	}
+	return bookieproto.StatusOf(err)
+}
+
+// errBadIDs rejects negative ids before they reach storage.
+var errBadIDs = fmt.Errorf("%w: negative ledger or entry id", bookieproto.ErrBadRequest)
+
+// dispatch runs one decoded request. Adds are handed to storage synchronously, in the order
+// they were read; everything else runs on its own goroutine.
+func (s *Server) dispatch(c *serverConn, req bookieproto.Request, cost int64) {
+	start := time.Now()
+	resp := bookieproto.Response{Op: req.Op, RequestID: req.RequestID, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: -1}
+	if req.LedgerID < 0 || req.EntryID < 0 {
+		resp.Status = bookieproto.StatusOf(errBadIDs)
+		c.respond(resp, cost, start)
+		return
+	}
+	if req.Op == bookieproto.OpAddEntry {
+		recovery := req.Flags&bookieproto.FlagRecovery != 0
+		s.st.AddEntry(req.LedgerID, req.EntryID, req.MasterKey, req.LAC, req.Payload, recovery, func(err error) {
+			resp.Status = statusOf(err)
+			s.logFailure(c, req, resp.Status, err)
+			c.respond(resp, cost, start)
+		})
+		return
+	}
+	c.handlers.Add(1)
+	go func() {
+		defer c.handlers.Done()
+		err := s.handle(c.ctx, &req, &resp)
+		resp.Status = statusOf(err)
+		if resp.Status != bookieproto.StatusOK {
+			resp.Payload, resp.Entries = nil, nil
+		}
+		s.logFailure(c, req, resp.Status, err)
+		c.respond(resp, cost, start)
+	}()
+}
+
+// logFailure logs errors that point at the bookie rather than at the request.
+func (s *Server) logFailure(c *serverConn, req bookieproto.Request, st bookieproto.Status, err error) {
+	switch st {
+	case bookieproto.StatusCorrupt:
+		c.log.Error("entry corrupt or unreadable", "op", req.Op, "ledger", req.LedgerID, "entry", req.EntryID, "err", err)
+	case bookieproto.StatusServerError:
+		c.log.Warn("request failed", "op", req.Op, "ledger", req.LedgerID, "entry", req.EntryID, "err", err)
+	}
+}
+
+// handle runs a non-add request against storage, filling resp.
+func (s *Server) handle(ctx context.Context, req *bookieproto.Request, resp *bookieproto.Response) error {
+	fence := req.Flags&bookieproto.FlagFence != 0
+	switch req.Op {
+	case bookieproto.OpReadEntry:
+		if fence {
+			// Fence before reading: a bookie that answered "no such entry" to a recovery read
+			// must never accept that entry afterwards (BookKeeper #2614).
+			if _, err := s.st.Fence(req.LedgerID, req.MasterKey); err != nil {
+				return err
+			}
+		}
+		p, err := s.st.ReadEntry(req.LedgerID, req.EntryID)
+		if err != nil {
+			return err
+		}
+		resp.Payload = p
+		resp.LAC = s.lac(req.LedgerID)
+		return nil
+	case bookieproto.OpReadRange:
+		return s.readRange(ctx, req, resp)
+	case bookieproto.OpReadLAC:
+		var lac int64
+		var err error
+		if fence {
+			lac, err = s.st.Fence(req.LedgerID, req.MasterKey)
+		} else {
+			lac, err = s.st.LAC(req.LedgerID)
+		}
+		resp.LAC = lac
+		return err
+	case bookieproto.OpWaitLAC:
+		timeout := min(time.Duration(req.TimeoutMs)*time.Millisecond, s.cfg.MaxLongPollTimeout)
+		wctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		lac, err := s.st.WaitLAC(wctx, req.LedgerID, req.LAC)
+		resp.LAC = lac
+		if err != nil && wctx.Err() != nil && ctx.Err() == nil {
+			// The poll timed out: the answer is the current LAC, not an error.
+			if lac, err = s.st.LAC(req.LedgerID); err == nil {
+				resp.LAC = lac
+			}
+		}
+		return err
+	case bookieproto.OpDelete:
+		return s.st.DeleteLedger(req.LedgerID)
+	}
+	return fmt.Errorf("%w: op %v", bookieproto.ErrBadRequest, req.Op)
+}
+
+// lac is the ledger's LAC for a read response; -1 when unknown.
+func (s *Server) lac(ledgerID int64) int64 {
+	lac, err := s.st.LAC(ledgerID)
+	if err != nil {
+		return -1
+	}
+	return lac
+}
+
+// readRange reads entries first..last in order until the payload budget (the request's
+// maxBytes and the frame limit) would be exceeded or an entry cannot be read. An error on
+// the first entry is the response's status; a later one just ends the batch, and the
+// caller's next request starting there reports it (so a corrupt entry is never skipped).
+func (s *Server) readRange(ctx context.Context, req *bookieproto.Request, resp *bookieproto.Response) error {
+	if req.LastID < req.EntryID {
+		resp.LAC = s.lac(req.LedgerID)
+		return nil
+	}
+	budget := int(req.MaxBytes)
+	total := 0
+	for id := req.EntryID; ; id++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		p, err := s.st.ReadEntry(req.LedgerID, id)
+		if err != nil {
+			if len(resp.Entries) == 0 {
+				return err
+			}
+			break
+		}
+		n := len(resp.Entries) + 1
+		frameRoom := bookieproto.RangeBudget(s.cfg.MaxFrameSizeBytes, n)
+		if total+len(p) > frameRoom {
+			if len(resp.Entries) == 0 {
+				return fmt.Errorf("%w: entry %d of %d bytes does not fit a range response; read it alone",
+					bookieproto.ErrBadRequest, id, len(p))
+			}
+			break
+		}
+		if total+len(p) > budget && len(resp.Entries) > 0 {
+			break
+		}
+		total += len(p)
+		resp.Entries = append(resp.Entries, bookieproto.Entry{LedgerID: req.LedgerID, EntryID: id, Payload: p})
+		if id == req.LastID || total >= budget {
+			break
+		}
+	}
+	resp.LAC = s.lac(req.LedgerID)
+	for i := range resp.Entries {
+		resp.Entries[i].LAC = resp.LAC
+	}
+	return nil
+}

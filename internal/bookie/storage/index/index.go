@@ -1,0 +1,317 @@
+package index
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Errors of the index.
+var (
+	ErrCorrupt = errors.New("index: corrupt value")
+)
+
+const (
+	prefixEntry      = 'e'
+	prefixLedger     = 'l'
+	prefixLog        = 'g'
+	prefixCheckpoint = 'c'
+
+	flagFenced  = 1
+	flagDeleted = 2
+)
+
+// Location is where an entry's record is in the entry logs.
+type Location struct {
+	Log    uint64
+	Offset uint32
+	Size   uint32
+}
+
+// LedgerMeta is a ledger's persisted state.
+type LedgerMeta struct {
+	MasterKey []byte
+	Fenced    bool
+	Deleted   bool
+	LAC       int64
+}
+
+// Checkpoint is the journal position replay starts from.
+type Checkpoint struct {
+	File   uint64
+	Offset int64
+}
+
+// Index is the Pebble database.
+type Index struct {
+	db *pebble.DB
+}
+
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error(fmt.Sprintf(format, args...))
+}
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	// Pebble calls this on a broken invariant of its own and does not expect to go on.
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error("pebble fatal error", "msg", msg)
+	panic("pebble: " + msg)
+}
+
+// Open opens (or creates) the index in dir.
+func Open(dir string, cacheBytes int64, log *slog.Logger) (*Index, error) {
+	cache := pebble.NewCache(cacheBytes)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Cache:        cache,
+		MemTableSize: 8 << 20,
+		Logger:       pebbleLogger{log.With("component", "pebble")},
+	}
+	db, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("index: open %s: %w", dir, err)
+	}
+	return &Index{db: db}, nil
+}
+
+// Close closes the database.
+func (ix *Index) Close() error { return ix.db.Close() }
+
+func entryKey(b []byte, ledgerID, entryID int64) []byte {
+	b = append(b, prefixEntry)
+	b = binary.BigEndian.AppendUint64(b, uint64(ledgerID))
+	return binary.BigEndian.AppendUint64(b, uint64(entryID))
+}
+
+func idKey(prefix byte, id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefix}, id)
+}
+
+// EncodeLocation encodes a location value.
+func EncodeLocation(l Location) []byte {
+	v := make([]byte, 16)
+	binary.BigEndian.PutUint64(v, l.Log)
+	binary.BigEndian.PutUint32(v[8:], l.Offset)
+	binary.BigEndian.PutUint32(v[12:], l.Size)
+	return v
+}
+
+// DecodeLocation decodes a location value.
+func DecodeLocation(v []byte) (Location, error) {
+	if len(v) != 16 {
+		return Location{}, fmt.Errorf("%w: location of %d bytes", ErrCorrupt, len(v))
+	}
+	return Location{Log: binary.BigEndian.Uint64(v), Offset: binary.BigEndian.Uint32(v[8:]), Size: binary.BigEndian.Uint32(v[12:])}, nil
+}
+
+// EncodeLedgerMeta encodes ledger metadata.
+func EncodeLedgerMeta(m LedgerMeta) []byte {
+	var flags byte
+	if m.Fenced {
+		flags |= flagFenced
+	}
+	if m.Deleted {
+		flags |= flagDeleted
+	}
+	v := []byte{1, flags}
+	v = binary.BigEndian.AppendUint64(v, uint64(m.LAC))
+	v = append(v, byte(len(m.MasterKey)))
+	return append(v, m.MasterKey...)
+}
+
+// DecodeLedgerMeta decodes ledger metadata.
+func DecodeLedgerMeta(v []byte) (LedgerMeta, error) {
+	if len(v) < 11 || v[0] != 1 || int(v[10]) != len(v)-11 {
+		return LedgerMeta{}, fmt.Errorf("%w: ledger metadata of %d bytes", ErrCorrupt, len(v))
+	}
+	return LedgerMeta{
+		Fenced:    v[1]&flagFenced != 0,
+		Deleted:   v[1]&flagDeleted != 0,
+		LAC:       int64(binary.BigEndian.Uint64(v[2:])),
+		MasterKey: append([]byte(nil), v[11:]...),
+	}, nil
+}
+
+// EncodeLogMeta encodes an entry log's ledger -> bytes map.
+func EncodeLogMeta(m map[int64]int64) []byte {
+	v := []byte{1}
+	v = binary.AppendUvarint(v, uint64(len(m)))
+	for l, n := range m {
+		v = binary.BigEndian.AppendUint64(v, uint64(l))
+		v = binary.BigEndian.AppendUint64(v, uint64(n))
+	}
+	return v
+}
+
+// DecodeLogMeta decodes an entry log's ledger -> bytes map.
+func DecodeLogMeta(v []byte) (map[int64]int64, error) {
+	if len(v) < 1 || v[0] != 1 {
+		return nil, fmt.Errorf("%w: log metadata version", ErrCorrupt)
+	}
+	count, n := binary.Uvarint(v[1:])
+	if n <= 0 || count > uint64(len(v))/16 || len(v)-1-n != int(count)*16 {
+		return nil, fmt.Errorf("%w: log metadata length", ErrCorrupt)
+	}
+	m := make(map[int64]int64, count)
+	for p := 1 + n; p < len(v); p += 16 {
+		m[int64(binary.BigEndian.Uint64(v[p:]))] = int64(binary.BigEndian.Uint64(v[p+8:]))
+	}
+	return m, nil
+}
+
+// Get returns an entry's location; ok is false when the index has none.
+func (ix *Index) Get(ledgerID, entryID int64) (loc Location, ok bool, err error) {
+	var kb [17]byte
+	v, closer, err := ix.db.Get(entryKey(kb[:0], ledgerID, entryID))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Location{}, false, nil
+	}
+	if err != nil {
+		return Location{}, false, fmt.Errorf("index: get (%d,%d): %w", ledgerID, entryID, err)
+	}
+	defer closer.Close()
+	loc, err = DecodeLocation(v)
+	return loc, err == nil, err
+}
+
+// Range calls fn for the locations of ledgerID's entries first..last in order, until fn
+// returns false.
+func (ix *Index) Range(ledgerID, first, last int64, fn func(entryID int64, loc Location) bool) error {
+	it, err := ix.db.NewIter(&pebble.IterOptions{
+		LowerBound: entryKey(nil, ledgerID, first),
+		UpperBound: entryKey(nil, ledgerID, last+1),
+	})
+	if err != nil {
+		return fmt.Errorf("index: iterate ledger %d: %w", ledgerID, err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		loc, err := DecodeLocation(it.Value())
+		if err != nil {
+			_ = it.Close()
+			return err
+		}
+		if !fn(int64(binary.BigEndian.Uint64(it.Key()[9:])), loc) {
+			break
+		}
+	}
+	return it.Close()
+}
+
+// Checkpoint returns the stored checkpoint (zero when none).
+func (ix *Index) Checkpoint() (Checkpoint, error) {
+	v, closer, err := ix.db.Get([]byte{prefixCheckpoint})
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Checkpoint{}, nil
+	}
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("index: checkpoint: %w", err)
+	}
+	defer closer.Close()
+	if len(v) != 16 {
+		return Checkpoint{}, fmt.Errorf("%w: checkpoint of %d bytes", ErrCorrupt, len(v))
+	}
+	return Checkpoint{File: binary.BigEndian.Uint64(v), Offset: int64(binary.BigEndian.Uint64(v[8:]))}, nil
+}
+
+// Ledgers calls fn for every stored ledger's metadata.
+func (ix *Index) Ledgers(fn func(ledgerID int64, m LedgerMeta)) error {
+	return ix.scanPrefix(prefixLedger, func(id uint64, v []byte) error {
+		m, err := DecodeLedgerMeta(v)
+		if err != nil {
+			return fmt.Errorf("ledger %d: %w", id, err)
+		}
+		fn(int64(id), m)
+		return nil
+	})
+}
+
+// Logs calls fn for every entry log's ledger -> bytes map.
+func (ix *Index) Logs(fn func(logID uint64, m map[int64]int64)) error {
+	return ix.scanPrefix(prefixLog, func(id uint64, v []byte) error {
+		m, err := DecodeLogMeta(v)
+		if err != nil {
+			return fmt.Errorf("log %d: %w", id, err)
+		}
+		fn(id, m)
+		return nil
+	})
+}
+
+func (ix *Index) scanPrefix(prefix byte, fn func(id uint64, v []byte) error) error {
+	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	if err != nil {
+		return fmt.Errorf("index: scan: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if len(it.Key()) != 9 {
+			_ = it.Close()
+			return fmt.Errorf("%w: key of %d bytes", ErrCorrupt, len(it.Key()))
+		}
+		if err := fn(binary.BigEndian.Uint64(it.Key()[1:]), it.Value()); err != nil {
+			_ = it.Close()
+			return err
+		}
+	}
+	return it.Close()
+}
+
+// Batch gathers updates committed together with sync.
+type Batch struct {
+	b   *pebble.Batch
+	key []byte
+	val [16]byte
+}
+
+// NewBatch starts a batch.
+func (ix *Index) NewBatch() *Batch { return &Batch{b: ix.db.NewBatch()} }
+
+// PutLocation records an entry's location.
+func (b *Batch) PutLocation(ledgerID, entryID int64, loc Location) {
+	b.key = entryKey(b.key[:0], ledgerID, entryID)
+	binary.BigEndian.PutUint64(b.val[:], loc.Log)
+	binary.BigEndian.PutUint32(b.val[8:], loc.Offset)
+	binary.BigEndian.PutUint32(b.val[12:], loc.Size)
+	_ = b.b.Set(b.key, b.val[:], nil) // Set copies; errors only on a closed batch
+}
+
+// PutLedger records a ledger's metadata.
+func (b *Batch) PutLedger(ledgerID int64, m LedgerMeta) {
+	_ = b.b.Set(idKey(prefixLedger, uint64(ledgerID)), EncodeLedgerMeta(m), nil)
+}
+
+// DeleteEntries removes every location of a ledger.
+func (b *Batch) DeleteEntries(ledgerID int64) {
+	_ = b.b.DeleteRange(entryKey(nil, ledgerID, 0), idKey(prefixEntry, uint64(ledgerID)+1), nil)
+}
+
+// PutLog records an entry log's ledger -> bytes map.
+func (b *Batch) PutLog(logID uint64, m map[int64]int64) {
+	_ = b.b.Set(idKey(prefixLog, logID), EncodeLogMeta(m), nil)
+}
+
+// DeleteLog forgets an entry log.
+func (b *Batch) DeleteLog(logID uint64) { _ = b.b.Delete(idKey(prefixLog, logID), nil) }
+
+// PutCheckpoint records the journal checkpoint.
+func (b *Batch) PutCheckpoint(c Checkpoint) {
+	v := binary.BigEndian.AppendUint64(nil, c.File)
+	v = binary.BigEndian.AppendUint64(v, uint64(c.Offset))
+	_ = b.b.Set([]byte{prefixCheckpoint}, v, nil)
+}
+
+// Commit writes the batch durably and releases it.
+func (b *Batch) Commit() error {
+	defer b.b.Close()
+	if err := b.b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("index: commit: %w", err)
+	}
+	return nil
+}
+
+// Discard releases an uncommitted batch.
+func (b *Batch) Discard() { _ = b.b.Close() }

@@ -1,0 +1,133 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
+)
+
+// ReplayStats tells what a replay found.
+type ReplayStats struct {
+	Files   int
+	Records int
+	// Torn counts files whose records ended in a torn or corrupt record (not clean zeros).
+	Torn int
+	// LastFile is the highest journal file id present (0 if none).
+	LastFile uint64
+}
+
+// readChunk is how much replay reads per pread; records longer than that are read whole.
+const readChunk = 1 << 20
+
+// Replay calls fn for every record at or after from, in journal order, with the position
+// just past the record. Record slices are valid only during the call.
+func Replay(fs vfs.FS, dir string, from Pos, log *slog.Logger, fn func(r *Record, end Pos) error) (ReplayStats, error) {
+	var st ReplayStats
+	names, err := fs.List(dir)
+	if err != nil {
+		return st, fmt.Errorf("journal: list %s: %w", dir, err)
+	}
+	for _, name := range names {
+		id, ok := ParseFileName(name)
+		if !ok {
+			continue
+		}
+		st.LastFile = max(st.LastFile, id)
+		if id < from.File {
+			continue
+		}
+		start := int64(HeaderSize)
+		if id == from.File {
+			start = max(start, from.Offset)
+		}
+		n, torn, err := replayFile(fs, filepath.Join(dir, name), id, start, log, fn)
+		st.Files++
+		st.Records += n
+		if torn {
+			st.Torn++
+		}
+		if err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
+func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger, fn func(*Record, Pos) error) (int, bool, error) {
+	f, err := fs.OpenReadWrite(path)
+	if err != nil {
+		return 0, false, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, false, fmt.Errorf("journal: size of %s: %w", path, err)
+	}
+	hdr := make([]byte, HeaderSize)
+	if _, err := f.ReadAt(hdr, 0); err != nil || checkHeader(hdr, id) != nil {
+		// A crash between creating the file and syncing its header leaves it empty or
+		// partial: nothing in it was ever acknowledged.
+		log.Warn("journal file has no valid header; skipping it", "file", path, "size", size)
+		return 0, true, nil
+	}
+	var (
+		buf   []byte // buf holds file bytes [bufAt, bufAt+len(buf))
+		bufAt = start
+		off   = start
+		count int
+	)
+	for off < size {
+		rel := int(off - bufAt)
+		r, n, derr := Decode(buf[rel:])
+		if errors.Is(derr, ErrTruncated) || (errors.Is(derr, ErrEnd) && len(buf)-rel < RecordHeaderSize) {
+			// Need more bytes: refill from off, at least one chunk or the whole record.
+			want := readChunk
+			if len(buf)-rel >= RecordHeaderSize {
+				want = max(want, RecordHeaderSize+int(uint32be(buf[rel:])))
+			}
+			want = int(min(int64(want), size-off))
+			if want <= len(buf)-rel { // nothing more in the file
+				if derr != nil && errors.Is(derr, ErrTruncated) {
+					log.Warn("journal ends in a torn record; replay of this file stops there", "file", path, "offset", off)
+					return count, true, nil
+				}
+				return count, false, nil
+			}
+			if cap(buf) < want {
+				buf = make([]byte, want)
+			}
+			buf = buf[:want]
+			m, rerr := f.ReadAt(buf, off)
+			if rerr != nil && !errors.Is(rerr, io.EOF) {
+				return count, false, fmt.Errorf("journal: read %s at %d: %w", path, off, rerr)
+			}
+			if m < want { // the file shrank under us: treat what we have as the end
+				size = off + int64(m)
+			}
+			buf, bufAt = buf[:m], off
+			continue
+		}
+		if errors.Is(derr, ErrEnd) {
+			return count, false, nil
+		}
+		if derr != nil {
+			log.Error("journal record is corrupt; replay of this file stops there (records after it, if any, are lost)",
+				"file", path, "offset", off, "err", derr)
+			return count, true, nil
+		}
+		off += int64(n)
+		if err := fn(&r, Pos{File: id, Offset: off}); err != nil {
+			return count, false, err
+		}
+		count++
+	}
+	return count, false, nil
+}
+
+func uint32be(b []byte) uint32 {
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}

@@ -1,0 +1,365 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
+)
+
+// Pos is a position in the journal: a file id and a byte offset in it.
+type Pos struct {
+	File   uint64
+	Offset int64
+}
+
+// Less orders positions.
+func (p Pos) Less(q Pos) bool {
+	return p.File < q.File || (p.File == q.File && p.Offset < q.Offset)
+}
+
+// Options configures a Writer.
+type Options struct {
+	FS  vfs.FS
+	Dir string
+	// FirstFile is the id of the first file to create; it must not exist.
+	FirstFile     uint64
+	SyncData      bool
+	MaxGroupWait  time.Duration
+	MaxGroupBytes int
+	QueueBytes    int
+	MaxFileSize   int64
+	PreallocSize  int64
+	Logger        *slog.Logger
+	// Admit runs under the writer's lock just before a record is queued, in journal order;
+	// an error rejects the record (its callback gets the error). The storage checks master
+	// key and fencing here, so that "checked" and "ordered" are one step.
+	Admit func(r Record) error
+	// Apply runs on the acker goroutine after the records are durable and before their
+	// callbacks, in journal order; end is the position just past the last record.
+	Apply func(recs []Record, end Pos)
+	// FailErr is wrapped into the callbacks' error when a write or sync fails.
+	FailErr error
+	// OnFailure is told of every write or sync failure (the storage turns read-only).
+	OnFailure func(err error)
+	// OnGroup reports each group commit: records, bytes and the fdatasync duration.
+	OnGroup func(records, bytes int, sync time.Duration)
+	// OnAck reports each record's latency from Append to its callback.
+	OnAck func(d time.Duration)
+}
+
+type ack struct {
+	done  func(error)
+	start time.Time
+}
+
+// batch is one group: encoded records and their callbacks.
+type batch struct {
+	data    []byte
+	acks    []ack
+	firstAt time.Time
+	end     Pos
+	err     error
+}
+
+// Writer appends records with group commit. See the package doc for the design.
+type Writer struct {
+	opts Options
+	log  *slog.Logger
+
+	mu        sync.Mutex
+	spaceCond *sync.Cond
+	cur       *batch
+	free      []*batch
+	queued    int
+	closed    bool
+
+	kick    chan struct{} // cap 1: "look at the current batch"
+	acks    chan *batch
+	stopped chan struct{} // closed when both goroutines have ended
+
+	// Owned by the writer goroutine.
+	file      vfs.File
+	fileID    uint64
+	off       int64
+	allocated int64
+	broken    bool // the last write failed: start a new file before the next one
+	recs      []Record
+}
+
+// NewWriter creates the first journal file and starts the writer and acker goroutines.
+func NewWriter(opts Options) (*Writer, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{
+		opts:    opts,
+		log:     opts.Logger,
+		cur:     &batch{},
+		kick:    make(chan struct{}, 1),
+		acks:    make(chan *batch, 2),
+		stopped: make(chan struct{}),
+		fileID:  opts.FirstFile - 1,
+	}
+	w.spaceCond = sync.NewCond(&w.mu)
+	if err := w.roll(); err != nil {
+		return nil, err
+	}
+	ackerDone := make(chan struct{})
+	go func() { w.ackLoop(); close(ackerDone) }()
+	go func() { w.writeLoop(); close(w.acks); <-ackerDone; close(w.stopped) }()
+	return w, nil
+}
+
+// Append queues a record; done is called exactly once (see the package doc). It blocks
+// while QueueBytes are queued. The record's slices are copied before Append returns.
+func (w *Writer) Append(r Record, done func(error)) {
+	if err := r.Validate(); err != nil {
+		done(err)
+		return
+	}
+	n := r.EncodedSize()
+	start := time.Now()
+	w.mu.Lock()
+	for w.queued > 0 && w.queued+n > w.opts.QueueBytes && !w.closed {
+		w.spaceCond.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		done(ErrClosed)
+		return
+	}
+	if w.opts.Admit != nil {
+		if err := w.opts.Admit(r); err != nil {
+			w.mu.Unlock()
+			done(err)
+			return
+		}
+	}
+	b := w.cur
+	first := len(b.acks) == 0
+	if first {
+		b.firstAt = start
+	}
+	b.data = r.AppendTo(b.data)
+	b.acks = append(b.acks, ack{done: done, start: start})
+	w.queued += n
+	full := len(b.data) >= w.opts.MaxGroupBytes
+	w.mu.Unlock()
+	if first || full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close stops accepting records, commits what is queued and stops the goroutines.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return ErrClosed
+	}
+	w.closed = true
+	w.spaceCond.Broadcast()
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+	<-w.stopped
+	if w.file != nil {
+		return w.file.Close()
+	}
+	return nil
+}
+
+// writeLoop is the one goroutine that writes and syncs: it forms groups (max wait, max
+// bytes) and hands committed batches to the acker.
+func (w *Writer) writeLoop() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		w.mu.Lock()
+		b, closed := w.cur, w.closed
+		if len(b.acks) == 0 {
+			w.mu.Unlock()
+			if closed {
+				return
+			}
+			<-w.kick
+			continue
+		}
+		wait := w.opts.MaxGroupWait - time.Since(b.firstAt)
+		if wait > 0 && len(b.data) < w.opts.MaxGroupBytes && !closed {
+			w.mu.Unlock()
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-w.kick:
+				if !timer.Stop() {
+					<-timer.C
+				}
+			}
+			continue
+		}
+		w.cur = w.newBatch()
+		w.mu.Unlock()
+		w.commit(b)
+		w.acks <- b
+	}
+}
+
+// newBatch takes a recycled batch. Caller holds w.mu.
+func (w *Writer) newBatch() *batch {
+	if n := len(w.free); n > 0 {
+		b := w.free[n-1]
+		w.free = w.free[:n-1]
+		return b
+	}
+	return &batch{}
+}
+
+// commit writes and syncs one batch and records its end position or error.
+func (w *Writer) commit(b *batch) {
+	b.err = nil
+	if w.broken || w.off+int64(len(b.data)) > w.opts.MaxFileSize && w.off > HeaderSize {
+		if err := w.roll(); err != nil {
+			w.fail(b, err)
+			return
+		}
+	}
+	if need := w.off + int64(len(b.data)); need > w.allocated {
+		step := max(w.opts.PreallocSize, need-w.allocated)
+		if err := w.file.Preallocate(w.allocated, step); err != nil {
+			w.fail(b, fmt.Errorf("journal: preallocate %s: %w", FileName(w.fileID), err))
+			return
+		}
+		w.allocated += step
+	}
+	if _, err := w.file.WriteAt(b.data, w.off); err != nil {
+		w.fail(b, fmt.Errorf("journal: write %s: %w", FileName(w.fileID), err))
+		return
+	}
+	var syncTime time.Duration
+	if w.opts.SyncData {
+		t := time.Now()
+		if err := w.file.Sync(); err != nil {
+			w.fail(b, fmt.Errorf("journal: fdatasync %s: %w", FileName(w.fileID), err))
+			return
+		}
+		syncTime = time.Since(t)
+	}
+	w.off += int64(len(b.data))
+	b.end = Pos{File: w.fileID, Offset: w.off}
+	if w.opts.OnGroup != nil {
+		w.opts.OnGroup(len(b.acks), len(b.data), syncTime)
+	}
+}
+
+func (w *Writer) fail(b *batch, err error) {
+	w.broken = true
+	w.log.Error("journal write failed; the batch's adds fail and the next batch starts a new file",
+		"file", FileName(w.fileID), "records", len(b.acks), "err", err)
+	if w.opts.OnFailure != nil {
+		w.opts.OnFailure(err)
+	}
+	if w.opts.FailErr != nil {
+		b.err = fmt.Errorf("%w: %w", w.opts.FailErr, err)
+	} else {
+		b.err = err
+	}
+}
+
+// roll closes the current file and creates the next one with its header.
+func (w *Writer) roll() error {
+	if w.file != nil {
+		if err := w.file.Sync(); err != nil && !w.broken {
+			return fmt.Errorf("journal: sync before rotation: %w", err)
+		}
+		_ = w.file.Close()
+		w.file = nil
+	}
+	id := w.fileID + 1
+	name := filepath.Join(w.opts.Dir, FileName(id))
+	f, err := w.opts.FS.Create(name)
+	if err != nil {
+		return fmt.Errorf("journal: create %s: %w", name, err)
+	}
+	err = f.Preallocate(0, w.opts.PreallocSize)
+	if err == nil {
+		_, err = f.WriteAt(fileHeader(id), 0)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = w.opts.FS.SyncDir(w.opts.Dir)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = w.opts.FS.Remove(name)
+		return fmt.Errorf("journal: start %s: %w", name, err)
+	}
+	// The file id advances only once the file exists, so a failed roll is retried with
+	// the same id.
+	w.file, w.fileID, w.off, w.allocated, w.broken = f, id, HeaderSize, w.opts.PreallocSize, false
+	return nil
+}
+
+func (w *Writer) ackLoop() {
+	for b := range w.acks {
+		if b.err == nil && w.opts.Apply != nil {
+			w.recs = w.recs[:0]
+			for off := 0; off < len(b.data); {
+				r, n, err := Decode(b.data[off:])
+				if err != nil { // our own encoding: a broken invariant, not bad input
+					panic(fmt.Sprintf("journal: decoding own batch: %v", err))
+				}
+				w.recs = append(w.recs, r)
+				off += n
+			}
+			w.opts.Apply(w.recs, b.end)
+			clear(w.recs) // do not pin the batch's buffer through old records
+		}
+		now := time.Now()
+		for _, a := range b.acks {
+			if w.opts.OnAck != nil && b.err == nil {
+				w.opts.OnAck(now.Sub(a.start))
+			}
+			a.done(b.err)
+		}
+		w.mu.Lock()
+		w.queued -= len(b.data)
+		clear(b.acks)
+		b.data, b.acks, b.err = b.data[:0], b.acks[:0], nil
+		// Keep recycled buffers from growing without bound after a burst of big entries.
+		if cap(b.data) <= 2*w.opts.MaxGroupBytes+MaxBody/16 {
+			w.free = append(w.free, b)
+		}
+		w.spaceCond.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// RemoveBefore deletes journal files with ids below id (they are covered by a checkpoint).
+func RemoveBefore(fs vfs.FS, dir string, id uint64) error {
+	names, err := fs.List(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		if fid, ok := ParseFileName(n); ok && fid < id {
+			if err := fs.Remove(filepath.Join(dir, n)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

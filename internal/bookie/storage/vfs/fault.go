@@ -1,0 +1,108 @@
+package vfs
+
+import (
+	"fmt"
+	"sync/atomic"
+	"syscall"
+)
+
+// FaultFS wraps an FS and injects faults that tests switch on and off at run time:
+// a full disk (writes, preallocation and creation fail with ENOSPC and Usage reports 1)
+// and failing syncs (EIO). Reads are never failed, so tests can check that a read-only
+// bookie keeps serving them.
+type FaultFS struct {
+	FS
+	full      atomic.Bool
+	syncFails atomic.Bool
+	writes    atomic.Int64
+}
+
+// NewFaultFS wraps inner.
+func NewFaultFS(inner FS) *FaultFS { return &FaultFS{FS: inner} }
+
+// SetFull makes the disk full (true) or gives the space back (false).
+func (f *FaultFS) SetFull(full bool) { f.full.Store(full) }
+
+// SetSyncFails makes every Sync fail with EIO.
+func (f *FaultFS) SetSyncFails(fail bool) { f.syncFails.Store(fail) }
+
+// Writes counts successful WriteAt calls (tests use it to wait for activity).
+func (f *FaultFS) Writes() int64 { return f.writes.Load() }
+
+func (f *FaultFS) errFull(op, name string) error {
+	return fmt.Errorf("vfs fault: %s %s: %w", op, name, syscall.ENOSPC)
+}
+
+// Create implements FS.
+func (f *FaultFS) Create(name string) (File, error) {
+	if f.full.Load() {
+		return nil, f.errFull("create", name)
+	}
+	file, err := f.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f, name: name}, nil
+}
+
+// OpenReadWrite implements FS.
+func (f *FaultFS) OpenReadWrite(name string) (File, error) {
+	file, err := f.FS.OpenReadWrite(name)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f, name: name}, nil
+}
+
+// WriteFileAtomic implements FS.
+func (f *FaultFS) WriteFileAtomic(name string, data []byte) error {
+	if f.full.Load() {
+		return f.errFull("write", name)
+	}
+	return f.FS.WriteFileAtomic(name, data)
+}
+
+// Usage implements FS.
+func (f *FaultFS) Usage(dir string) (float64, error) {
+	if f.full.Load() {
+		return 1, nil
+	}
+	return f.FS.Usage(dir)
+}
+
+type faultFile struct {
+	File
+	fs   *FaultFS
+	name string
+}
+
+func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.fs.full.Load() {
+		// A full disk often takes part of the write: leave a torn prefix behind, as the
+		// real one would, so recovery code sees it.
+		n, _ := f.File.WriteAt(p[:len(p)/2], off)
+		return n, f.fs.errFull("write", f.name)
+	}
+	n, err := f.File.WriteAt(p, off)
+	if err == nil {
+		f.fs.writes.Add(1)
+	}
+	return n, err
+}
+
+func (f *faultFile) Preallocate(off, size int64) error {
+	if f.fs.full.Load() {
+		return f.fs.errFull("preallocate", f.name)
+	}
+	return f.File.Preallocate(off, size)
+}
+
+func (f *faultFile) Sync() error {
+	if f.fs.syncFails.Load() {
+		return fmt.Errorf("vfs fault: sync %s: %w", f.name, syscall.EIO)
+	}
+	if f.fs.full.Load() {
+		return f.fs.errFull("sync", f.name)
+	}
+	return f.File.Sync()
+}

@@ -1,0 +1,6 @@
+// Package perf holds the load generators behind `magnetar perf`. RunBookie drives one bookie
+// over its TCP protocol with a fixed number of adds in flight and records every add's latency
+// (from the call to the done callback, which fires after the bookie's journal fsync) in an
+// HDR histogram, like pulsar-perf. ProbeSync measures the raw write+fdatasync rate of a
+// directory's disk, the ceiling the bookie's journal is compared with.
+package perf
