@@ -473,3 +473,64 @@ func TestTopicNotFoundWithoutAutoCreation(t *testing.T) {
 	}
 	p.Close()
 }
+
+// TestMemStorageTwin runs the dispatch paths on the broker's in-memory storage twin, so a
+// regression there is told apart from one in the managed ledger.
+func TestMemStorageTwin(t *testing.T) {
+	b := startBrokerOn(t, false, nil)
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/twin"
+	c1, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "t", 50)
+	receive(t, c1, 50, false)
+	c1.Close()
+	c2, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if got := receive(t, c2, 50, true); string(got[0].Payload()) != "t-0" {
+		t.Fatalf("first redelivered %q", got[0].Payload())
+	}
+}
+
+// TestSlowConsumerDoesNotStallProducer: a consumer that never reads keeps at most its
+// permits in flight; the producer's receipts keep coming and another subscription still
+// gets everything.
+func TestSlowConsumerDoesNotStallProducer(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/slow"
+	slow, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "slow", ReceiverQueueSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fast, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const n = 2000
+	done := make(chan struct{})
+	go func() { defer close(done); receive(t, fast, n, true) }()
+	produce(t, p, "x", n)
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatal("fast subscription stalled behind the slow one")
+	}
+}

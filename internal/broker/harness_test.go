@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
 )
@@ -28,18 +29,20 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// useManagedLedger selects the real managed ledger (over in-memory ledgers) as topic
-// storage; false uses the broker's own in-memory twin (memlog_test.go).
-// TODO(wire): switch back to true once managedledger's Cursor.Delete/MarkDelete no longer
-// self-deadlock (they hold ml.mu and call changedLocked -> cfgRate, which takes ml.mu).
-const useManagedLedger = false
-
+// startBroker runs a broker on the real managed ledger over in-memory ledgers.
 func startBroker(t testing.TB, mutate func(*config.BrokerConfig)) *testBroker {
+	t.Helper()
+	return startBrokerOn(t, true, mutate)
+}
+
+// startBrokerOn runs a broker on the managed ledger (useManagedLedger) or on the broker's
+// own in-memory storage twin (memlog_test.go).
+func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.BrokerConfig)) *testBroker {
 	t.Helper()
 	store := memstore.New(memstore.DefaultOptions())
 	logger := testLogger(t)
 	f, err := managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: newTestLedgers(), Store: store, Config: config.DefaultManagedLedgerConfig(), Logger: logger,
+		Ledger: memledger.New(), Store: store, Config: config.DefaultManagedLedgerConfig(), Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
