@@ -18,7 +18,6 @@ func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
 	c.clientVersion = cmd.GetClientVersion()
 	c.protoVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
 	c.bemSupported = cmd.GetFeatureFlags().GetSupportsBrokerEntryMetadata()
-	c.log = c.log.With("client", c.clientVersion)
 	c.connected.Store(true)
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
 		ServerVersion:   proto.String(ServerVersion),
@@ -26,6 +25,6 @@ func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
 		MaxMessageSize:  proto.Int32(int32(c.s.cfg.MaxMessageSize)),
 		FeatureFlags:    &pb.FeatureFlags{SupportsTopicWatchers: proto.Bool(false)},
 	}})
-	c.log.Debug("client connected", "protocol_version", c.protoVersion)
+	c.log.Debug("client connected", "client", c.clientVersion, "protocol_version", c.protoVersion)
 	return nil
 }

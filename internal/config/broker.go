@@ -46,6 +46,11 @@ type BrokerConfig struct {
 	DispatcherMaxReadBatchSize int `key:"dispatcherMaxReadBatchSize" help:"most entries a subscription reads from storage at once"`
 	// MaxConnections bounds client connections; further ones are closed on accept.
 	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
+
+	// ManagedLedger passes the managedLedgerDefault* keys (and the other managed-ledger
+	// keys) through to the topic logs this broker opens. dispatcherMaxReadBatchSize is
+	// bound to both this struct and the managed ledger's, so one setting drives both.
+	ManagedLedger ManagedLedgerConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -64,6 +69,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxMessagePublishBufferSizeMB:       512,
 		DispatcherMaxReadBatchSize:          100,
 		MaxConnections:                      0,
+		ManagedLedger:                       DefaultManagedLedgerConfig(),
 	}
 }
 
@@ -87,5 +93,6 @@ func (c *BrokerConfig) Validate() error {
 		AtLeast("maxMessagePublishBufferSizeInMB", c.MaxMessagePublishBufferSizeMB, int64(1)),
 		Between("dispatcherMaxReadBatchSize", c.DispatcherMaxReadBatchSize, 1, 10000),
 		AtLeast("brokerMaxConnections", c.MaxConnections, 0),
+		c.ManagedLedger.Validate(),
 	)
 }
