@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -14,6 +13,8 @@ import (
 // when the client set request_id.
 func (c *conn) handleAck(cmd *pb.CommandAck) {
 	cs := c.consumer(cmd.GetConsumerId())
+	ctx, cancel := c.opContext()
+	defer cancel()
 	var err error
 	switch {
 	case cs == nil:
@@ -24,7 +25,7 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		fallthrough
 	case cmd.GetAckType() == pb.CommandAck_Individual:
 		if cs != nil {
-			err = cs.sub.ackIndividual(context.Background(), cmd.GetMessageId())
+			err = cs.sub.ackIndividual(ctx, cmd.GetMessageId())
 		}
 	default:
 		ids := cmd.GetMessageId()
@@ -34,7 +35,7 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		case cs.sub.typ == pb.CommandSubscribe_Shared:
 			err = fmt.Errorf("%w: cumulative ack on a Shared subscription", wire.ErrNotAllowed)
 		default:
-			err = cs.sub.ackCumulative(context.Background(), ids[0])
+			err = cs.sub.ackCumulative(ctx, ids[0])
 		}
 	}
 	if err != nil {

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -35,7 +34,9 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata) {
 	rid := cmd.GetRequestId()
 	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(rid)}
-	n, err := c.s.partitionsFor(context.Background(), cmd.GetTopic())
+	ctx, cancel := c.opContext()
+	defer cancel()
+	n, err := c.s.partitionsFor(ctx, cmd.GetTopic())
 	if err != nil {
 		// NB: never ServiceNotReady here; it makes the Go client drop the connection.
 		code, _ := wire.ServerErrorFor(err)
@@ -55,7 +56,9 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 // A namespace that does not exist has no topics, which is not an error.
 func (c *conn) handleGetTopicsOfNamespace(cmd *pb.CommandGetTopicsOfNamespace) {
 	rid := cmd.GetRequestId()
-	topics, err := c.s.ListTopics(context.Background(), cmd.GetNamespace(), cmd.GetMode())
+	ctx, cancel := c.opContext()
+	defer cancel()
+	topics, err := c.s.ListTopics(ctx, cmd.GetNamespace(), cmd.GetMode())
 	if err != nil {
 		c.sendError(rid, err)
 		return

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -22,7 +21,9 @@ func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
 		return
 	}
 	t := cs.sub.t
-	pos, bi, err := t.lastMessageID(context.Background())
+	ctx, cancel := c.opContext()
+	defer cancel()
+	pos, bi, err := t.lastMessageID(ctx)
 	if err != nil {
 		c.sendError(rid, err)
 		return
@@ -44,7 +45,8 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 		c.sendError(rid, fmt.Errorf("%w: consumer %d", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
 	}
-	ctx := context.Background()
+	ctx, cancel := c.opContext()
+	defer cancel()
 	var move func(logCursor) error
 	var target string
 	switch id := cmd.GetMessageId(); {

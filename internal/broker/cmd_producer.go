@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -32,7 +31,9 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, fmt.Errorf("%w: producer access mode %s is not supported yet", wire.ErrNotAllowed, mode))
 		return
 	}
-	t, err := c.s.getTopic(context.Background(), name, true)
+	ctx, cancel := c.opContext()
+	defer cancel()
+	t, err := c.s.getTopic(ctx, name, true)
 	if err != nil {
 		c.sendError(rid, err)
 		return

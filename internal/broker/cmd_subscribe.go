@@ -33,7 +33,8 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(rid, fmt.Errorf("%w: empty subscription name", wire.ErrNotAllowed))
 		return
 	}
-	ctx := context.Background()
+	ctx, cancel := c.opContext()
+	defer cancel()
 	t, err := c.s.getTopic(ctx, name, cmd.GetForceTopicCreation())
 	if err != nil {
 		c.sendError(rid, err)
@@ -173,7 +174,9 @@ func (c *conn) handleUnsubscribe(cmd *pb.CommandUnsubscribe) {
 	sub.removeConsumer(cs)
 	sub.stop()
 	if sub.durable && t.log != nil {
-		if err := t.log.deleteCursor(context.Background(), sub.name); err != nil {
+		ctx, cancel := c.opContext()
+		defer cancel()
+		if err := t.log.deleteCursor(ctx, sub.name); err != nil {
 			c.sendError(rid, fmt.Errorf("%w: delete subscription %s: %w", wire.ErrPersistence, sub.name, err))
 			return
 		}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,8 @@ type conn struct {
 	spare  wire.Writer
 	wsig   chan struct{}
 	closed chan struct{}
+	ctx    context.Context // canceled when the connection closes
+	cancel context.CancelFunc
 	once   sync.Once
 	reason string
 
@@ -74,6 +77,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		producers:  map[uint64]*producer{},
 		consumers:  map[uint64]*consumer{},
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.log = s.log.With("remote", c.remote)
 	c.lastRead.Store(time.Now().UnixNano())
 	return c
@@ -248,6 +252,7 @@ func (c *conn) close(reason string) {
 		c.reason = reason
 		c.log.Debug("connection closed", "reason", reason)
 		close(c.closed)
+		c.cancel()
 		_ = c.nc.Close()
 		c.publishMem.close()
 	})
@@ -277,6 +282,16 @@ func (c *conn) cleanup() {
 	for _, cs := range consumers {
 		cs.sub.removeConsumer(cs)
 	}
+}
+
+// opTimeout bounds one request's storage and metadata work (topic load, cursor open, seek),
+// matching the Go client's default operation timeout.
+const opTimeout = 30 * time.Second
+
+// opContext is the context of one request: it ends after opTimeout or when the connection
+// closes, so a stuck store never pins a handler forever.
+func (c *conn) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.ctx, opTimeout)
 }
 
 // sendError answers a failed request with ERROR, mapping err through wire's table.
