@@ -108,7 +108,17 @@ func (l *memLog) readAt(_ context.Context, p position) (logEntry, error) {
 	return logEntry{pos: p, data: l.entries[p.entry]}, nil
 }
 
-func (l *memLog) close(context.Context) error { return nil }
+func (l *memLog) close(context.Context) error   { return nil }
+func (l *memLog) destroy(context.Context) error { return nil }
+func (l *memLog) storageSize() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.entries {
+		n += len(e)
+	}
+	return int64(n)
+}
 
 type memCursor struct {
 	l     *memLog
@@ -218,3 +228,9 @@ func (c *memCursor) resetToTime(ctx context.Context, t time.Time) error {
 }
 
 func (c *memCursor) close() {}
+
+func (c *memCursor) backlog() int64 {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	return int64(len(c.l.entries)) - 1 - c.md - int64(len(c.acked))
+}

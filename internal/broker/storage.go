@@ -58,6 +58,10 @@ type topicLog interface {
 	// readAt reads one entry by position.
 	readAt(ctx context.Context, p position) (logEntry, error)
 	close(ctx context.Context) error
+	// destroy deletes the log, its cursors and its ledgers.
+	destroy(ctx context.Context) error
+	// storageSize is the bytes stored.
+	storageSize() int64
 }
 
 // logCursor tracks a subscription's read position and acknowledgements.
@@ -83,6 +87,8 @@ type logCursor interface {
 	resetTo(ctx context.Context, p position) error
 	// resetToTime is resetTo the first entry published at or after t.
 	resetToTime(ctx context.Context, t time.Time) error
+	// backlog is the number of unacknowledged entries.
+	backlog() int64
 	// close releases the cursor (durable state stays).
 	close()
 }

@@ -130,7 +130,9 @@ func (l mlLog) readAt(ctx context.Context, p position) (logEntry, error) {
 	return logEntry{pos: p, data: es[0].Data}, nil
 }
 
-func (l mlLog) close(ctx context.Context) error { return mlErr(l.ml.Close(ctx)) }
+func (l mlLog) close(ctx context.Context) error   { return mlErr(l.ml.Close(ctx)) }
+func (l mlLog) destroy(ctx context.Context) error { return mlErr(l.ml.Delete(ctx)) }
+func (l mlLog) storageSize() int64                { return l.ml.TotalSize() }
 
 type mlCursor struct {
 	c *managedledger.Cursor
@@ -160,6 +162,7 @@ func (c mlCursor) delete(_ context.Context, ps []position) error {
 }
 
 func (c mlCursor) isAcked(p position) bool      { return c.c.IsAcknowledged(toML(p)) }
+func (c mlCursor) backlog() int64               { return c.c.Backlog() }
 func (c mlCursor) markDeletePosition() position { return fromML(c.c.MarkDeletePosition()) }
 
 func (c mlCursor) resetTo(ctx context.Context, p position) error {

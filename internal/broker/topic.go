@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -21,7 +22,9 @@ type topic struct {
 	mu        sync.Mutex
 	producers map[string]*producer // by producer name
 	subs      map[string]*subscription
-	closed    bool
+	closed    bool // no new producers or consumers
+	// resourcesClosed: dispatchers stopped and the log closed.
+	resourcesClosed bool
 
 	// Non-persistent topics number their messages (0, n) so consumers see distinct ids.
 	npNext int64
@@ -100,10 +103,27 @@ func (t *topic) publish(data []byte, count int, done func(position, error)) {
 			}
 			t.mu.Unlock()
 		}
+		if errors.Is(err, wire.ErrServiceNotReady) {
+			// The log was fenced by a newer owner or closed under us: this topic object is
+			// dead. Unload it so clients reconnect and the next use loads it afresh.
+			go t.unloadAfterFailure(err)
+		}
 		done(pos, err)
 	})
 	if err != nil {
+		if errors.Is(err, wire.ErrServiceNotReady) {
+			go t.unloadAfterFailure(err)
+		}
 		done(position{}, err)
+	}
+}
+
+func (t *topic) unloadAfterFailure(cause error) {
+	t.logg.Warn("topic storage failed; unloading the topic", "err", cause)
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := t.s.unload(ctx, t); err != nil {
+		t.logg.Warn("unloading after a storage failure", "err", err)
 	}
 }
 
@@ -161,6 +181,18 @@ func (t *topic) close(ctx context.Context) error {
 		return nil
 	}
 	t.closed = true
+	t.mu.Unlock()
+	return t.closeResources(ctx)
+}
+
+// closeResources stops the subscriptions' dispatchers and closes the log once.
+func (t *topic) closeResources(ctx context.Context) error {
+	t.mu.Lock()
+	if t.resourcesClosed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.resourcesClosed = true
 	subs := make([]*subscription, 0, len(t.subs))
 	for _, s := range t.subs {
 		subs = append(subs, s)
