@@ -17,10 +17,10 @@ type StandaloneConfig struct {
 	// BookieAddress is where the in-process bookie listens; only the ledger client dials it.
 	BookieAddress string `key:"standaloneBookieAddress" flag:"bookie-address" help:"address of the in-process bookie (port 0: any free port)"`
 
-	Broker        BrokerConfig
-	Storage       BookieStorageConfig
-	Ledger        LedgerClientConfig
-	ManagedLedger ManagedLedgerConfig
+	// Broker includes the managed-ledger keys (Broker.ManagedLedger).
+	Broker  BrokerConfig
+	Storage BookieStorageConfig
+	Ledger  LedgerClientConfig
 }
 
 // DefaultStandaloneConfig returns the standalone defaults: Pulsar's standalone.conf values
@@ -34,10 +34,10 @@ func DefaultStandaloneConfig() StandaloneConfig {
 		Broker:               DefaultBrokerConfig(),
 		Storage:              DefaultBookieStorageConfig(),
 		Ledger:               DefaultLedgerClientConfig(),
-		ManagedLedger:        DefaultManagedLedgerConfig(),
 	}
 	c.Broker.ClusterName = "standalone"
-	c.ManagedLedger.EnsembleSize, c.ManagedLedger.WriteQuorum, c.ManagedLedger.AckQuorum = 1, 1, 1
+	ml := &c.Broker.ManagedLedger
+	ml.EnsembleSize, ml.WriteQuorum, ml.AckQuorum = 1, 1, 1
 	// Directories follow DataDir unless set explicitly (see ApplyDataDir).
 	c.Storage.JournalDirectories, c.Storage.LedgerDirectories = nil, nil
 	return c
@@ -67,6 +67,5 @@ func (c *StandaloneConfig) Validate() error {
 		c.Broker.Validate(),
 		c.Storage.Validate(),
 		c.Ledger.Validate(),
-		c.ManagedLedger.Validate(),
 	)
 }

@@ -13,4 +13,5 @@
 //	metadata/          etcd member (WAL, snapshots, bbolt database)
 //	bookie/journal/    bookie journal (WAL)
 //	bookie/ledgers/    entry logs and the Pebble index
+//	bookie/address     the bookie address chosen when configured with port 0 (reused on restart)
 package standalone

@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -81,14 +84,19 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	}
 
 	bkCfg := config.DefaultBookieConfig()
-	bkCfg.ListenAddress = cfg.BookieAddress
 	bkCfg.Storage = cfg.Storage
+	bkLn, err := listenBookie(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bkCfg.ListenAddress = bkLn.Addr().String()
 	openStorage := func(c config.BookieStorageConfig, l *slog.Logger, r prometheus.Registerer) (storage.Storage, error) {
 		return storage.Open(c, l, r)
 	}
 	if s.bookie, err = bookie.Start(ctx, bkCfg, bookie.Options{
-		Logger: logger, Registerer: s.registry, Metadata: s.store, OpenStorage: openStorage,
+		Logger: logger, Registerer: s.registry, Metadata: s.store, OpenStorage: openStorage, Listener: bkLn,
 	}); err != nil {
+		_ = bkLn.Close()
 		return nil, fmt.Errorf("standalone: bookie: %w", err)
 	}
 
@@ -99,7 +107,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		return nil, fmt.Errorf("standalone: ledger client: %w", err)
 	}
 	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: s.ledgers, Store: s.store, Config: cfg.ManagedLedger, Logger: logger,
+		Ledger: s.ledgers, Store: s.store, Config: cfg.Broker.ManagedLedger, Logger: logger,
 	}); err != nil {
 		return nil, fmt.Errorf("standalone: managed ledgers: %w", err)
 	}
@@ -129,6 +137,38 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		"broker", "pulsar://"+s.brokerLn.Addr().String(), "http", "http://"+s.httpLn.Addr().String(),
 		"dataDir", cfg.DataDir, "startup", time.Since(began).Round(time.Millisecond))
 	return s, nil
+}
+
+// bookieAddressFile remembers the port a standalone bookie configured with port 0 got, so a
+// restart listens there again: ledger metadata names bookies by address, so a bookie that
+// came back elsewhere would leave every earlier ledger unreadable.
+const bookieAddressFile = "address"
+
+// listenBookie listens on the configured bookie address, or, for port 0, on the address the
+// first start of this data directory was given.
+func listenBookie(cfg config.StandaloneConfig) (net.Listener, error) {
+	addr := cfg.BookieAddress
+	_, port, _ := net.SplitHostPort(addr)
+	remembered := filepath.Join(cfg.DataDir, "bookie", bookieAddressFile)
+	if port == "0" {
+		if b, err := os.ReadFile(remembered); err == nil {
+			addr = strings.TrimSpace(string(b))
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("standalone: bookie listen on %s (standaloneBookieAddress; ledgers written before name this address): %w", addr, err)
+	}
+	if port == "0" {
+		if err := os.MkdirAll(filepath.Dir(remembered), 0o755); err == nil {
+			err = os.WriteFile(remembered, []byte(ln.Addr().String()+"\n"), 0o644)
+		}
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("standalone: remembering the bookie address: %w", err)
+		}
+	}
+	return ln, nil
 }
 
 // bootstrap creates cluster "standalone" (or the configured one), tenant "public" and

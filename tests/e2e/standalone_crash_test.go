@@ -32,18 +32,33 @@ func TestStandaloneSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
-		killAt := 200 + rand.IntN(800)
-		for i := 0; i < killAt; i++ {
-			payload := fmt.Sprintf("r%d-m%d", round, i)
-			prod.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(payload)}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
-				if err == nil {
-					mu.Lock()
-					acked[payload] = true
-					mu.Unlock()
+		ackedThisRound := 0
+		killAfter := 100 + rand.IntN(400) // acknowledgements to see before the kill
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				mu.Lock()
+				enough := ackedThisRound >= killAfter
+				mu.Unlock()
+				if enough || i >= 100000 {
+					return
 				}
-			})
-		}
-		p.kill() // sends are still in flight
+				payload := fmt.Sprintf("r%d-m%d", round, i)
+				prod.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(payload)}, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+					if err == nil {
+						mu.Lock()
+						acked[payload] = true
+						ackedThisRound++
+						mu.Unlock()
+					}
+				})
+			}
+		}()
+		<-done // the kill comes while the last sends are still in flight
+		mu.Lock()
+		p.kill()
+		mu.Unlock()
 		c.Close()
 	}
 	mu := len(acked)
