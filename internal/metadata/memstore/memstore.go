@@ -158,6 +158,8 @@ func checkVersion(key string, e *entry, exists bool, expected metadata.Version, 
 			return fmt.Errorf("%w: %s", metadata.ErrNotFound, key)
 		}
 		return fmt.Errorf("%w: %s does not exist, expected version %d", metadata.ErrBadVersion, key, expected)
+	case expected == metadata.NotExists && isPut:
+		return fmt.Errorf("%w: %s already exists (version %d)", metadata.ErrBadVersion, key, e.version)
 	case e.version != int64(expected):
 		return fmt.Errorf("%w: %s is at version %d, expected %d", metadata.ErrBadVersion, key, e.version, expected)
 	}
