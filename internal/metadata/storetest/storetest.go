@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) metadata.Store) {
 		{"WatchKey", testWatchKey},
 		{"WatchPrefix", testWatchPrefix},
 		{"WatchCancel", testWatchCancel},
+		{"WatchNoGapUnderWrites", testWatchNoGap},
 		{"EphemeralVanishOnClose", testEphemeralClose},
 		{"EphemeralPersistentOverride", testEphemeralOverride},
 		{"SessionClosedOps", testSessionClosedOps},
@@ -398,6 +399,48 @@ func testWatchPrefix(t *testing.T, s metadata.Store, ns string) {
 	ev := next(t, ch)
 	if ev.Type != metadata.EventDelete || ev.Key != p+"a" || ev.Version <= last {
 		t.Fatalf("delete event = %+v", ev)
+	}
+}
+
+// testWatchNoGap starts watches while a writer keeps counting up one key: from whatever
+// current state a watch starts with, it must see every later value exactly once, in order.
+// This is the hand-off between the snapshot read and the change stream.
+func testWatchNoGap(t *testing.T, s metadata.Store, ns string) {
+	ctx := ctxFor(t)
+	k := ns + "counter"
+	const total = 300
+	mustPut(t, s, k, "0", metadata.AnyVersion)
+	writerDone := make(chan error, 1)
+	go func() {
+		for i := 1; i <= total; i++ {
+			if _, err := s.Put(ctx, k, []byte(strconv.Itoa(i)), metadata.AnyVersion); err != nil {
+				writerDone <- err
+				return
+			}
+		}
+		writerDone <- nil
+	}()
+	for w := 0; w < 3; w++ {
+		ch, err := s.Watch(ctx, ns, w%2 == 0) // prefix and exact-key watches alike
+		if w%2 == 1 {
+			ch, err = s.Watch(ctx, k, false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := next(t, ch)
+		want, _ := strconv.Atoi(string(first.Value))
+		for want < total {
+			ev := next(t, ch)
+			got, _ := strconv.Atoi(string(ev.Value))
+			if ev.Key != k || got != want+1 {
+				t.Fatalf("watch %d: after %d got %s=%q", w, want, ev.Key, ev.Value)
+			}
+			want = got
+		}
+	}
+	if err := <-writerDone; err != nil {
+		t.Fatal(err)
 	}
 }
 
