@@ -174,3 +174,19 @@ func (l *leadership) Resign(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Leader implements metadata.LeaderReader: the candidacy key with the lowest create revision
+// under the election's prefix leads, as in concurrency.Election.
+func (s *Store) Leader(ctx context.Context, name string) (metadata.KV, error) {
+	if err := s.check(); err != nil {
+		return metadata.KV{}, err
+	}
+	resp, err := s.client.Get(ctx, name+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return metadata.KV{}, s.mapErr("leader", name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return metadata.KV{}, fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
+	}
+	return toKV(resp.Kvs[0]), nil
+}

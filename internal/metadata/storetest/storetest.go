@@ -614,6 +614,11 @@ func testElectionOrder(t *testing.T, s metadata.Store, ns string) {
 	pending(t, c2)
 	c3 := campaign(ctx, ss[2], el, "three")
 	pending(t, c3)
+	expectLeader(t, s, el, "one")
+	// Every candidacy is an ephemeral key under the election.
+	if kvs, err := s.List(ctx, el+"/"); err != nil || len(kvs) != 3 {
+		t.Fatalf("List of candidacies = %d keys, %v; want 3", len(kvs), err)
+	}
 	notClosed(t, "leadership Done", l1.Done())
 	if err := l1.Resign(ctx); err != nil {
 		t.Fatal(err)
@@ -621,6 +626,7 @@ func testElectionOrder(t *testing.T, s metadata.Store, ns string) {
 	closed(t, "resigned leadership Done", l1.Done())
 	l2 := won(t, c2)
 	pending(t, c3)
+	expectLeader(t, s, el, "two")
 	if err := l2.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -628,10 +634,25 @@ func testElectionOrder(t *testing.T, s metadata.Store, ns string) {
 	if err := l3.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := metadata.Leader(ctx, s, el); !errors.Is(err, metadata.ErrNotFound) && !errors.Is(err, metadata.ErrNotSupported) {
+		t.Fatalf("Leader of an empty election: %v, want ErrNotFound", err)
+	}
 	// Another election with the same sessions is independent.
 	l := won(t, campaign(ctx, ss[1], ns+"other", "x"))
 	if err := l.Resign(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// expectLeader checks metadata.Leader when the store supports it.
+func expectLeader(t *testing.T, s metadata.Store, el, want string) {
+	t.Helper()
+	kv, err := metadata.Leader(ctxFor(t), s, el)
+	if errors.Is(err, metadata.ErrNotSupported) {
+		return
+	}
+	if err != nil || string(kv.Value) != want || !strings.HasPrefix(kv.Key, el+"/") {
+		t.Fatalf("Leader(%s) = %s %q, %v; want value %q", el, kv.Key, kv.Value, err, want)
 	}
 }
 
@@ -702,6 +723,7 @@ func testSessionExpiry(t *testing.T, s metadata.Store, ns string) {
 	closed(t, "expired session's leadership Done", l1.Done())
 	waitMissing(t, s, k)
 	won(t, c2)
+	expectLeader(t, s, ns+"leader", "two")
 	if _, err := ss[0].PutEphemeral(ctx, k, []byte("y"), metadata.AnyVersion); !errors.Is(err, metadata.ErrSessionLost) {
 		t.Fatalf("PutEphemeral on expired session: %v, want ErrSessionLost", err)
 	}
