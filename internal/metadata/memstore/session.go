@@ -76,12 +76,12 @@ type election struct {
 }
 
 type candidate struct {
-	el    *election
-	sess  *session
-	key   string        // its candidacy key, bound to sess
-	won   chan struct{} // closed when this candidate becomes the leader
-	gone  chan struct{} // closed when it resigns or its session ends
-	out   bool
+	el   *election
+	sess *session
+	key  string        // its candidacy key, bound to sess
+	won  chan struct{} // closed when this candidate becomes the leader
+	gone chan struct{} // closed when it resigns or its session ends
+	out  bool
 }
 
 func (ss *session) Campaign(ctx context.Context, name string, value []byte) (metadata.Leadership, error) {
