@@ -190,6 +190,18 @@ func (st *state) remove(key string) {
 	delete(st.kvs, key)
 	st.rev++
 	st.notify(metadata.Event{Type: metadata.EventDelete, Key: key, Version: metadata.Version(st.rev)})
+	// Deleting a candidacy key ends that candidacy, as in etcd, where the election only sees
+	// keys: the leader loses leadership and the next candidate leads.
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		if el := st.elections[key[:i]]; el != nil {
+			for _, c := range el.candidates {
+				if c.key == key {
+					st.withdraw(c)
+					break
+				}
+			}
+		}
+	}
 }
 
 // notify hands an event to every matching watch. Values are shared between watchers and the

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) metadata.Store) {
 		{"ElectionOrder", testElectionOrder},
 		{"ElectionSessionClose", testElectionSessionClose},
 		{"CampaignCancel", testCampaignCancel},
+		{"LeaderKeyDeleted", testLeaderKeyDeleted},
 		{"SessionExpiry", testSessionExpiry},
 		{"StoreClosed", testStoreClosed},
 	}
@@ -699,6 +700,36 @@ func testCampaignCancel(t *testing.T, s metadata.Store, ns string) {
 	l3 := won(t, c3)
 	if err := l3.Resign(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Deleting the leader's candidacy key (an operator's fix, or a bug elsewhere) ends its
+// leadership: Done fires and the next candidate leads.
+func testLeaderKeyDeleted(t *testing.T, s metadata.Store, ns string) {
+	ctx := ctxFor(t)
+	ss := sessions(t, s, 2)
+	el := ns + "leader"
+	l1 := won(t, campaign(ctx, ss[0], el, "one"))
+	c2 := campaign(ctx, ss[1], el, "two")
+	pending(t, c2)
+	kv, err := metadata.Leader(ctx, s, el)
+	if errors.Is(err, metadata.ErrNotSupported) {
+		t.Skipf("%T cannot read election leaders", s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, kv.Key, kv.Version); err != nil {
+		t.Fatal(err)
+	}
+	closed(t, "leadership Done after its key was deleted", l1.Done())
+	l2 := won(t, c2)
+	expectLeader(t, s, el, "two")
+	if err := l2.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l1.Resign(ctx); err != nil {
+		t.Fatalf("Resign of a lost leadership: %v", err)
 	}
 }
 
