@@ -236,6 +236,10 @@ func (r *Registration) run(sess Session) {
 			actx, acancel := context.WithTimeout(ctx, r.opts.TTL)
 			s, err := r.register(actx, value)
 			acancel()
+			if errors.Is(err, ErrClosed) {
+				r.logger.Warn("metadata store closed; giving up the registration")
+				return
+			}
 			if err != nil {
 				r.logger.Warn("registering again failed; retrying", "err", err, "retryIn", backoff, "lostFor", time.Since(lostAt).Round(time.Millisecond))
 				if !retry() {
@@ -255,6 +259,10 @@ func (r *Registration) run(sess Session) {
 				backoff = r.opts.RetryInterval
 				r.set(true, gen)
 				continue
+			}
+			if errors.Is(err, ErrClosed) {
+				r.logger.Warn("metadata store closed; giving up the registration")
+				return
 			}
 			if !errors.Is(err, ErrSessionLost) {
 				r.logger.Warn("updating the registration failed; retrying", "err", err, "retryIn", backoff)

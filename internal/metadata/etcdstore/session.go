@@ -59,7 +59,9 @@ func (ss *session) close() error {
 		if wasLost {
 			return // the lease is gone already; revoking would only log a failure
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), ss.ttl)
+		// Bounded well below the TTL: Close must be prompt even when etcd is unreachable, and
+		// an unrevoked lease still expires on its own.
+		ctx, cancel := context.WithTimeout(context.Background(), min(ss.ttl, 2*time.Second))
 		defer cancel()
 		_, err := ss.store.client.Revoke(ctx, ss.cs.Lease())
 		if err != nil && !ss.lostErr(err) {
