@@ -13,5 +13,6 @@
 // implement LeaderReader.
 //
 // Versions are store-wide revisions (etcd's ModRevision): they grow across a delete and
-// re-create of a key, so compare them for equality only; they are not per-key counters.
+// re-create of a key, and not by one per write of that key: compare them (equal, older,
+// newer), never count with them.
 package metadata
