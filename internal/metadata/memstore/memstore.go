@@ -204,11 +204,16 @@ func (st *state) remove(key string) {
 	}
 }
 
-// notify hands an event to every matching watch. Values are shared between watchers and the
-// store: stored values are never mutated in place, and consumers must not modify them.
+// notify hands an event to every matching watch, each with its own copy of the value, as
+// etcd does: a consumer that modifies an event must not change the store or other watchers.
 func (st *state) notify(ev metadata.Event) {
 	for w := range st.watchers {
-		if w.matches(ev.Key) && !w.q.Push(ev) {
+		if !w.matches(ev.Key) {
+			continue
+		}
+		e := ev
+		e.Value = slices.Clone(ev.Value)
+		if !w.q.Push(e) {
 			delete(st.watchers, w)
 		}
 	}
