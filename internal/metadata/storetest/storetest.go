@@ -270,6 +270,16 @@ func testValuesAreCopies(t *testing.T, s metadata.Store, ns string) {
 	kv, _ := s.Get(ctxFor(t), ns+"k2")
 	kv.Value[0] = 'Y'
 	mustGet(t, s, ns+"k2", "abc", 0)
+	// Nor do values received from a watch, initial state or change.
+	ch, err := s.Watch(ctxFor(t), ns+"k2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch).Value[0] = 'Z'
+	mustGet(t, s, ns+"k2", "abc", 0)
+	mustPut(t, s, ns+"k2", "def", metadata.AnyVersion)
+	next(t, ch).Value[0] = 'Z'
+	mustGet(t, s, ns+"k2", "def", 0)
 }
 
 func testConcurrentCAS(t *testing.T, s metadata.Store, ns string) {
