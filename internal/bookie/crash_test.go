@@ -5,12 +5,18 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/logging"
+	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/perf"
 )
 
 // crashBookieFlags make a crash test exercise more than the journal: a small write cache
@@ -183,13 +189,20 @@ func TestProcessCleanShutdownAndFencingSurvive(t *testing.T) {
 		t.Skip("runs real bookie processes")
 	}
 	dir := t.TempDir()
-	p := startBookieProcess(t, dir)
+	p := startBookieProcess(t, dir, "--metrics-listen", "127.0.0.1:0")
 	c := bookieproto.NewClient(bookieproto.ClientOptions{RequestTimeout: 60 * time.Second})
 	defer c.Close()
 	ctx := waitCtx(t)
 	f := &fixture{client: c, addr: p.addr}
 	for e := int64(0); e < 20; e++ {
 		mustAdd(t, f, 9, e, e-1, payloadOf(9, e, 300))
+	}
+	got, err := perf.ScrapeSum(ctx, "http://"+p.metricsAddr+"/metrics", "bookie_server_requests_total", "bookie_journal_force_write_grouping_count_sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["bookie_server_requests_total"] != 20 || got["bookie_journal_force_write_grouping_count_sum"] < 20 {
+		t.Fatalf("metrics after 20 adds: %v", got)
 	}
 	if _, err := c.ReadLAC(ctx, p.addr, 9, true, key); err != nil {
 		t.Fatal(err)
@@ -202,8 +215,62 @@ func TestProcessCleanShutdownAndFencingSurvive(t *testing.T) {
 	if err := f.add(t, 9, 20, 19, []byte("late"), false); !errors.Is(err, bookieproto.ErrFenced) {
 		t.Fatalf("add after restart of a fenced ledger: %v", err)
 	}
-	got, err := c.ReadEntry(ctx, p.addr, bookieproto.ReadRequest{LedgerID: 9, EntryID: 19})
-	if err != nil || !bytes.Equal(got.Payload, payloadOf(9, 19, 300)) {
+	e, err := c.ReadEntry(ctx, p.addr, bookieproto.ReadRequest{LedgerID: 9, EntryID: 19})
+	if err != nil || !bytes.Equal(e.Payload, payloadOf(9, 19, 300)) {
 		t.Fatalf("entry after restart: %v", err)
+	}
+}
+
+// TestProcessRegistersInEtcd runs a real bookie against an embedded etcd member: it
+// registers, a SIGKILL makes the key expire with the session, a restart registers again,
+// and SIGTERM deregisters at once.
+func TestProcessRegistersInEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real bookie processes")
+	}
+	mcfg := config.DefaultMetadataConfig()
+	mcfg.DataDir = filepath.Join(t.TempDir(), "etcd")
+	mcfg.ListenClientURLs = []string{"http://127.0.0.1:0"}
+	mcfg.ListenPeerURLs = []string{"http://127.0.0.1:0"}
+	mcfg.HeartbeatInterval = 20 * time.Millisecond
+	mcfg.ElectionTimeout = 200 * time.Millisecond
+	ctx := waitCtx(t)
+	m, err := etcdstore.StartEmbedded(ctx, mcfg, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	md, err := m.Open(ctx, logging.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer md.Close()
+	url := "etcd://" + strings.TrimPrefix(m.ClientURLs()[0], "http://")
+	dir := t.TempDir()
+	flags := []string{"--metadata-url", url, "--metadata-store-session-timeout-millis", "1000"}
+
+	p := startBookieProcess(t, dir, flags...)
+	regKey := bookieproto.RegistrationPrefix + p.addr
+	waitFor(t, "registration", func() bool {
+		r, _, ok := registration(t, md, regKey)
+		return ok && r.State == bookieproto.StateWritable && r.Address == p.addr
+	})
+	p.kill()
+	waitFor(t, "the killed bookie's key to expire", func() bool {
+		_, _, ok := registration(t, md, regKey)
+		return !ok
+	})
+
+	p = startBookieProcess(t, dir, flags...)
+	regKey = bookieproto.RegistrationPrefix + p.addr
+	waitFor(t, "registration after restart", func() bool {
+		_, _, ok := registration(t, md, regKey)
+		return ok
+	})
+	if err := p.stop(t); err != nil {
+		t.Fatalf("SIGTERM exit: %v\n%s", err, p.logs())
+	}
+	if _, _, ok := registration(t, md, regKey); ok {
+		t.Fatal("clean shutdown left the registration behind")
 	}
 }

@@ -55,13 +55,15 @@ func moduleRoot() (string, error) {
 
 // bookieProcess is a `magnetar bookie` child process.
 type bookieProcess struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan struct{} // closed when the process has exited
-	err  error         // its Wait error, valid after done
+	cmd         *exec.Cmd
+	addr        string
+	metricsAddr string        // set when started with --metrics-listen
+	done        chan struct{} // closed when the process has exited
+	err         error         // its Wait error, valid after done
 
-	mu   sync.Mutex
-	tail []string // last log lines, for failure messages
+	mu          sync.Mutex
+	tail        []string // last log lines, for failure messages
+	metricsSeen string
 }
 
 // startBookieProcess runs `magnetar bookie` on dir with a free port and waits until it
@@ -88,6 +90,9 @@ func startBookieProcess(t *testing.T, dir string, extra ...string) *bookieProces
 	t.Cleanup(func() { p.kill() })
 	select {
 	case p.addr = <-ready:
+		p.mu.Lock()
+		p.metricsAddr = p.metricsSeen
+		p.mu.Unlock()
 	case <-p.done:
 		t.Fatalf("bookie exited before serving: %v\n%s", p.err, p.logs())
 	case <-time.After(60 * time.Second):
@@ -112,7 +117,12 @@ func (p *bookieProcess) scan(r io.Reader, ready chan<- string) {
 			Msg     string `json:"msg"`
 			Address string `json:"address"`
 		}
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "bookie serving" {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "serving metrics" {
+			p.mu.Lock()
+			p.metricsSeen = rec.Address
+			p.mu.Unlock()
+		}
+		if rec.Msg == "bookie serving" {
 			select {
 			case ready <- rec.Address:
 			default:

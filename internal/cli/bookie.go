@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 )
 
 // bookieFlagAliases are the short flag names of ARCHITECTURE.md §2 for keys whose derived
@@ -54,15 +55,17 @@ func (a *app) bookieCmd() *cobra.Command {
 		setMemoryLimit(cfg.Storage, a.env.Environ, logger)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// Metrics first: the endpoint answers (with what is registered so far) by the time
+		// the bookie logs that it serves.
+		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
+		if err != nil {
+			return err
+		}
 		bk, err := bookie.Start(ctx, cfg, bookie.Options{
 			Logger: logger, Registerer: reg, OpenStorage: openBookieStorage, OpenMetadata: openMetadataStore,
 		})
 		if err != nil {
-			return err
-		}
-		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
-		if err != nil {
-			_ = bk.Close()
+			stopMetrics()
 			return err
 		}
 		<-ctx.Done()
@@ -124,5 +127,5 @@ func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg 
 
 // openMetadataStore dials the metadata store named by url.
 func openMetadataStore(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
-	return nil, errors.New("bookie: metadata store connection not available in this build yet")
+	return connect.Open(ctx, url, logger)
 }
