@@ -88,7 +88,7 @@ func Markdown(res *Results, cfg Config) string {
 		p("\n")
 	}
 	p("## Startup to ready\n\nProcess start until the port accepts and a first publish is acknowledged (Magnetar: also /status.html when -magnetar-http is set), over every block of the run.\n\n")
-	p("| system | median ms | min ms | max ms | blocks |\n|---|---|---|---|---|\n")
+	p("| system | median ms | min ms | max ms | idle RSS MiB (median) | blocks |\n|---|---|---|---|---|---|\n")
 	for _, sys := range []string{"magnetar", "nats", "nats-atomic"} {
 		var bs []Block
 		for _, b := range res.Blocks {
@@ -100,7 +100,8 @@ func Markdown(res *Results, cfg Config) string {
 			continue
 		}
 		lo, hi := minMax(bs, func(b Block) float64 { return b.ReadyMs })
-		p("| %s | %s | %s | %s | %d |\n", sys, num(medianOf(bs, func(b Block) float64 { return b.ReadyMs })), num(lo), num(hi), len(bs))
+		p("| %s | %s | %s | %s | %s | %d |\n", sys, num(medianOf(bs, func(b Block) float64 { return b.ReadyMs })), num(lo), num(hi),
+			dash(medianOf(bs, func(b Block) float64 { return float64(b.IdleRSSBytes) / (1 << 20) })), len(bs))
 	}
 	p("\n## Targets (issue 10)\n\n")
 	p("| target | result |\n|---|---|\n")
@@ -124,6 +125,9 @@ func Markdown(res *Results, cfg Config) string {
 		if b.Profile != "" {
 			profs = append(profs, b)
 		}
+	}
+	if len(profs) == 0 && slices.Contains(measured(res.Blocks), "magnetar") {
+		p("\nNo CPU profiles in this run: they need -magnetar-pprof and a /debug/pprof endpoint on the standalone.\n")
 	}
 	if len(profs) > 0 {
 		p("\n## Where Magnetar's time goes (CPU profiles, first pair)\n\n")

@@ -31,6 +31,7 @@ type Block struct {
 	ServerCPUPerM                   float64 // server CPU seconds per million acked messages
 	ClientCPUPerM                   float64 // load generator (this process) CPU s per million
 	ServerHWMBytes                  int64   // VmHWM of the server at the end of the block
+	IdleRSSBytes                    int64   // VmRSS right after ready, before any load
 	CatchupMsgPerS, CatchupMBPerS   float64
 	Load1, PSICPU                   string
 	Errors                          int64
@@ -193,6 +194,9 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 	}
 	defer inst.Stop()
 	b.ReadyMs = float64(inst.Ready.Microseconds()) / 1000
+	if st, err := readProc(inst.srv.pid()); err == nil {
+		b.IdleRSSBytes = st.RSSBytes
+	}
 	var s0, s1 ProcStat
 	var c0, c1 float64
 	var t0, t1 time.Time
