@@ -8,10 +8,16 @@ import "context"
 type Driver interface {
 	// Prepare creates what the run needs before producers start (NATS: the stream).
 	Prepare(ctx context.Context, base string, partitions int) error
-	NewProducer(ctx context.Context, base string, parts []int) (Producer, error)
+	NewProducer(ctx context.Context, base string, parts []int, opts ProducerOpts) (Producer, error)
 	// NewConsumer subscribes from the earliest message (name is the subscription/durable).
 	NewConsumer(ctx context.Context, base, name string, parts []int) (Consumer, error)
 	Close()
+}
+
+// ProducerOpts are per-workload client settings.
+type ProducerOpts struct {
+	// NoBatching turns client-side batching off (Pulsar); NATS never batches async publishes.
+	NoBatching bool
 }
 
 // Producer publishes asynchronously; done runs exactly once per accepted message, from any

@@ -106,7 +106,9 @@ type LoadResult struct {
 	// Catch-up variants only.
 	CatchupMsgs    int64
 	CatchupSeconds float64
-	Note           string
+	// SetupSeconds is the time to create the stream/topics, consumers and producers.
+	SetupSeconds float64
+	Note         string
 }
 
 // loadGen drives one block. It owns the producers' pacing and the window semaphores.
@@ -241,6 +243,7 @@ type hooks struct {
 // Run executes the block: steady-state variants warm up and measure; catch-up variants build
 // a backlog, optionally drop caches, then drain it while publishing.
 func (g *loadGen) Run(ctx context.Context, h hooks, dropCaches func() string) (LoadResult, error) {
+	setupStart := time.Now()
 	if err := g.drv.Prepare(ctx, g.base, g.spec.Partitions); err != nil {
 		return LoadResult{}, fmt.Errorf("prepare: %w", err)
 	}
@@ -271,7 +274,7 @@ func (g *loadGen) Run(ctx context.Context, h hooks, dropCaches func() string) (L
 	}
 	var producers []Producer
 	for i := 0; i < g.spec.Producers; i++ {
-		p, err := g.drv.NewProducer(ctx, g.base, assign(g.spec.Partitions, g.spec.Producers, i))
+		p, err := g.drv.NewProducer(ctx, g.base, assign(g.spec.Partitions, g.spec.Producers, i), ProducerOpts{NoBatching: g.spec.NoBatching})
 		if err != nil {
 			closeAll(producers)
 			return LoadResult{}, fmt.Errorf("producer: %w", err)
@@ -279,6 +282,7 @@ func (g *loadGen) Run(ctx context.Context, h hooks, dropCaches func() string) (L
 		producers = append(producers, p)
 	}
 	defer closeAll(producers)
+	setup := time.Since(setupStart).Seconds()
 	perProducer := g.rate / float64(len(producers))
 	for i, p := range producers {
 		pwg.Add(1)
@@ -299,12 +303,14 @@ func (g *loadGen) Run(ctx context.Context, h hooks, dropCaches func() string) (L
 	sleepCtx(ctx, 500*time.Millisecond)
 	cstop()
 	waitGroup(&cwg, 10*time.Second)
-	return g.result(errc), nil
+	res := g.result(errc)
+	res.SetupSeconds = setup
+	return res, nil
 }
 
 func (g *loadGen) runCatchup(ctx context.Context, h hooks, dropCaches func() string) (LoadResult, error) {
 	backlog := g.spec.BacklogBytes / int64(g.spec.MsgSize)
-	p, err := g.drv.NewProducer(ctx, g.base, assign(g.spec.Partitions, 1, 0))
+	p, err := g.drv.NewProducer(ctx, g.base, assign(g.spec.Partitions, 1, 0), ProducerOpts{NoBatching: g.spec.NoBatching})
 	if err != nil {
 		return LoadResult{}, fmt.Errorf("producer: %w", err)
 	}

@@ -165,7 +165,7 @@ func topic(base string, p int) string {
 func (d *pulsarDriver) Prepare(context.Context, string, int) error { return nil }
 
 // Producer batching: 1 ms or 1,000 messages (performance.md §5.4), window = max pending.
-func (d *pulsarDriver) NewProducer(ctx context.Context, base string, parts []int) (Producer, error) {
+func (d *pulsarDriver) NewProducer(ctx context.Context, base string, parts []int, opts ProducerOpts) (Producer, error) {
 	c, err := d.track()
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (d *pulsarDriver) NewProducer(ctx context.Context, base string, parts []int
 	for _, part := range parts {
 		pr, err := c.CreateProducer(pulsar.ProducerOptions{
 			Topic: topic(base, part), BatchingMaxPublishDelay: time.Millisecond, BatchingMaxMessages: 1000,
-			MaxPendingMessages: d.window, SendTimeout: 30 * time.Second,
+			MaxPendingMessages: d.window, SendTimeout: 30 * time.Second, DisableBatching: opts.NoBatching,
 		})
 		if err != nil {
 			p.Close()

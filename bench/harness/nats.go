@@ -178,7 +178,7 @@ func (d *natsDriver) Prepare(ctx context.Context, base string, partitions int) e
 	return err
 }
 
-func (d *natsDriver) NewProducer(ctx context.Context, base string, parts []int) (Producer, error) {
+func (d *natsDriver) NewProducer(ctx context.Context, base string, parts []int, _ ProducerOpts) (Producer, error) {
 	nc, err := d.connect()
 	if err != nil {
 		return nil, err

@@ -32,6 +32,7 @@ type Block struct {
 	ClientCPUPerM                   float64 // load generator (this process) CPU s per million
 	ServerHWMBytes                  int64   // VmHWM of the server at the end of the block
 	IdleRSSBytes                    int64   // VmRSS right after ready, before any load
+	SetupSeconds                    float64 // creating stream/topics, consumers and producers
 	CatchupMsgPerS, CatchupMBPerS   float64
 	Load1, PSICPU                   string
 	Errors                          int64
@@ -255,6 +256,10 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 		b.ClientCPUPerM = (c1 - c0) / msgs * 1e6
 	}
 	b.Errors, b.LastError, b.Note = lr.Errors, lr.LastError, lr.Note
+	b.SetupSeconds = lr.SetupSeconds
+	if lr.SetupSeconds >= 2 {
+		b.Note = strings.TrimPrefix(fmt.Sprintf("%s; setup (topics, consumers, producers) took %.1f s", b.Note, lr.SetupSeconds), "; ")
+	}
 	if lr.PubCount == 0 {
 		b.Note = strings.TrimPrefix(b.Note+"; no publish acknowledged inside the window (stall longer than the window?)", "; ")
 	}

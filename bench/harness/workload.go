@@ -37,8 +37,9 @@ type Spec struct {
 	Rate float64
 	// RateHalf resolves Rate at run time to half the peer's max of the matching max-rate
 	// variant (RateOf) measured earlier in the run.
-	RateHalf bool
-	RateOf   string
+	RateHalf   bool
+	RateOf     string
+	NoBatching bool // Pulsar producers without client batching
 	// BacklogBytes > 0 makes this a catch-up variant (W7/W8).
 	BacklogBytes int64
 	CatchupRate  float64
@@ -59,21 +60,24 @@ type shape struct {
 	backlog                                bool
 	measureScale                           int // multiples of Config.Measure
 	note                                   string
+	// noBatch turns Pulsar client batching off: with 10 msg/s per topic a batch holds one
+	// message, and 1,000 producers with 1 ms batch timers burn the load generator's CPU.
+	noBatch bool
 }
 
 // catalogue is performance.md §5.2 scaled to this harness. W10 (fsync off) is not a separate
 // shape: every workload runs D2 too when -durability lists it.
 var catalogue = map[string]shape{
-	"W1":  {1, 1, 1, 1, []int{100}, []Durability{D1, D2}, false, false, 0, false, 1, "1 partition, 1 producer, 1 consumer, max rate"},
-	"W2":  {1, 1, 1, 1, []int{1024}, []Durability{D1, D2}, false, false, 0, false, 1, "1 partition, 1 producer, 1 consumer, max rate"},
-	"W3":  {1, 1, 1, 1, []int{1024}, []Durability{D1, D2}, true, false, 0, false, 1, "1 partition, open-loop rate sweep (latency vs load)"},
-	"W4":  {16, 4, 4, 1, []int{1024}, []Durability{D1, D2}, false, false, 0, false, 1, "16 partitions (NATS: 16 subjects in 1 stream), 4 producers, 4 consumers, max rate"},
-	"W5":  {1, 1, 1, 4, []int{1024}, []Durability{D1}, false, false, 10000, false, 1, "fan-out: 1 partition, 1 producer, 4 subscriptions, 10k msg/s"},
-	"W6":  {1, 1, 1, 1, []int{1024}, []Durability{D1}, false, true, 0, false, 5, "tail reads at 50% of the W2 NATS max, long window"},
-	"W7":  {1, 1, 1, 1, []int{1024}, []Durability{D2}, false, false, 0, true, 1, "catch-up: backlog then drain from earliest while publishing"},
-	"W8":  {1, 1, 1, 1, []int{1024}, []Durability{D2}, false, false, 0, true, 1, "catch-up beyond RAM (set -backlog 32GiB)"},
-	"W9":  {1000, 4, 4, 1, []int{100}, []Durability{D1, D2}, false, false, 10000, false, 1, "1000 partitions, 10 msg/s each"},
-	"W10": {1, 1, 1, 1, []int{100, 1024}, []Durability{D2}, false, false, 0, false, 1, "fsync off, max rate (W1/W2 in D2)"},
+	"W1":  {1, 1, 1, 1, []int{100}, []Durability{D1, D2}, false, false, 0, false, 1, "1 partition, 1 producer, 1 consumer, max rate", false},
+	"W2":  {1, 1, 1, 1, []int{1024}, []Durability{D1, D2}, false, false, 0, false, 1, "1 partition, 1 producer, 1 consumer, max rate", false},
+	"W3":  {1, 1, 1, 1, []int{1024}, []Durability{D1, D2}, true, false, 0, false, 1, "1 partition, open-loop rate sweep (latency vs load)", false},
+	"W4":  {16, 4, 4, 1, []int{1024}, []Durability{D1, D2}, false, false, 0, false, 1, "16 partitions (NATS: 16 subjects in 1 stream), 4 producers, 4 consumers, max rate", false},
+	"W5":  {1, 1, 1, 4, []int{1024}, []Durability{D1}, false, false, 10000, false, 1, "fan-out: 1 partition, 1 producer, 4 subscriptions, 10k msg/s", false},
+	"W6":  {1, 1, 1, 1, []int{1024}, []Durability{D1}, false, true, 0, false, 5, "tail reads at 50% of the W2 NATS max, long window", false},
+	"W7":  {1, 1, 1, 1, []int{1024}, []Durability{D2}, false, false, 0, true, 1, "catch-up: backlog then drain from earliest while publishing", false},
+	"W8":  {1, 1, 1, 1, []int{1024}, []Durability{D2}, false, false, 0, true, 1, "catch-up beyond RAM (set -backlog 32GiB)", false},
+	"W9":  {1000, 4, 4, 1, []int{100}, []Durability{D1, D2}, false, false, 10000, false, 1, "1000 partitions, 10 msg/s each, Pulsar batching off", true},
+	"W10": {1, 1, 1, 1, []int{100, 1024}, []Durability{D2}, false, false, 0, false, 1, "fsync off, max rate (W1/W2 in D2)", false},
 }
 
 // Expand turns the configured workload IDs into the ordered list of variants.
@@ -92,7 +96,7 @@ func Expand(c Config) []Spec {
 			for _, size := range sh.sizes {
 				base := Spec{
 					Workload: id, Durability: d, Partitions: sh.partitions, Producers: sh.producers,
-					Consumers: sh.consumers, Subs: sh.subs, MsgSize: size,
+					Consumers: sh.consumers, Subs: sh.subs, MsgSize: size, NoBatching: sh.noBatch,
 					Warmup: c.Warmup, Measure: c.Measure * time.Duration(sh.measureScale),
 				}
 				prefix := fmt.Sprintf("%s-%s-%s", id, FormatBytes(int64(size)), d)
