@@ -19,16 +19,21 @@ import (
 
 const waitFor = 30 * time.Second
 
-func newClient(t *testing.T, url string) pulsar.Client {
-	t.Helper()
+// quietLogger keeps the client's logs out of the test output unless -v.
+func quietLogger() plog.Logger {
 	lg := logrus.New()
 	lg.SetLevel(logrus.WarnLevel)
 	if !testing.Verbose() {
 		lg.SetLevel(logrus.PanicLevel)
 	}
+	return plog.NewLoggerWithLogrus(lg)
+}
+
+func newClient(t *testing.T, url string) pulsar.Client {
+	t.Helper()
 	c, err := pulsar.NewClient(pulsar.ClientOptions{
 		URL: url, OperationTimeout: waitFor, ConnectionTimeout: 5 * time.Second,
-		Logger: plog.NewLoggerWithLogrus(lg),
+		Logger: quietLogger(),
 	})
 	if err != nil {
 		t.Fatal(err)
