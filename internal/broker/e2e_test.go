@@ -617,3 +617,84 @@ func TestProducerAccessModes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNackRedelivery(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/nack"
+	for _, typ := range []pulsar.SubscriptionType{pulsar.Shared, pulsar.Exclusive} {
+		c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: fmt.Sprint("s", typ), Type: typ,
+			NackRedeliveryDelay: 50 * time.Millisecond, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ == pulsar.Shared {
+			p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			produce(t, p, "n", 3)
+			p.Close()
+		}
+		msgs := receive(t, c, 3, false)
+		c.Ack(msgs[0])
+		c.Nack(msgs[1])
+		c.Ack(msgs[2])
+		again := receive(t, c, 1, true)
+		if string(again[0].Payload()) != "n-1" || again[0].RedeliveryCount() != 1 {
+			t.Fatalf("%v: redelivered %q count %d", typ, again[0].Payload(), again[0].RedeliveryCount())
+		}
+		expectNothing(t, c)
+		c.Close()
+	}
+}
+
+func TestSeekByTimeAndBatchedReader(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/seektime"
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxPublishDelay: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "a", 20)
+	time.Sleep(20 * time.Millisecond)
+	mid := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	produce(t, p, "b", 20)
+
+	// A reader over batched entries: HasNext relies on GET_LAST_MESSAGE_ID's batch index.
+	r, err := client.CreateReader(pulsar.ReaderOptions{Topic: topic, StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	for r.HasNext() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		if _, err := r.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		n++
+	}
+	if n != 40 {
+		t.Fatalf("reader saw %d messages, want 40", n)
+	}
+
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	receive(t, c, 40, true)
+	if err := c.SeekByTime(mid); err != nil {
+		t.Fatal(err)
+	}
+	got := receive(t, c, 20, true)
+	if string(got[0].Payload()) != "b-0" {
+		t.Fatalf("after seek by time got %q first, want b-0", got[0].Payload())
+	}
+}
