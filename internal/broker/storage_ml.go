@@ -146,6 +146,18 @@ func (c mlCursor) read(ctx context.Context, max int) ([]logEntry, error) {
 	return fromMLEntries(es), nil
 }
 
+func (c mlCursor) readPositions(ctx context.Context, ps []position) ([]logEntry, error) {
+	mps := make([]managedledger.Position, len(ps))
+	for i, p := range ps {
+		mps[i] = toML(p)
+	}
+	es, err := c.c.ReadPositions(ctx, mps)
+	if err != nil {
+		return nil, mlErr(err)
+	}
+	return fromMLEntries(es), nil
+}
+
 func (c mlCursor) seek(p position) { c.c.Seek(toML(p)) }
 func (c mlCursor) rewind()         { c.c.Rewind() }
 
