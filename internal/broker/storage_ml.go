@@ -70,8 +70,8 @@ func (l mlLog) append(data []byte, done func(position, error)) error {
 
 func (l mlLog) lastConfirmed() position {
 	lc := l.ml.LastConfirmedEntry()
-	if l.ml.NumberOfEntries() == 0 {
-		return position{-1, -1}
+	if lc.EntryID < 0 || l.ml.NumberOfEntries() == 0 {
+		return position{-1, -1} // empty, or everything trimmed
 	}
 	return fromML(lc)
 }
