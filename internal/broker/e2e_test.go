@@ -713,3 +713,30 @@ func TestSeekByTimeAndBatchedReader(t *testing.T) {
 		t.Fatalf("after seek by time got %q first, want b-0", got[0].Payload())
 	}
 }
+
+// TestMaxMessageSize: the client learns maxMessageSize from CONNECTED; a message just
+// under it goes through, a larger one is refused (by the client, which counts metadata).
+func TestMaxMessageSize(t *testing.T) {
+	b := startBroker(t, nil) // maxMessageSize 1 MiB
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/maxsize"
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: make([]byte, 1<<20-1024)}); err != nil {
+		t.Fatalf("max-size message: %v", err)
+	}
+	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: make([]byte, 1<<20+1)}); err == nil {
+		t.Fatal("message over maxMessageSize was accepted")
+	}
+	if m := receive(t, c, 1, true); len(m[0].Payload()) != 1<<20-1024 {
+		t.Fatalf("received %d bytes", len(m[0].Payload()))
+	}
+}
