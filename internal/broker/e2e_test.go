@@ -740,3 +740,49 @@ func TestMaxMessageSize(t *testing.T) {
 		t.Fatalf("received %d bytes", len(m[0].Payload()))
 	}
 }
+
+// TestUnackedLimit: a Shared consumer that never acknowledges stops receiving at
+// maxUnackedMessagesPerConsumer; the rest goes to the consumer that does.
+func TestUnackedLimit(t *testing.T) {
+	b := startBroker(t, func(c *config.BrokerConfig) { c.MaxUnackedMessagesPerConsumer = 5 })
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/unacked"
+	lazy, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lazy.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "u", 30)
+	got := receive(t, lazy, 5, false)
+	expectNothing(t, lazy)
+	busy, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	receive(t, busy, 25, true)
+	// Acknowledging unblocks the lazy one.
+	for _, m := range got {
+		_ = lazy.Ack(m)
+	}
+	produce(t, p, "v", 40)
+	n := 0
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m, err := lazy.Receive(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		_ = lazy.Ack(m)
+		n++
+	}
+	if n == 0 {
+		t.Fatal("consumer stayed blocked after acknowledging")
+	}
+}

@@ -25,6 +25,7 @@ type consumer struct {
 	// Guarded by sub.mu.
 	permits int // may go negative: a batch is never split
 	removed bool
+	unacked int            // messages dispatched and not acknowledged
 	ranges  []*pb.IntRange // Key_Shared STICKY: the hash slots it takes
 }
 
@@ -57,7 +58,8 @@ type subscription struct {
 	consumers    []*consumer // in connection order
 	active       *consumer   // Exclusive and Failover
 	rr           int
-	pending      map[position]*consumer
+	pending      map[position]pendingAck
+	unacked      int // messages in pending
 	redeliveries map[position]uint32
 	rewindReq    bool
 	ksMode       pb.KeySharedMode // Key_Shared only (keyshared.go)
@@ -77,7 +79,7 @@ func newSubscription(t *topic, name string, typ pb.CommandSubscribe_SubType, dur
 	return &subscription{
 		t: t, name: name, typ: typ, durable: durable, cursor: cur,
 		log:          t.logg.With("subscription", name),
-		pending:      map[position]*consumer{},
+		pending:      map[position]pendingAck{},
 		redeliveries: map[position]uint32{},
 		wake:         make(chan struct{}, 1),
 		stopCh:       make(chan struct{}),
@@ -152,9 +154,9 @@ func (s *subscription) removeConsumer(cs *consumer) {
 // delivered again, and schedules the rewind that re-reads them.
 func (s *subscription) releaseLocked(cs *consumer, only map[position]bool) {
 	n := 0
-	for p, owner := range s.pending {
-		if owner == cs && (only == nil || only[p]) {
-			delete(s.pending, p)
+	for p, pa := range s.pending {
+		if pa.c == cs && (only == nil || only[p]) {
+			s.dropPendingLocked(p)
 			s.redeliveries[p]++
 			n++
 		}
@@ -254,7 +256,7 @@ func (s *subscription) flow(cs *consumer, n uint32) {
 // pickLocked chooses the consumer for the next entry, or nil if none may receive now.
 func (s *subscription) pickLocked() *consumer {
 	if s.active != nil {
-		if s.active.permits > 0 {
+		if s.canReceiveLocked(s.active) {
 			return s.active
 		}
 		return nil
@@ -264,7 +266,7 @@ func (s *subscription) pickLocked() *consumer {
 	}
 	for i := range s.consumers {
 		cs := s.consumers[(s.rr+i)%len(s.consumers)]
-		if cs.permits > 0 {
+		if s.canReceiveLocked(cs) {
 			s.rr = (s.rr + i + 1) % len(s.consumers)
 			return cs
 		}
@@ -272,16 +274,23 @@ func (s *subscription) pickLocked() *consumer {
 	return nil
 }
 
+// permitsLocked is the number of messages the subscription may dispatch now: the permits
+// of the consumers that can receive.
 func (s *subscription) permitsLocked() int {
 	if s.active != nil {
-		return max(s.active.permits, 0)
+		if s.canReceiveLocked(s.active) {
+			return s.active.permits
+		}
+		return 0
 	}
 	if s.typ == pb.CommandSubscribe_Exclusive || s.typ == pb.CommandSubscribe_Failover {
 		return 0
 	}
 	n := 0
 	for _, cs := range s.consumers {
-		n += max(cs.permits, 0)
+		if s.canReceiveLocked(cs) {
+			n += cs.permits
+		}
 	}
 	return n
 }
@@ -415,7 +424,7 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 		var cs *consumer
 		if s.typ == pb.CommandSubscribe_Key_Shared {
 			slot := keyHashSlot(key)
-			if cs = s.keyConsumerLocked(slot); cs == nil || cs.permits <= 0 || s.slotWaitingLocked(slot) {
+			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) {
 				s.replay = append(s.replay, replayItem{e.pos, slot})
 				continue
 			}
@@ -431,8 +440,41 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 
 func (s *subscription) sendLocked(cs *consumer, e logEntry, count int) {
 	cs.permits -= count
-	s.pending[e.pos] = cs
+	cs.unacked += count
+	s.unacked += count
+	s.pending[e.pos] = pendingAck{cs, count}
 	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count)
+}
+
+// pendingAck is a dispatched, unacknowledged entry: its consumer and message count.
+type pendingAck struct {
+	c *consumer
+	n int
+}
+
+// dropPendingLocked forgets a pending entry (acknowledged or released). A consumer blocked
+// on its unacknowledged-message limit may now receive again.
+func (s *subscription) dropPendingLocked(p position) {
+	pa, ok := s.pending[p]
+	if !ok {
+		return
+	}
+	delete(s.pending, p)
+	pa.c.unacked -= pa.n
+	s.unacked -= pa.n
+	if pa.c.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerConsumer || s.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerSubscription {
+		s.poke()
+	}
+}
+
+// canReceiveLocked tells whether cs may be sent an entry now: it has permits and neither
+// it nor the subscription is at its unacknowledged-message limit (Pulsar's
+// maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit).
+func (s *subscription) canReceiveLocked(cs *consumer) bool {
+	cfg := &s.t.s.cfg
+	return cs.permits > 0 &&
+		(cfg.MaxUnackedMessagesPerConsumer <= 0 || cs.unacked < cfg.MaxUnackedMessagesPerConsumer) &&
+		(cfg.MaxUnackedMessagesPerSubscription <= 0 || s.unacked < cfg.MaxUnackedMessagesPerSubscription)
 }
 
 // replayItem is a Key_Shared entry held back for a consumer without permits.
@@ -474,7 +516,7 @@ func (s *subscription) replayLocked(entries []logEntry) int {
 			continue
 		}
 		cs := s.keyConsumerLocked(r.slot)
-		if blocked[r.slot] || cs == nil || cs.permits <= 0 {
+		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) {
 			blocked[r.slot] = true
 			s.replay = append(s.replay, r)
 			continue
@@ -517,7 +559,7 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 			continue
 		}
 		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
-		delete(s.pending, p)
+		s.dropPendingLocked(p)
 		delete(s.redeliveries, p)
 		ps = append(ps, p)
 	}
@@ -551,7 +593,7 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 	s.mu.Lock()
 	for q := range s.pending {
 		if !p.less(q) {
-			delete(s.pending, q)
+			s.dropPendingLocked(q)
 		}
 	}
 	for q := range s.redeliveries {
@@ -599,7 +641,9 @@ func (s *subscription) reset(move func(logCursor) error) error {
 	if s.stopped {
 		return nil
 	}
-	clear(s.pending)
+	for p := range s.pending {
+		s.dropPendingLocked(p)
+	}
 	clear(s.redeliveries)
 	s.replay = nil
 	s.gen++
