@@ -786,3 +786,60 @@ func TestUnackedLimit(t *testing.T) {
 		t.Fatal("consumer stayed blocked after acknowledging")
 	}
 }
+
+// TestFailoverSpreadsPartitions: with two Failover consumers on a partitioned topic each
+// partition has one active consumer, chosen by partition index over the sorted consumer
+// names, so both consumers get partitions.
+func TestFailoverSpreadsPartitions(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	name, _ := ParseTopicName("persistent://public/default/fo-parts")
+	if err := b.s.CreateTopic(context.Background(), name, 4); err != nil {
+		t.Fatal(err)
+	}
+	var cs []pulsar.Consumer
+	for _, n := range []string{"a", "b"} {
+		c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "f", Type: pulsar.Failover, Name: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		cs = append(cs, c)
+	}
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i := 0; i < 40; i++ {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Key: fmt.Sprint(i), Payload: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts := map[int]map[int32]bool{0: {}, 1: {}}
+	total := 0
+	for i, c := range cs {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			m, err := c.Receive(ctx)
+			cancel()
+			if err != nil {
+				break
+			}
+			_ = c.Ack(m)
+			parts[i][m.ID().PartitionIdx()] = true
+			total++
+		}
+	}
+	if total != 40 {
+		t.Fatalf("received %d of 40", total)
+	}
+	if len(parts[0]) == 0 || len(parts[1]) == 0 {
+		t.Fatalf("partitions per consumer %v", parts)
+	}
+	for p := range parts[0] {
+		if parts[1][p] {
+			t.Fatalf("partition %d delivered to both consumers", p)
+		}
+	}
+}
