@@ -843,3 +843,48 @@ func TestFailoverSpreadsPartitions(t *testing.T) {
 		}
 	}
 }
+
+func TestUnsubscribe(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/unsub"
+	c1, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Unsubscribe(); err == nil {
+		t.Fatal("unsubscribe with another consumer connected succeeded")
+	}
+	c2.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "old", 5)
+	if err := c1.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	name, _ := ParseTopicName(topic)
+	st, err := b.s.TopicStats(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Subscriptions["s"]; ok {
+		t.Fatal("subscription still listed after unsubscribe")
+	}
+	// A new subscription of the same name starts afresh (Latest): the old backlog is gone.
+	c3, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	produce(t, p, "new", 1)
+	if m := receive(t, c3, 1, true); string(m[0].Payload()) != "new-0" {
+		t.Fatalf("after re-subscribing got %q", m[0].Payload())
+	}
+}
