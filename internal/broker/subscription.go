@@ -681,6 +681,8 @@ func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count 
 	}}
 	c.s.m.msgsOut.Add(float64(count))
 	c.s.m.bytesOut.Add(float64(len(e.data)))
+	cs.sub.t.counters.msgsOut.Add(int64(count))
+	cs.sub.t.counters.bytesOut.Add(int64(len(e.data)))
 	c.sendPayload(cmd, e.data)
 }
 
