@@ -46,6 +46,9 @@ type consumer struct {
 // re-reading skips acknowledged entries and entries still pending at other consumers, so
 // exactly the released ones are delivered again. gen counts rewinds and resets: a read that
 // started before one is discarded.
+//
+// Key_Shared routing and its held-back entries are in keyshared.go and replayLocked; the
+// unacknowledged-message limits that bound pending are in canReceiveLocked.
 type subscription struct {
 	t       *topic
 	name    string
