@@ -67,6 +67,9 @@ type ManagedLedger struct {
 	submitted     int   // pending[:submitted] went to writer
 	subEntries    int64 // entries handed to the current writer
 	subBytes      int64
+	ackedEntry    int64       // newest acknowledged entry of the current ledger
+	tail          []tailEntry // see ml_add.go: entries bookies may not know are confirmed
+	tailLedger    int64
 	pending       []*addOp
 	cbQueue       []func()
 	draining      bool
@@ -164,6 +167,7 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		}
 		ml.ledgers, ml.version = list, nv
 		ml.writer, ml.writerCreated, ml.lastCreated = w, now, now
+		ml.tailLedger, ml.ackedEntry = w.ID(), -1
 	} else if len(drop) > 0 {
 		nv, err := f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: ml.ledgers, Terminated: info.Terminated}), ml.version)
 		if err != nil {

@@ -35,6 +35,24 @@ import (
 type addOp struct {
 	data []byte
 	cb   func(Position, error)
+	// visibleLAC is the newest entry of the current ledger acknowledged when this op was
+	// handed to the writer; the writer sends at least this LAC to the bookies with the op.
+	visibleLAC int64
+}
+
+// The tail of the current ledger.
+//
+// A reader learns a ledger's LAC from the bookies, who know it only from the LAC piggybacked
+// on later adds: the newest entries of the ledger being written are confirmed to us but not
+// readable through a ledger.Reader until more adds arrive or the ledger closes (Pulsar reads
+// them through its write handle, which our ledger API has no read for). So the managed
+// ledger keeps, outside the evictable cache, every entry of the current ledger that the
+// bookies may not know to be confirmed: once an op carrying visibleLAC = X completes, the
+// bookies know LAC >= X and entries up to X leave the tail. The tail holds at most the adds
+// in flight plus one, bounded by MaxPendingAddEntries.
+type tailEntry struct {
+	entryID int64
+	data    []byte
 }
 
 // AddEntry appends data asynchronously. cb is called exactly once, with the entry's position
@@ -111,6 +129,7 @@ func (ml *ManagedLedger) submit() {
 			break
 		}
 		op := ml.pending[ml.submitted]
+		op.visibleLAC = ml.ackedEntry
 		batch = append(batch, op)
 		ml.submitted++
 		ml.inflight++
@@ -149,6 +168,14 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 		ml.numberOfEntries++
 		ml.totalSize += int64(len(op.data))
 		ml.f.cache.insert(pos, op.data)
+		ml.ackedEntry = eid
+		ml.tail = append(ml.tail, tailEntry{eid, op.data})
+		k := 0
+		for k < len(ml.tail) && ml.tail[k].entryID <= op.visibleLAC {
+			ml.tail[k].data = nil
+			k++
+		}
+		ml.tail = ml.tail[k:]
 		cb := op.cb
 		ml.cbQueue = append(ml.cbQueue, func() { cb(pos, nil) })
 		ml.notifyLocked()
@@ -330,6 +357,8 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 		return
 	}
 	ml.version, ml.ledgers = nv, list
+	ml.resetTailLocked()
+	ml.tailLedger = w.ID()
 	ml.writer, ml.writerErr, ml.writerCreated, ml.lastCreated = w, nil, now, now
 	ml.rolling, ml.rollStarted = false, false
 	ml.submitted, ml.inflight = 0, 0
@@ -340,4 +369,26 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 		ml.log.Debug("ledger rolled over", "old", old.ID(), "new", w.ID())
 	}
 	ml.submit()
+}
+
+// resetTailLocked is called when the current ledger changes: the old one is closed (so all
+// its entries are readable), and its tail entries go to the ordinary cache.
+func (ml *ManagedLedger) resetTailLocked() {
+	for _, t := range ml.tail {
+		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data)
+	}
+	ml.tail = nil
+	ml.ackedEntry = -1
+}
+
+// tailGet returns an entry of the current ledger's tail. Caller holds mu.
+func (ml *ManagedLedger) tailGetLocked(p Position) ([]byte, bool) {
+	if p.LedgerID != ml.tailLedger || len(ml.tail) == 0 {
+		return nil, false
+	}
+	i := p.EntryID - ml.tail[0].entryID
+	if i < 0 || i >= int64(len(ml.tail)) {
+		return nil, false
+	}
+	return ml.tail[i].data, true
 }

@@ -52,10 +52,18 @@ func (ml *ManagedLedger) readPositions(ctx context.Context, positions []Position
 			i++
 			continue
 		}
+		ml.mu.Lock()
+		data, ok := ml.tailGetLocked(p)
+		ml.mu.Unlock()
+		if ok {
+			out = append(out, Entry{Position: p, Data: data})
+			i++
+			continue
+		}
 		// A run of consecutive misses in one ledger.
 		j := i + 1
 		for j < len(positions) && positions[j].LedgerID == p.LedgerID && positions[j].EntryID == positions[j-1].EntryID+1 {
-			if _, ok := ml.f.cache.get(positions[j]); ok {
+			if _, ok := ml.f.cache.get(positions[j]); ok || ml.inTail(positions[j]) {
 				break
 			}
 			j++
@@ -113,4 +121,11 @@ func (ml *ManagedLedger) readLedger(ctx context.Context, id, first, need, readTo
 		return nil, fmt.Errorf("managedledger: %s: reading ledger %d entries %d..%d: %w", ml.name, id, first, readTo, err)
 	}
 	return es, nil
+}
+
+func (ml *ManagedLedger) inTail(p Position) bool {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	_, ok := ml.tailGetLocked(p)
+	return ok
 }

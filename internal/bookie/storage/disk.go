@@ -43,6 +43,7 @@ type Disk struct {
 
 	lmu     sync.RWMutex
 	ledgers map[int64]*ledgerState
+	dirty   map[int64]*ledgerState // changed since the last flush snapshot (under lmu)
 
 	cache    writeCache
 	rcache   *readCache
@@ -74,14 +75,12 @@ type Disk struct {
 	flushKick chan struct{}
 	retryCh   chan struct{}
 	wg        sync.WaitGroup
-	replaying bool
 }
 
 type ledgerState struct {
 	masterKey []byte
 	fenced    bool
 	deleted   bool
-	dirty     bool // changed since the last flush snapshot
 	lac       int64
 	lacCh     chan struct{} // closed when lac grows; nil until a WaitLAC needs it
 }
@@ -94,8 +93,12 @@ var _ Storage = (*Disk)(nil)
 
 // Open opens (creating if needed) the disk storage in the configured directories,
 // replays the journal and starts the background goroutines. registerer may be nil.
-func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer prometheus.Registerer) (*Disk, error) {
-	return OpenWithFS(cfg, vfs.Default(), logger, registerer)
+func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer prometheus.Registerer) (Storage, error) {
+	d, err := OpenWithFS(cfg, vfs.Default(), logger, registerer)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return d, nil
 }
 
 // OpenWithFS is Open over the given file system (tests pass a vfs.FaultFS). The Pebble
@@ -119,6 +122,7 @@ func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, 
 		jdir:      cfg.JournalDir(),
 		ldir:      cfg.LedgerDir(),
 		ledgers:   map[int64]*ledgerState{},
+		dirty:     map[int64]*ledgerState{},
 		logs:      map[uint64]*entrylog.Log{},
 		logMeta:   map[uint64]map[int64]int64{},
 		dirtyLogs: map[uint64]bool{},
@@ -158,31 +162,30 @@ func (d *Disk) open() error {
 	if err := d.rollLog(); err != nil {
 		return err
 	}
-	d.wg.Add(1)
-	go d.flushLoop()
-
 	// Replay everything after the checkpoint into the write cache, then flush it, so the
-	// new journal starts from a clean checkpoint.
+	// new journal starts from a clean checkpoint. The flusher runs during replay so a
+	// journal longer than the write cache still fits.
 	ckpt, err := d.ix.Checkpoint()
 	if err != nil {
 		return err
 	}
-	d.lastCkpt = journal.Pos{File: ckpt.File, Offset: ckpt.Offset}
-	d.replaying = true
+	from := journal.Pos{File: ckpt.File, Offset: ckpt.Offset}
+	d.lastCkpt = from
+	d.wg.Add(1)
+	go d.flushLoop()
 	one := make([]journal.Record, 1)
-	st, err := journal.Replay(d.fs, d.jdir, d.lastCkpt, d.log, func(r *journal.Record, end journal.Pos) error {
+	st, err := journal.Replay(d.fs, d.jdir, from, d.log, func(r *journal.Record, end journal.Pos) error {
 		one[0] = *r
 		d.apply(one, end)
 		d.m.replayed.Inc()
 		return nil
 	})
-	d.replaying = false
 	if err != nil {
 		return err
 	}
 	d.m.journalTorn.Add(float64(st.Torn))
 	if st.Records > 0 || st.Torn > 0 {
-		d.log.Info("journal replayed", "from_file", d.lastCkpt.File, "from_offset", d.lastCkpt.Offset,
+		d.log.Info("journal replayed", "from_file", from.File, "from_offset", from.Offset,
 			"files", st.Files, "records", st.Records, "torn_files", st.Torn)
 	}
 	if err := d.flush(); err != nil {
@@ -191,7 +194,7 @@ func (d *Disk) open() error {
 	jw, err := journal.NewWriter(journal.Options{
 		FS:            d.fs,
 		Dir:           d.jdir,
-		FirstFile:     max(st.LastFile, d.lastCkpt.File) + 1,
+		FirstFile:     max(st.LastFile, from.File) + 1,
 		SyncData:      d.cfg.JournalSyncData,
 		MaxGroupWait:  d.cfg.JournalMaxGroupWait,
 		MaxGroupBytes: int(d.cfg.JournalBufferedWritesThreshold),
@@ -202,6 +205,7 @@ func (d *Disk) open() error {
 		Admit:         d.admit,
 		Apply:         d.apply,
 		FailErr:       ErrReadOnly,
+		ClosedErr:     ErrClosed,
 		OnFailure:     func(err error) { d.health.writeFailed(err) },
 		OnGroup: func(records, bytes int, sync time.Duration) {
 			d.m.groupEntries.Observe(float64(records))
@@ -289,7 +293,9 @@ func (d *Disk) abort() {
 	}
 }
 
-// AddEntry implements Storage.
+// AddEntry implements Storage. done runs on the journal's acknowledgement goroutine, in
+// journal order; it must not block or call AddEntry or Fence (it would wait for the
+// goroutine that is running it).
 func (d *Disk) AddEntry(ledgerID, entryID int64, masterKey []byte, lac int64, payload []byte, recovery bool, done func(error)) {
 	if err := checkIDs(ledgerID, entryID); err != nil {
 		done(err)
@@ -323,9 +329,6 @@ func (d *Disk) Fence(ledgerID int64, masterKey []byte) (int64, error) {
 	ch := make(chan error, 1)
 	d.jw.Append(journal.Record{Kind: journal.KindFence, LedgerID: ledgerID, MasterKey: masterKey}, func(err error) { ch <- err })
 	if err := <-ch; err != nil {
-		if errors.Is(err, journal.ErrClosed) {
-			return -1, ErrClosed
-		}
 		return -1, err
 	}
 	d.lmu.RLock()
@@ -391,7 +394,8 @@ func (d *Disk) DeleteLedger(ledgerID int64) error {
 		st = &ledgerState{lac: -1}
 		d.ledgers[ledgerID] = st
 	}
-	st.deleted, st.dirty = true, false
+	st.deleted = true
+	delete(d.dirty, ledgerID)
 	if st.lacCh != nil {
 		close(st.lacCh)
 		st.lacCh = nil
@@ -422,13 +426,16 @@ func (d *Disk) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	// Closing the cache first means an apply that would wait for memory drops its entries
+	// instead (they stay in the journal and the checkpoint does not pass them), so Close
+	// cannot hang on a flusher that a full disk keeps failing.
+	d.cache.close()
 	errs := []error{d.jw.Close()}
 	close(d.closeCh)
 	d.wg.Wait()
 	if err := d.flush(); err != nil {
 		errs = append(errs, fmt.Errorf("storage: final flush: %w", err))
 	}
-	d.cache.close()
 	d.indexMu.Lock()
 	d.logsMu.Lock()
 	for _, lg := range d.logs {

@@ -40,9 +40,12 @@ type memLedger struct {
 	id      int64
 	opts    ledger.CreateOptions
 	entries [][]byte
-	closed  bool
-	fenced  bool
-	notify  chan struct{} // closed and replaced on every append or close
+	// lac is what the bookies know: the LAC piggybacked on the newest add, which lags the
+	// writer's own LAC (the newest entry is readable only after the next add or the close).
+	lac    int64
+	closed bool
+	fenced bool
+	notify chan struct{} // closed and replaced on every append or close
 }
 
 var _ ledger.Client = (*Client)(nil)
@@ -121,7 +124,7 @@ func (c *Client) Create(ctx context.Context, opts ledger.CreateOptions) (ledger.
 	if c.closed {
 		return nil, ledger.ErrClosed
 	}
-	l := &memLedger{id: c.nextID, opts: opts, notify: make(chan struct{})}
+	l := &memLedger{id: c.nextID, opts: opts, lac: -1, notify: make(chan struct{})}
 	l.opts.Password = append([]byte(nil), opts.Password...)
 	c.nextID++
 	c.ledgers[l.id] = l
@@ -149,7 +152,7 @@ func (c *Client) Open(ctx context.Context, id int64, opts ledger.OpenOptions) (l
 		l.fenced, l.closed = true, true
 		l.wake()
 	}
-	return &reader{c: c, id: id, lac: int64(len(l.entries)) - 1}, nil
+	return &reader{c: c, id: id, lac: l.readableLAC()}, nil
 }
 
 // Fence fences and closes a ledger as another client's recovery would.
@@ -193,6 +196,15 @@ func (c *Client) Close() error {
 	defer c.mu.Unlock()
 	c.closed = true
 	return nil
+}
+
+// readableLAC is the LAC a reader can learn: the last entry once closed, else the
+// piggybacked LAC.
+func (l *memLedger) readableLAC() int64 {
+	if l.closed {
+		return int64(len(l.entries)) - 1
+	}
+	return l.lac
 }
 
 func (l *memLedger) wake() {
@@ -247,14 +259,14 @@ func (w *writer) work() {
 		}
 		op := w.queue[0]
 		w.queue = w.queue[1:]
-		failed, closed := w.failed, w.closed
+		failed, closed, carried := w.failed, w.closed, w.lac
 		w.mu.Unlock()
 		eid, err := int64(-1), failed
 		if err == nil && closed {
 			err = ledger.ErrClosed
 		}
 		if err == nil {
-			eid, err = w.apply(op.data)
+			eid, err = w.apply(op.data, carried)
 		}
 		w.mu.Lock()
 		if err != nil && w.failed == nil {
@@ -268,7 +280,7 @@ func (w *writer) work() {
 	}
 }
 
-func (w *writer) apply(data []byte) (int64, error) {
+func (w *writer) apply(data []byte, carried int64) (int64, error) {
 	f := w.c.getFaults()
 	if f.AppendDelay > 0 {
 		time.Sleep(f.AppendDelay)
@@ -299,6 +311,7 @@ func (w *writer) apply(data []byte) (int64, error) {
 		return -1, fmt.Errorf("%w: ledger %d", ledger.ErrFenced, l.id)
 	}
 	l.entries = append(l.entries, data)
+	l.lac = max(l.lac, carried)
 	l.wake()
 	return eid, nil
 }
@@ -425,9 +438,9 @@ func (r *reader) ReadLastAddConfirmed(ctx context.Context) (int64, error) {
 	}
 	r.c.mu.Lock()
 	l, ok := r.c.ledgers[r.id]
-	n := int64(0)
+	lac := int64(-1)
 	if ok {
-		n = int64(len(l.entries))
+		lac = l.readableLAC()
 	}
 	r.c.mu.Unlock()
 	if !ok {
@@ -435,7 +448,7 @@ func (r *reader) ReadLastAddConfirmed(ctx context.Context) (int64, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lac = max(r.lac, n-1)
+	r.lac = max(r.lac, lac)
 	return r.lac, nil
 }
 
@@ -447,13 +460,16 @@ func (r *reader) WaitLastAddConfirmed(ctx context.Context, previous int64) (int6
 			r.c.mu.Unlock()
 			return -1, fmt.Errorf("%w: %d", ledger.ErrNoSuchLedger, r.id)
 		}
-		n, ch, closed := int64(len(l.entries)), l.notify, l.closed
+		lac, ch, closed := l.readableLAC(), l.notify, l.closed
 		r.c.mu.Unlock()
-		if n-1 > previous || closed {
+		if lac > previous || closed {
 			r.mu.Lock()
-			r.lac = max(r.lac, n-1)
-			lac := r.lac
+			r.lac = max(r.lac, lac)
+			lac = r.lac
 			r.mu.Unlock()
+			if lac <= previous {
+				return lac, fmt.Errorf("%w: ledger %d ended at entry %d", ledger.ErrClosed, r.id, lac)
+			}
 			return lac, nil
 		}
 		select {

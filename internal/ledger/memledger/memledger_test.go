@@ -140,10 +140,22 @@ func TestWaitLastAddConfirmed(t *testing.T) {
 		}
 		done <- lac
 	}()
-	if _, err := w.Append(ctx, []byte("a")); err != nil {
-		t.Fatal(err)
+	// The first entry becomes readable only when the next add carries its LAC.
+	for _, d := range []string{"a", "b"} {
+		if _, err := w.Append(ctx, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if lac := <-done; lac != 0 {
 		t.Fatalf("woke with LAC %d", lac)
+	}
+	if lac, _ := r.ReadLastAddConfirmed(ctx); lac != 0 {
+		t.Fatalf("LAC of an open ledger %d, want the piggybacked 0", lac)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lac, _ := r.ReadLastAddConfirmed(ctx); lac != 1 {
+		t.Fatalf("LAC after close %d, want 1", lac)
 	}
 }

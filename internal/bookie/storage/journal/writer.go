@@ -44,6 +44,8 @@ type Options struct {
 	Apply func(recs []Record, end Pos)
 	// FailErr is wrapped into the callbacks' error when a write or sync fails.
 	FailErr error
+	// ClosedErr is what Append reports after Close (default ErrClosed).
+	ClosedErr error
 	// OnFailure is told of every write or sync failure (the storage turns read-only).
 	OnFailure func(err error)
 	// OnGroup reports each group commit: records, bytes and the fdatasync duration.
@@ -77,6 +79,9 @@ type Writer struct {
 	free      []*batch
 	queued    int
 	closed    bool
+	// target is the previous group's record count: a batch that has caught up with it
+	// is committed without waiting out MaxGroupWait (see writeLoop).
+	target int
 
 	kick    chan struct{} // cap 1: "look at the current batch"
 	acks    chan *batch
@@ -104,6 +109,7 @@ func NewWriter(opts Options) (*Writer, error) {
 		acks:    make(chan *batch, 2),
 		stopped: make(chan struct{}),
 		fileID:  opts.FirstFile - 1,
+		target:  1,
 	}
 	w.spaceCond = sync.NewCond(&w.mu)
 	if err := w.roll(); err != nil {
@@ -130,7 +136,11 @@ func (w *Writer) Append(r Record, done func(error)) {
 	}
 	if w.closed {
 		w.mu.Unlock()
-		done(ErrClosed)
+		if w.opts.ClosedErr != nil {
+			done(w.opts.ClosedErr)
+		} else {
+			done(ErrClosed)
+		}
 		return
 	}
 	if w.opts.Admit != nil {
@@ -148,7 +158,7 @@ func (w *Writer) Append(r Record, done func(error)) {
 	b.data = r.AppendTo(b.data)
 	b.acks = append(b.acks, ack{done: done, start: start})
 	w.queued += n
-	full := len(b.data) >= w.opts.MaxGroupBytes
+	full := len(b.data) >= w.opts.MaxGroupBytes || len(b.acks) == w.target
 	w.mu.Unlock()
 	if first || full {
 		select {
@@ -195,8 +205,14 @@ func (w *Writer) writeLoop() {
 			<-w.kick
 			continue
 		}
+		// A group is committed when its oldest record has waited MaxGroupWait, when it
+		// holds MaxGroupBytes, or when it has as many records as the previous group. The
+		// last rule is the adaptive part: with N adds in flight, the N acknowledged by the
+		// previous fsync come back as the next group, and waiting longer adds latency
+		// without adding entries. Groups still grow with load, because everything that
+		// arrives during an fsync joins the next group.
 		wait := w.opts.MaxGroupWait - time.Since(b.firstAt)
-		if wait > 0 && len(b.data) < w.opts.MaxGroupBytes && !closed {
+		if wait > 0 && len(b.data) < w.opts.MaxGroupBytes && len(b.acks) < w.target && !closed {
 			w.mu.Unlock()
 			timer.Reset(wait)
 			select {
@@ -209,6 +225,7 @@ func (w *Writer) writeLoop() {
 			continue
 		}
 		w.cur = w.newBatch()
+		w.target = len(b.acks)
 		w.mu.Unlock()
 		w.commit(b)
 		w.acks <- b
@@ -327,6 +344,12 @@ func (w *Writer) ackLoop() {
 			w.opts.Apply(w.recs, b.end)
 			clear(w.recs) // do not pin the batch's buffer through old records
 		}
+		// The records are in the write cache now: free their queue space before the
+		// callbacks, so waiting appenders go on while the callbacks run.
+		w.mu.Lock()
+		w.queued -= len(b.data)
+		w.spaceCond.Broadcast()
+		w.mu.Unlock()
 		now := time.Now()
 		for _, a := range b.acks {
 			if w.opts.OnAck != nil && b.err == nil {
@@ -335,14 +358,12 @@ func (w *Writer) ackLoop() {
 			a.done(b.err)
 		}
 		w.mu.Lock()
-		w.queued -= len(b.data)
 		clear(b.acks)
 		b.data, b.acks, b.err = b.data[:0], b.acks[:0], nil
 		// Keep recycled buffers from growing without bound after a burst of big entries.
 		if cap(b.data) <= 2*w.opts.MaxGroupBytes+MaxBody/16 {
 			w.free = append(w.free, b)
 		}
-		w.spaceCond.Broadcast()
 		w.mu.Unlock()
 	}
 }
