@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -398,6 +399,12 @@ func (s *subscription) readLocked(backoff *time.Duration, read func(context.Cont
 	case s.stopped:
 		return nil, readStop
 	case err != nil && ctx.Err() != nil:
+		return nil, readAgain
+	case errors.Is(err, wire.ErrTopicTerminated):
+		// Everything of a terminated topic was read: nothing more will come unless a
+		// rewind or reset (which pokes) moves the cursor back. REACHED_END_OF_TOPIC is not
+		// sent: the Go client drops its connection on it.
+		s.waitLocked(0)
 		return nil, readAgain
 	case err != nil:
 		s.log.Warn("reading for dispatch failed; retrying", "err", err, "in", *backoff)
