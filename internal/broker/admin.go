@@ -145,6 +145,34 @@ func (s *Server) unload(ctx context.Context, t *topic) error {
 	return err
 }
 
+// TerminateTopic makes a persistent topic refuse further messages (producers are
+// disconnected and cannot come back: TopicTerminatedError) and returns the id of its last
+// message; consumers can still drain it.
+func (s *Server) TerminateTopic(ctx context.Context, name TopicName) (ledgerID, entryID int64, err error) {
+	if !name.Persistent() {
+		return 0, 0, fmt.Errorf("%w: only persistent topics can be terminated", wire.ErrNotAllowed)
+	}
+	t, err := s.getTopic(ctx, name, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	p, err := t.log.terminate(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	t.mu.Lock()
+	producers := make([]*producer, 0, len(t.producers))
+	for _, pr := range t.producers {
+		producers = append(producers, pr)
+	}
+	t.mu.Unlock()
+	for _, pr := range producers {
+		t.removeProducer(pr)
+		pr.c.closeProducerFromBroker(pr)
+	}
+	return p.ledger, p.entry, nil
+}
+
 // DeleteTopic deletes a non-partitioned topic or a partition: its log, cursors and record.
 // With connected producers or consumers it fails (wire.ErrNotAllowed) unless force, which
 // disconnects them first.

@@ -83,3 +83,29 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 		t.Fatalf("stats of a deleted topic: %v", err)
 	}
 }
+
+func TestTerminateTopic(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	ctx := context.Background()
+	name, _ := ParseTopicName("persistent://public/default/terminate")
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "t", 3)
+	if _, entry, err := b.s.TerminateTopic(ctx, name); err != nil || entry != 2 {
+		t.Fatalf("terminate: entry %d, %v", entry, err)
+	}
+	// Consumers still drain it; new producers are refused.
+	receive(t, c, 3, true)
+	if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String()}); err == nil {
+		t.Fatal("producer created on a terminated topic")
+	}
+}
