@@ -42,13 +42,18 @@ type Cursor struct {
 	closed     bool
 	lastActive time.Time
 
+	// Copies of persistState fields for stats, updated under mu after each flush.
+	statLedgerID      int64
+	statLedgerEntries int64
+	statLedgerCreated time.Time
+
 	waiting atomic.Int32 // reads parked in ReadEntriesOrWait
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
 	c := &Cursor{ml: ml, name: name, durable: durable, markDelete: md, lastActive: ml.f.now()}
 	c.log = ml.log.With("cursor", name)
-	c.p.ledgerID, c.p.recoveredLedgerID = -1, -1
+	c.p.ledgerID, c.p.recoveredLedgerID, c.statLedgerID = -1, -1, -1
 	return c
 }
 

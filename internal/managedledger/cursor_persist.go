@@ -115,7 +115,12 @@ func (c *Cursor) Flush(ctx context.Context) error {
 	}
 	data, md := c.encodeLocked()
 	c.mu.Unlock()
-	if err := c.persist(ctx, data, md); err != nil {
+	err := c.persist(ctx, data, md)
+	c.mu.Lock()
+	// Stats read these under mu, so they never wait for a flush in progress.
+	c.statLedgerID, c.statLedgerEntries, c.statLedgerCreated = c.p.ledgerID, c.p.ledgerEntries, c.p.ledgerCreated
+	c.mu.Unlock()
+	if err != nil {
 		c.p.lastFlushErr = err
 		return err
 	}
@@ -328,7 +333,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv meta
 	}
 	c := newCursor(ml, name, true, st.MarkDelete)
 	c.p.version = kv.Version
-	c.p.ledgerID = ci.CursorsLedgerID
+	c.p.ledgerID, c.statLedgerID = ci.CursorsLedgerID, ci.CursorsLedgerID
 	c.p.recoveredLedgerID = ci.CursorsLedgerID
 	ml.mu.Lock()
 	defer ml.mu.Unlock()

@@ -71,7 +71,8 @@ type ManagedLedger struct {
 	tail          []tailEntry // see ml_add.go: entries bookies may not know are confirmed
 	tailLedger    int64
 	pending       []*addOp
-	cbQueue       []func()
+	cbQueue       []completion
+	cbSpare       []completion
 	draining      bool
 
 	entriesAdded    int64
@@ -659,11 +660,13 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 		}
 	}
 	ml.metaMu.Unlock()
-	if !fenced {
-		for _, c := range cursors {
-			if err := c.shutdown(ctx); err != nil {
-				errs = append(errs, err)
-			}
+	for _, c := range cursors {
+		if fenced {
+			c.stopTimers() // the newer owner has the cursors now
+			continue
+		}
+		if err := c.shutdown(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	ml.mu.Lock()

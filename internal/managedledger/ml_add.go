@@ -32,6 +32,13 @@ import (
 // state and fail every pending add. Failing to create a ledger fails the pending adds with
 // ErrLedgerUnavailable; the next add tries again.
 
+// completion is one queued AddEntry callback.
+type completion struct {
+	cb  func(Position, error)
+	pos Position
+	err error
+}
+
 type addOp struct {
 	data []byte
 	cb   func(Position, error)
@@ -176,8 +183,7 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			k++
 		}
 		ml.tail = ml.tail[k:]
-		cb := op.cb
-		ml.cbQueue = append(ml.cbQueue, func() { cb(pos, nil) })
+		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, pos: pos})
 		ml.notifyLocked()
 		if !ml.rolling && ml.shouldRollLocked() {
 			ml.rolling = true
@@ -247,8 +253,7 @@ func (ml *ManagedLedger) CheckRollover() {
 
 func (ml *ManagedLedger) failPendingLocked(err error) {
 	for _, op := range ml.pending {
-		cb := op.cb
-		ml.cbQueue = append(ml.cbQueue, func() { cb(Position{}, err) })
+		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, err: err})
 	}
 	ml.pending, ml.submitted = nil, 0
 }
@@ -262,13 +267,16 @@ func (ml *ManagedLedger) drainCallbacks() {
 	}
 	ml.draining = true
 	for len(ml.cbQueue) > 0 {
+		// Swap in the spare slice so that completions queued meanwhile need no allocation.
 		q := ml.cbQueue
-		ml.cbQueue = nil
+		ml.cbQueue, ml.cbSpare = ml.cbSpare, nil
 		ml.mu.Unlock()
-		for _, f := range q {
-			f()
+		for i := range q {
+			q[i].cb(q[i].pos, q[i].err)
+			q[i] = completion{}
 		}
 		ml.mu.Lock()
+		ml.cbSpare = q[:0]
 	}
 	ml.draining = false
 	ml.mu.Unlock()

@@ -133,11 +133,9 @@ func (ml *ManagedLedger) InternalStats() InternalStats {
 }
 
 func (c *Cursor) stats() CursorStats {
-	c.pmu.Lock()
-	ledgerID, entries, created := c.p.ledgerID, c.p.ledgerEntries, c.p.ledgerCreated
-	c.pmu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ledgerID, entries, created := c.statLedgerID, c.statLedgerEntries, c.statLedgerCreated
 	backlog, _ := c.backlogLocked()
 	ml := c.ml
 	ml.mu.Lock()

@@ -141,3 +141,65 @@ func benchRealRead(b *testing.B, cacheMB int64) {
 		read += len(es)
 	}
 }
+
+// BenchmarkRealAddInterleaved alternates rounds of 5,000 adds through the raw ledger writer
+// and through the managed ledger on the same bookie, so that load from other processes hits
+// both alike, and reports each one's throughput and their ratio.
+func BenchmarkRealAddInterleaved(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	store, _ := startCluster(ctx, b)
+	s, err := newStack(ctx, store)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.close()
+	w, err := s.lc.Create(ctx, ledger.CreateOptions{EnsembleSize: 1, WriteQuorum: 1, AckQuorum: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := s.f.DefaultConfig()
+	cfg.MaxEntriesPerLedger = 50000 // Pulsar's default: rollovers are part of the cost
+	ml, err := s.f.Open(ctx, "bench/interleaved", cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, benchEntry)
+	raw := func(n int) {
+		sem := make(chan struct{}, benchWindow)
+		for i := 0; i < n; i++ {
+			sem <- struct{}{}
+			w.AppendAsync(data, func(int64, error) { <-sem })
+		}
+		for i := 0; i < benchWindow; i++ {
+			sem <- struct{}{}
+		}
+	}
+	managed := func(n int) {
+		sem := make(chan struct{}, benchWindow)
+		for i := 0; i < n; i++ {
+			sem <- struct{}{}
+			if err := ml.AddEntry(data, func(managedledger.Position, error) { <-sem }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := 0; i < benchWindow; i++ {
+			sem <- struct{}{}
+		}
+	}
+	const round = 5000
+	var rawT, mlT time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += round {
+		t0 := time.Now()
+		raw(round)
+		t1 := time.Now()
+		managed(round)
+		rawT += t1.Sub(t0)
+		mlT += time.Since(t1)
+	}
+	n := float64((b.N + round - 1) / round * round)
+	b.ReportMetric(n/rawT.Seconds(), "raw-adds/s")
+	b.ReportMetric(n/mlT.Seconds(), "ml-adds/s")
+	b.ReportMetric(rawT.Seconds()/mlT.Seconds(), "ml/raw")
+}
