@@ -265,3 +265,21 @@ func TestManagedLedgerDelete(t *testing.T) {
 		t.Fatalf("delete of a deleted ledger: %v", err)
 	}
 }
+
+func TestCursorExpireMessagesByLedgerAge(t *testing.T) {
+	e := newEnv(t)
+	ml := open(t, e.factory(), "t/ttl", func(c *Config) { c.MaxEntriesPerLedger = 3 })
+	c1, err := ml.OpenCursor(ctxT(t), "a", InitialPositionEarliest)
+	must(t, err)
+	c2, err := ml.OpenCursor(ctxT(t), "b", InitialPositionEarliest)
+	must(t, err)
+	ps := addN(t, ml, 6, "x") // two closed ledgers of 3
+	waitFor(t, "rollover", func() bool { return len(ml.LedgerIDs()) == 3 && !ml.rollingNow() })
+	e.clock.Advance(time.Hour)
+	n, err := c1.ExpireMessages(ctxT(t), 30*time.Minute, nil)
+	must(t, err)
+	if n != 6 || c1.Backlog() != 0 || c2.Backlog() != 6 {
+		t.Fatalf("expired %d; backlogs %d and %d", n, c1.Backlog(), c2.Backlog())
+	}
+	wantPos(t, "expired cursor", c1.MarkDeletePosition(), ps[5])
+}
