@@ -2,6 +2,7 @@ package realtest
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,13 +86,18 @@ func BenchmarkRealAddManagedLedger(b *testing.B) {
 }
 
 // BenchmarkRealCatchUpRead reads a backlog of b.N entries written before the timer starts,
-// with the entry cache disabled so every batch comes from the bookie (with read-ahead).
-func BenchmarkRealCatchUpRead(b *testing.B) { benchRealRead(b, 0) }
+// from the bookie: the cache (64 MiB) is emptied first, so batches come from ledger reads,
+// each fetching the next ReadAheadEntries into the cache.
+func BenchmarkRealCatchUpRead(b *testing.B) { benchRealRead(b, 64, true) }
+
+// BenchmarkRealCatchUpReadNoCache is the catch-up read with the cache disabled: no
+// read-ahead, every batch is a ledger read.
+func BenchmarkRealCatchUpReadNoCache(b *testing.B) { benchRealRead(b, 0, false) }
 
 // BenchmarkRealTailRead is the same read with the entry cache holding the backlog.
-func BenchmarkRealTailRead(b *testing.B) { benchRealRead(b, 1024) }
+func BenchmarkRealTailRead(b *testing.B) { benchRealRead(b, 1024, false) }
 
-func benchRealRead(b *testing.B, cacheMB int64) {
+func benchRealRead(b *testing.B, cacheMB int64, evict bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	store, _ := startCluster(ctx, b)
@@ -103,8 +109,17 @@ func benchRealRead(b *testing.B, cacheMB int64) {
 	mcfg := mlConfig()
 	mcfg.CacheSizeMB = cacheMB
 	mcfg.CacheEvictionTimeThresholdMillis = 3_600_000
+	// While ahead is set the clock runs two hours fast, so that the age pass drops
+	// everything written so far.
+	var ahead atomic.Bool
 	mcfg.MaxEntriesPerLedger = 50000
-	f, err := managedledger.NewFactory(managedledger.FactoryOptions{Ledger: s.lc, Store: store, Config: mcfg})
+	now := func() time.Time {
+		if ahead.Load() {
+			return time.Now().Add(2 * time.Hour)
+		}
+		return time.Now()
+	}
+	f, err := managedledger.NewFactory(managedledger.FactoryOptions{Ledger: s.lc, Store: store, Config: mcfg, DisableBackground: true, Now: now})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,6 +142,11 @@ func benchRealRead(b *testing.B, cacheMB int64) {
 	}
 	for i := 0; i < benchWindow; i++ {
 		sem <- struct{}{}
+	}
+	if evict {
+		ahead.Store(true)
+		f.EvictCache()
+		ahead.Store(false)
 	}
 	b.SetBytes(benchEntry)
 	b.ResetTimer()
