@@ -25,7 +25,8 @@ import (
 // Recovery reads the metadata snapshot, then the last entry of the cursor ledger it names
 // (opened with recovery, which also fences a previous owner still appending). The cursor
 // ledger's last entry is never older than the snapshot. If the cursor ledger cannot be read
-// the snapshot is used: older state only means redelivery, never loss.
+// the snapshot is used: older state only means redelivery, never loss. The new owner then
+// claims the key (recoverAndClaimCursor) so a previous owner's later writes fail.
 //
 // A clean close writes the final state into the metadata snapshot itself and deletes the
 // cursor ledger, so the next open needs no ledger read.
@@ -301,7 +302,7 @@ func (ml *ManagedLedger) recoverCursors(ctx context.Context) error {
 			ml.log.Error("skipping cursor with a malformed key", "key", kv.Key)
 			continue
 		}
-		c, err := ml.recoverCursor(ctx, name, kv)
+		c, err := ml.recoverAndClaimCursor(ctx, name, kv)
 		if err != nil {
 			return err
 		}
@@ -310,6 +311,38 @@ func (ml *ManagedLedger) recoverCursors(ctx context.Context) error {
 		ml.mu.Unlock()
 	}
 	return nil
+}
+
+// recoverAndClaimCursor recovers a cursor and then claims its metadata key: the recovered
+// state is written inline (CursorsLedgerID -1) by CAS on the version it was read at. A
+// previous owner still running could otherwise switch to a new cursor ledger and CAS the key
+// after our read, leaving us with a stale version and every later flush refused as fenced.
+// If the claim loses, the key changed under us: read it again and recover again. After the
+// claim the old cursor ledger (fenced by recovery, its state now in metadata) is deleted.
+func (ml *ManagedLedger) recoverAndClaimCursor(ctx context.Context, name string, kv metadata.KV) (*Cursor, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := ml.recoverCursor(ctx, name, kv)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		data, md := c.encodeLocked()
+		c.mu.Unlock()
+		err = c.writeInfo(ctx, -1, data, md)
+		if err == nil {
+			if id := c.p.recoveredLedgerID; id >= 0 {
+				ml.deleteLedgerQuietly(id)
+			}
+			c.p.ledgerID, c.statLedgerID, c.p.recoveredLedgerID = -1, -1, -1
+			return c, nil
+		}
+		if !errors.Is(err, ErrFenced) || attempt == 2 {
+			return nil, fmt.Errorf("managedledger: %s: claiming cursor %s: %w", ml.name, name, err)
+		}
+		if kv, err = ml.f.store.Get(ctx, kv.Key); err != nil {
+			return nil, fmt.Errorf("managedledger: %s: re-reading cursor %s: %w", ml.name, name, err)
+		}
+	}
 }
 
 func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv metadata.KV) (*Cursor, error) {

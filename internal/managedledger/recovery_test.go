@@ -1,6 +1,7 @@
 package managedledger
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -25,6 +26,7 @@ func TestRestartRecoveryAfterCrash(t *testing.T) {
 	must(t, c.Flush(ctxT(t))) // a second flush appends to the cursor ledger without a snapshot change
 	must(t, c2.Delete(ps[0], ps[2]))
 	must(t, c2.Flush(ctxT(t)))
+	flushedLedger := c.p.ledger.ID()
 	wantRanges := c.acked.String()
 	wantMD := c.MarkDeletePosition()
 	// Acks after the last flush may be lost (redelivered) but never the other way round.
@@ -73,13 +75,13 @@ func TestRestartRecoveryAfterCrash(t *testing.T) {
 	if !ps[22].Less(p) {
 		t.Fatalf("new add at %v not after %v", p, ps[22])
 	}
-	// The old cursor ledger is replaced at the next flush and then deleted.
-	oldCursorLedger := rc.p.recoveredLedgerID
+	// The new owner claimed the cursor: its state is in metadata and the previous owner's
+	// cursor ledger is gone.
+	if e.lc.Exists(flushedLedger) {
+		t.Fatalf("previous owner's cursor ledger %d not deleted", flushedLedger)
+	}
 	must(t, rc.Delete(ps[4]))
 	must(t, rc.Flush(ctxT(t)))
-	if oldCursorLedger >= 0 && e.lc.Exists(oldCursorLedger) {
-		t.Fatalf("previous owner's cursor ledger %d not deleted", oldCursorLedger)
-	}
 }
 
 // TestRestartRecoveryRandomized repeats crash/reopen cycles with random out-of-order acks
@@ -146,4 +148,31 @@ func TestCleanCloseReopen(t *testing.T) {
 	if n := len(ml2.LedgerIDs()); n != 4 {
 		t.Fatalf("ledgers after reopen %v", ml2.LedgerIDs())
 	}
+}
+
+// TestCursorClaimBeatsZombieOwner: after a takeover, the old owner (still running) flushes
+// its cursor; that must fail as fenced, and the new owner's flushes keep working.
+func TestCursorClaimBeatsZombieOwner(t *testing.T) {
+	e := newEnv(t)
+	f1 := e.factory()
+	ml1 := open(t, f1, "t/zombie", nil)
+	ps := addN(t, ml1, 10, "x")
+	c1, err := ml1.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
+	must(t, err)
+	must(t, c1.MarkDelete(ps[2]))
+	must(t, c1.Flush(ctxT(t)))
+
+	ml2 := open(t, e.factory(), "t/zombie", nil)
+	c2, _ := ml2.Cursor("s")
+	wantPos(t, "recovered", c2.MarkDeletePosition(), ps[2])
+
+	must(t, c1.MarkDelete(ps[8]))
+	if err := c1.Flush(ctxT(t)); !errors.Is(err, ErrFenced) {
+		t.Fatalf("zombie flush = %v, want ErrFenced", err)
+	}
+	must(t, c2.MarkDelete(ps[5]))
+	must(t, c2.Flush(ctxT(t)))
+	ml3 := open(t, e.factory(), "t/zombie", nil)
+	c3, _ := ml3.Cursor("s")
+	wantPos(t, "after the zombie's flush", c3.MarkDeletePosition(), ps[5])
 }
