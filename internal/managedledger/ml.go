@@ -124,16 +124,48 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		nonDurable: map[*Cursor]struct{}{},
 		readers:    map[int64]ledger.Reader{},
 	}
+	// A previous owner still running (a zombie) may rewrite the ledger list between our
+	// read and our CAS, e.g. by rolling over; then recover again: the next attempt fences
+	// its new ledger, after which it cannot change the list any more.
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = ml.recoverLedgerList(ctx)
+		if err == nil || !errors.Is(err, metadata.ErrBadVersion) || attempt == 4 {
+			break
+		}
+		ml.log.Info("ledger list changed while opening; recovering again", "attempt", attempt+1)
+	}
+	if err != nil {
+		if errors.Is(err, metadata.ErrBadVersion) {
+			return nil, fmt.Errorf("%w: %s keeps being changed by another owner: %w", ErrFenced, name, err)
+		}
+		return nil, err
+	}
+	if err := ml.recoverCursors(ctx); err != nil {
+		ml.abandon()
+		return nil, err
+	}
+	ml.log.Info("managed ledger opened", "ledgers", len(ml.ledgers), "entries", ml.numberOfEntries,
+		"cursors", len(ml.cursors), "lastConfirmed", ml.LastConfirmedEntry().String())
+	return ml, nil
+}
+
+// recoverLedgerList reads the ledger list, recovers (fences) its last ledger, and writes the
+// list with a new ledger of our own by CAS. A lost CAS is returned wrapping
+// metadata.ErrBadVersion.
+func (ml *ManagedLedger) recoverLedgerList(ctx context.Context) error {
+	ml.closeReaders()
+	ml.ledgers, ml.numberOfEntries, ml.totalSize, ml.terminated = nil, 0, 0, false
 	info, ver, err := ml.loadOrCreateInfo(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var drop []int64
 	if n := len(info.Ledgers); n > 0 {
 		dropped, err := ml.recoverLastLedger(ctx, &info.Ledgers[n-1])
 		if err != nil {
 			ml.closeReaders()
-			return nil, err
+			return err
 		}
 		if dropped {
 			drop = append(drop, info.Ledgers[n-1].LedgerID)
@@ -153,40 +185,31 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		w, err := ml.createLedger(ctx)
 		if err != nil {
 			ml.closeReaders()
-			return nil, err
+			return err
 		}
-		now := f.now()
+		now := ml.f.now()
 		list := append(append([]ledgerInfo(nil), ml.ledgers...), ledgerInfo{LedgerID: w.ID(), Timestamp: now.UnixMilli()})
-		nv, err := f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: list}), ml.version)
+		nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: list}), ml.version)
 		if err != nil {
 			ml.deleteLedgerQuietly(w.ID())
 			ml.closeReaders()
-			if errors.Is(err, metadata.ErrBadVersion) {
-				return nil, fmt.Errorf("%w: %s was opened concurrently by another owner: %w", ErrFenced, name, err)
-			}
-			return nil, fmt.Errorf("managedledger: %s: writing ledger list: %w", name, err)
+			return fmt.Errorf("managedledger: %s: writing ledger list: %w", ml.name, err)
 		}
 		ml.ledgers, ml.version = list, nv
 		ml.writer, ml.writerCreated, ml.lastCreated = w, now, now
 		ml.tailLedger, ml.ackedEntry = w.ID(), -1
 	} else if len(drop) > 0 {
-		nv, err := f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: ml.ledgers, Terminated: info.Terminated}), ml.version)
+		nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: ml.ledgers, Terminated: info.Terminated}), ml.version)
 		if err != nil {
 			ml.closeReaders()
-			return nil, fmt.Errorf("managedledger: %s: writing ledger list: %w", name, err)
+			return fmt.Errorf("managedledger: %s: writing ledger list: %w", ml.name, err)
 		}
 		ml.version = nv
 	}
 	for _, id := range drop {
 		ml.deleteLedgerQuietly(id)
 	}
-	if err := ml.recoverCursors(ctx); err != nil {
-		ml.abandon()
-		return nil, err
-	}
-	ml.log.Info("managed ledger opened", "ledgers", len(ml.ledgers), "entries", ml.numberOfEntries,
-		"cursors", len(ml.cursors), "lastConfirmed", ml.LastConfirmedEntry().String())
-	return ml, nil
+	return nil
 }
 
 func (ml *ManagedLedger) loadOrCreateInfo(ctx context.Context) (*mlInfo, metadata.Version, error) {
