@@ -22,9 +22,10 @@ type entryCache struct {
 	maxAge    time.Duration
 	now       func() time.Time
 
-	size  int64
-	order *list.List // of *cacheItem, oldest at the front
-	items map[Position]*list.Element
+	size      int64
+	order     *list.List // of *cacheItem, oldest at the front
+	items     map[Position]*list.Element
+	perLedger map[int64]int // cached entries per ledger, so invalidating an absent ledger is free
 
 	hits, misses, evictions int64
 }
@@ -43,6 +44,7 @@ func newEntryCache(maxBytes int64, watermark float64, maxAge time.Duration, now 
 		now:       now,
 		order:     list.New(),
 		items:     map[Position]*list.Element{},
+		perLedger: map[int64]int{},
 	}
 }
 
@@ -58,6 +60,7 @@ func (c *entryCache) insert(p Position, data []byte) {
 		return
 	}
 	c.items[p] = c.order.PushBack(&cacheItem{pos: p, data: data, inserted: c.now()})
+	c.perLedger[p.LedgerID]++
 	c.size += sz
 	if c.size > c.maxBytes {
 		c.evictLocked(c.watermark, time.Time{})
@@ -92,6 +95,9 @@ func (c *entryCache) evictLocked(target int64, cutoff time.Time) {
 func (c *entryCache) removeLocked(e *list.Element) {
 	it := c.order.Remove(e).(*cacheItem)
 	delete(c.items, it.pos)
+	if c.perLedger[it.pos.LedgerID]--; c.perLedger[it.pos.LedgerID] <= 0 {
+		delete(c.perLedger, it.pos.LedgerID)
+	}
 	c.size -= int64(len(it.data))
 }
 
@@ -103,10 +109,14 @@ func (c *entryCache) evictByAge() {
 }
 
 // invalidateLedger drops every entry of a ledger (deleted or trimmed). It walks the whole
-// cache, which is fine at the rate ledgers are trimmed.
+// cache when the ledger has entries in it, which is fine at the rate ledgers are trimmed;
+// cursor ledgers never do, so deleting them costs nothing here.
 func (c *entryCache) invalidateLedger(ledgerID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.perLedger[ledgerID] == 0 {
+		return
+	}
 	for e := c.order.Front(); e != nil; {
 		next := e.Next()
 		if e.Value.(*cacheItem).pos.LedgerID == ledgerID {
