@@ -248,6 +248,9 @@ func (c *Cursor) ReadEntries(ctx context.Context, max int, maxBytes int64) ([]En
 		return nil, nil
 	}
 	entries, err := c.ml.readPositions(ctx, positions)
+	if err != nil {
+		c.ml.readErrors.Add(1)
+	}
 	if maxBytes > 0 {
 		var sum int64
 		for i, e := range entries {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -27,6 +29,8 @@ type FactoryOptions struct {
 	Now func() time.Time
 	// MetadataRoot overrides DefaultMetadataRoot.
 	MetadataRoot string
+	// Registerer receives the factory's metrics (pulsar_ml_*); nil: not exported.
+	Registerer prometheus.Registerer
 	// DisableBackground turns off the periodic retention/rollover/cache-age pass; tests that
 	// drive it by hand (CheckRollover, Trim, EvictCache) set it.
 	DisableBackground bool
@@ -83,6 +87,11 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 	}
 	f.cache = newEntryCache(f.cfg.CacheSizeMB<<20, f.cfg.CacheEvictionWatermark,
 		time.Duration(f.cfg.CacheEvictionTimeThresholdMillis)*time.Millisecond, f.now)
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(newFactoryCollector(f)); err != nil {
+			return nil, fmt.Errorf("managedledger: registering metrics: %w", err)
+		}
+	}
 	if !opts.DisableBackground {
 		f.wg.Add(1)
 		go f.background()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/ledger"
@@ -76,6 +77,8 @@ type ManagedLedger struct {
 	draining      bool
 
 	entriesAdded    int64
+	addErrors       int64 // adds that completed with an error
+	readErrors      atomic.Int64
 	numberOfEntries int64
 	totalSize       int64
 	lastCreated     time.Time

@@ -252,6 +252,7 @@ func (ml *ManagedLedger) CheckRollover() {
 }
 
 func (ml *ManagedLedger) failPendingLocked(err error) {
+	ml.addErrors += int64(len(ml.pending))
 	for _, op := range ml.pending {
 		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, err: err})
 	}
