@@ -42,6 +42,10 @@ type completion struct {
 type addOp struct {
 	data []byte
 	cb   func(Position, error)
+	// done is set once the op's callback is queued (success or failure). A writer callback
+	// for a done op is a late one: the op was failed already (Close gave up waiting, or a lost
+	// CAS fenced the managed ledger) and the result is dropped.
+	done bool
 	// visibleLAC is the newest entry of the current ledger acknowledged when this op was
 	// handed to the writer; the writer sends at least this LAC to the bookies with the op.
 	visibleLAC int64
@@ -162,7 +166,12 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 	ml.inflight--
 	head := len(ml.pending) > 0 && ml.pending[0] == op
 	switch {
+	case op.done:
+		// Late result of an op already failed to its caller: if it succeeded the entry is in
+		// the ledger but nobody was told (at-least-once, as with any failed send).
+		ml.log.Debug("dropping the late result of an add already failed", "ledger", w.ID(), "entry", eid, "err", err)
 	case err == nil && head && ml.writer == w:
+		op.done = true
 		pos := Position{w.ID(), eid}
 		ml.pending[0] = nil
 		ml.pending = ml.pending[1:]
@@ -189,9 +198,9 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			ml.rolling = true
 		}
 	case err == nil:
-		// A success the pipeline did not expect (not the head, or a writer already
-		// replaced) means the ledger client broke its ordering contract: entry ids would
-		// go out of order. Crash rather than acknowledge out of order.
+		// A success for a live op that is not the head of the queue, or from a writer
+		// already replaced, means the ledger client broke its ordering contract: entry ids
+		// would go out of order. Crash rather than acknowledge out of order.
 		panic(fmt.Sprintf("managedledger: %s: out-of-order add completion for entry %d of ledger %d", ml.name, eid, w.ID()))
 	case errors.Is(err, ledger.ErrFenced):
 		ml.fenceLocked(err)
@@ -254,6 +263,7 @@ func (ml *ManagedLedger) CheckRollover() {
 func (ml *ManagedLedger) failPendingLocked(err error) {
 	ml.addErrors += int64(len(ml.pending))
 	for _, op := range ml.pending {
+		op.done = true
 		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, err: err})
 	}
 	ml.pending, ml.submitted = nil, 0
