@@ -535,6 +535,7 @@ func (c *Cursor) ResetCursor(ctx context.Context, pos Position) error {
 	c.acked.Clear()
 	c.readEpoch++
 	c.changedLocked()
+	ml.notifyLocked() // wake parked reads: there may be entries to read again
 	ml.mu.Unlock()
 	c.mu.Unlock()
 	ml.metaMu.Unlock()
@@ -559,6 +560,15 @@ func (c *Cursor) Rewind() {
 	defer c.mu.Unlock()
 	c.readPos = c.ml.next(c.markDelete)
 	c.readEpoch++
+	c.ml.wakeReaders()
+}
+
+// wakeReaders wakes parked reads so that they look again after a cursor moved back: entries
+// it can read again are not "new entries" and would otherwise wait for the next add.
+func (ml *ManagedLedger) wakeReaders() {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	ml.notifyLocked()
 }
 
 // Seek moves the read position to pos (never before the first unacknowledged entry).
@@ -567,6 +577,7 @@ func (c *Cursor) Seek(pos Position) {
 	defer c.mu.Unlock()
 	c.readPos = maxPos(pos, c.ml.next(c.markDelete))
 	c.readEpoch++
+	c.ml.wakeReaders()
 }
 
 // ---- state ----

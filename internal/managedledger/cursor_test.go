@@ -283,3 +283,29 @@ func TestCursorExpireMessagesByLedgerAge(t *testing.T) {
 	}
 	wantPos(t, "expired cursor", c1.MarkDeletePosition(), ps[5])
 }
+
+// TestRewindWakesParkedRead: a dispatcher's read parked at the end must return the
+// unacknowledged entries when the cursor is rewound (consumer change), not wait for a new add.
+func TestRewindWakesParkedRead(t *testing.T) {
+	e := newEnv(t)
+	ml := open(t, e.factory(), "t/rewind", nil)
+	ps := addN(t, ml, 3, "x")
+	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
+	must(t, err)
+	readAll(t, c)
+	must(t, c.Delete(ps[1]))
+	got := make(chan []Entry, 1)
+	go func() {
+		es, err := c.ReadEntriesOrWait(ctxT(t), 10, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- es
+	}()
+	waitFor(t, "read parked", func() bool { return c.waiting.Load() == 1 })
+	c.Rewind()
+	es := <-got
+	if len(es) != 2 || es[0].Position != ps[0] || es[1].Position != ps[2] {
+		t.Fatalf("after rewind read %v", es)
+	}
+}
