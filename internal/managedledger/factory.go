@@ -36,6 +36,9 @@ type FactoryOptions struct {
 	DisableBackground bool
 }
 
+// Lock order: Factory.mu before ManagedLedger.mu (Open checks an instance's state); nothing
+// takes Factory.mu while holding ManagedLedger.mu.
+//
 // Factory opens managed ledgers of one broker and owns what they share: the entry cache and
 // the background pass that enforces rollover age, retention and cache age.
 type Factory struct {
@@ -126,8 +129,12 @@ func (f *Factory) Open(ctx context.Context, name string, cfg Config) (*ManagedLe
 			return nil, ErrClosed
 		}
 		if ml, ok := f.ledgers[name]; ok {
-			f.mu.Unlock()
-			return ml, nil
+			if ml.usable() {
+				f.mu.Unlock()
+				return ml, nil
+			}
+			// Fenced or closing: a fresh instance recovers from the newer owner's state.
+			delete(f.ledgers, name)
 		}
 		wait, busy := f.opening[name]
 		if !busy {

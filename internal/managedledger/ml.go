@@ -612,6 +612,14 @@ func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
 	return pos, nil
 }
 
+// usable reports whether the instance can still serve the topic (not fenced, closing or
+// closed).
+func (ml *ManagedLedger) usable() bool {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.state == stateOpen && !ml.closing
+}
+
 // stateErrLocked is the error an operation gets in the current state (nil when open).
 func (ml *ManagedLedger) stateErrLocked() error {
 	switch {

@@ -424,3 +424,24 @@ func TestLostCASWithAddsInFlight(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 }
+
+// TestReopenAfterFencing: once an instance is fenced, Open on the same factory returns a
+// fresh one that recovers from the newer owner's state, not the fenced instance.
+func TestReopenAfterFencing(t *testing.T) {
+	e := newEnv(t)
+	f1 := e.factory()
+	ml1 := open(t, f1, "t/reopen", nil)
+	addN(t, ml1, 2, "a")
+	ml2 := open(t, e.factory(), "t/reopen", nil)
+	addN(t, ml2, 3, "b")
+	if _, err := ml1.Add(ctxT(t), []byte("late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("fenced add: %v", err)
+	}
+	ml1b := open(t, f1, "t/reopen", nil)
+	if ml1b == ml1 {
+		t.Fatal("Open returned the fenced instance")
+	}
+	if ml1b.NumberOfEntries() != 5 {
+		t.Fatalf("reopened with %d entries, want 5", ml1b.NumberOfEntries())
+	}
+}
