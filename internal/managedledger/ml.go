@@ -91,6 +91,8 @@ type ManagedLedger struct {
 	// nonDurableSeq names readers ("reader-N").
 	nonDurableSeq int64
 	readers       map[int64]ledger.Reader
+	// deleteRetries are ledgers whose deletion failed; Trim retries them.
+	deleteRetries []int64
 }
 
 // Name is the managed ledger's name (for topics, "tenant/namespace/domain/topic").
@@ -315,13 +317,40 @@ func (ml *ManagedLedger) createLedger(ctx context.Context) (ledger.Writer, error
 	return w, nil
 }
 
+// deleteLedgerQuietly deletes a ledger no longer referenced by any metadata. A failure is
+// remembered and retried by the next Trim (bounded: beyond maxDeleteRetries ids the oldest
+// are given up, logged, and stay on the bookies until deleted by hand).
 func (ml *ManagedLedger) deleteLedgerQuietly(id int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerOpTimeout)
 	defer cancel()
-	if err := ml.f.lc.Delete(ctx, id); err != nil && !errors.Is(err, ledger.ErrNoSuchLedger) {
-		ml.log.Warn("deleting ledger failed; its storage stays until deleted by hand", "ledger", id, "err", err)
-	}
 	ml.f.cache.invalidateLedger(id)
+	err := ml.f.lc.Delete(ctx, id)
+	if err == nil || errors.Is(err, ledger.ErrNoSuchLedger) {
+		return
+	}
+	ml.log.Warn("deleting ledger failed; retrying at the next retention check", "ledger", id, "err", err)
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	ml.deleteRetries = append(ml.deleteRetries, id)
+	if n := len(ml.deleteRetries); n > maxDeleteRetries {
+		ml.log.Error("too many ledgers waiting for deletion; giving up on the oldest, which stay on the bookies",
+			"ledgers", ml.deleteRetries[:n-maxDeleteRetries])
+		ml.deleteRetries = append([]int64(nil), ml.deleteRetries[n-maxDeleteRetries:]...)
+	}
+}
+
+// maxDeleteRetries bounds the ledgers remembered for another deletion attempt.
+const maxDeleteRetries = 1000
+
+// retryDeletes tries again to delete ledgers whose deletion failed.
+func (ml *ManagedLedger) retryDeletes() {
+	ml.mu.Lock()
+	ids := ml.deleteRetries
+	ml.deleteRetries = nil
+	ml.mu.Unlock()
+	for _, id := range ids {
+		ml.deleteLedgerQuietly(id)
+	}
 }
 
 // notifyLocked wakes every waiting read. The channel is replaced only if someone took it,

@@ -38,6 +38,7 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 		return err
 	}
 	ml.mu.Unlock()
+	ml.retryDeletes()
 	slowest, _ := ml.slowestMarkDelete()
 
 	ml.mu.Lock()

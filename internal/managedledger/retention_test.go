@@ -1,10 +1,13 @@
 package managedledger
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 )
 
 // TestTrimNeverRemovesNeededEntries moves several cursors at random, trims, and checks that
@@ -275,5 +278,23 @@ func TestNewestEntriesReadableWithoutCache(t *testing.T) {
 	must(t, err)
 	if n := len(readAll(t, r)); n != 9 {
 		t.Fatalf("read %d of 9", n)
+	}
+}
+
+func TestFailedLedgerDeletionIsRetried(t *testing.T) {
+	e := newEnv(t)
+	ml := open(t, e.factory(), "t/delretry", func(c *Config) { c.MaxEntriesPerLedger = 2 })
+	addN(t, ml, 4, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 3 && !ml.rollingNow() })
+	first := ml.LedgerIDs()[0]
+	e.lc.SetFaults(memledger.Faults{DeleteError: func(int64) error { return errors.New("bookies unreachable") }})
+	must(t, ml.Trim(ctxT(t)))
+	if len(ml.LedgerIDs()) != 1 || !e.lc.Exists(first) {
+		t.Fatalf("list %v; ledger %d exists %v", ml.LedgerIDs(), first, e.lc.Exists(first))
+	}
+	e.lc.SetFaults(memledger.Faults{})
+	must(t, ml.Trim(ctxT(t)))
+	if e.lc.Exists(first) {
+		t.Fatal("failed deletion was not retried")
 	}
 }
