@@ -2,6 +2,7 @@ package managedledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -93,11 +94,24 @@ func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial In
 	c := newCursor(ml, name, true, md)
 	c.readPos = ml.next(md)
 	info := &cursorInfo{CursorsLedgerID: -1, MarkDelete: md, State: encodeCursorState(md, &c.acked, 1), LastActive: ml.f.now().UnixMilli()}
-	ver, err := ml.f.store.Put(ctx, ml.f.cursorKey(ml.name, name), encodeCursorInfo(info), metadata.NotExists)
-	if err != nil {
+	key := ml.f.cursorKey(ml.name, name)
+	ver, err := ml.f.store.Put(ctx, key, encodeCursorInfo(info), metadata.NotExists)
+	switch {
+	case errors.Is(err, metadata.ErrBadVersion):
+		// The key exists though this instance does not know the cursor (a failed
+		// DeleteCursor left it, or it was created after we opened): adopt it.
+		kv, err := ml.f.store.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("managedledger: %s: reading cursor %q: %w", ml.name, name, err)
+		}
+		if c, err = ml.recoverAndClaimCursor(ctx, name, kv); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, fmt.Errorf("managedledger: %s: creating cursor %q: %w", ml.name, name, err)
+	default:
+		c.p.version = ver
 	}
-	c.p.version = ver
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if err := ml.stateErrLocked(); err != nil {

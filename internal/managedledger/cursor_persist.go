@@ -43,6 +43,7 @@ type persistState struct {
 	lastSnapshot      time.Time
 	persistedSeq      uint64
 	lastFlushErr      error
+	fenceErr          error // set once a newer owner took the cursor (under pmu)
 
 	// Under Cursor.mu: flush scheduling (real time, not the injected clock: it is a rate).
 	scheduled bool
@@ -107,6 +108,9 @@ func (c *Cursor) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	if c.p.stopped {
 		c.mu.Unlock()
+		if c.p.fenceErr != nil {
+			return c.p.fenceErr
+		}
 		return fmt.Errorf("%w: cursor %s", ErrClosed, c.name)
 	}
 	seq := c.seq
@@ -221,9 +225,11 @@ func (c *Cursor) writeInfo(ctx context.Context, ledgerID int64, data []byte, md 
 	return nil
 }
 
+// fenced stops the cursor's persistence for good: a newer owner has it. Caller holds pmu.
 func (c *Cursor) fenced(cause error) error {
 	c.stopTimers()
-	return fmt.Errorf("%w: %s: cursor %s: %w", ErrFenced, c.ml.name, c.name, cause)
+	c.p.fenceErr = fmt.Errorf("%w: %s: cursor %s: %w", ErrFenced, c.ml.name, c.name, cause)
+	return c.p.fenceErr
 }
 
 func (c *Cursor) stopTimers() {

@@ -225,6 +225,7 @@ func TestDeleteCursorReleasesLedgers(t *testing.T) {
 	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
 	must(t, err)
 	addN(t, ml, 6, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 4 && !ml.rollingNow() })
 	must(t, c.Delete(Position{ml.LedgerIDs()[0], 0}))
 	must(t, c.Flush(ctxT(t)))
 	cl := c.p.ledger.ID()
@@ -308,4 +309,25 @@ func TestRewindWakesParkedRead(t *testing.T) {
 	if len(es) != 2 || es[0].Position != ps[0] || es[1].Position != ps[2] {
 		t.Fatalf("after rewind read %v", es)
 	}
+}
+
+func TestOpenCursorAdoptsExistingKey(t *testing.T) {
+	e := newEnv(t)
+	f := e.factory()
+	ml := open(t, f, "t/adopt", nil)
+	ps := addN(t, ml, 5, "x")
+	// Another instance (same store) creates the cursor after ml was opened.
+	other, err := NewFactory(FactoryOptions{Ledger: e.lc, Store: e.store, Config: e.cfg, Now: e.clock.Now, DisableBackground: true})
+	must(t, err)
+	mlo, err := other.Open(ctxT(t), "t/adopt-other", other.DefaultConfig())
+	must(t, err)
+	_ = mlo
+	info := &cursorInfo{CursorsLedgerID: -1, MarkDelete: ps[2], State: encodeCursorState(ps[2], &RangeSet{}, 10)}
+	_, err = e.store.Put(ctxT(t), f.cursorKey("t/adopt", "late"), encodeCursorInfo(info), 0)
+	must(t, err)
+	c, err := ml.OpenCursor(ctxT(t), "late", InitialPositionEarliest)
+	must(t, err)
+	wantPos(t, "adopted cursor", c.MarkDeletePosition(), ps[2])
+	must(t, c.MarkDelete(ps[3]))
+	must(t, c.Flush(ctxT(t)))
 }

@@ -170,7 +170,9 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 		// Late result of an op already failed to its caller: if it succeeded the entry is in
 		// the ledger but nobody was told (at-least-once, as with any failed send).
 		ml.log.Debug("dropping the late result of an add already failed", "ledger", w.ID(), "entry", eid, "err", err)
-	case err == nil && head && ml.writer == w:
+	case err == nil && head:
+		// (The writer may already be detached by a Close that stopped waiting; the entry is
+		// durable all the same, so it completes as a success.)
 		op.done = true
 		pos := Position{w.ID(), eid}
 		ml.pending[0] = nil
@@ -198,9 +200,9 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			ml.rolling = true
 		}
 	case err == nil:
-		// A success for a live op that is not the head of the queue, or from a writer
-		// already replaced, means the ledger client broke its ordering contract: entry ids
-		// would go out of order. Crash rather than acknowledge out of order.
+		// A success for a live op that is not the head of the queue means the ledger client
+		// broke its ordering contract: entry ids would go out of order. Crash rather than
+		// acknowledge out of order.
 		panic(fmt.Sprintf("managedledger: %s: out-of-order add completion for entry %d of ledger %d", ml.name, eid, w.ID()))
 	case errors.Is(err, ledger.ErrFenced):
 		ml.fenceLocked(err)
