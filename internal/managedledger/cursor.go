@@ -243,6 +243,18 @@ func (c *Cursor) ReadEntries(ctx context.Context, max int, maxBytes int64) ([]En
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: read of %d entries", ErrInvalidPosition, max)
 	}
+	for attempt := 0; ; attempt++ {
+		es, err := c.readEntries(ctx, max, maxBytes)
+		// A reader (non-durable cursor) can lose a race with retention; the next attempt
+		// starts from the oldest entry still stored.
+		if errors.Is(err, errTrimmed) && attempt < 3 {
+			continue
+		}
+		return es, err
+	}
+}
+
+func (c *Cursor) readEntries(ctx context.Context, max int, maxBytes int64) ([]Entry, error) {
 	c.mu.Lock()
 	if err := c.checkOpenLocked(); err != nil {
 		c.mu.Unlock()

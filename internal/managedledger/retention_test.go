@@ -1,9 +1,11 @@
 package managedledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,5 +298,32 @@ func TestFailedLedgerDeletionIsRetried(t *testing.T) {
 	must(t, ml.Trim(ctxT(t)))
 	if e.lc.Exists(first) {
 		t.Fatal("failed deletion was not retried")
+	}
+}
+
+func TestReaderSurvivesTrimDuringRead(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.CacheSizeMB = 0
+	ml := open(t, e.factory(), "t/trimrace", func(c *Config) { c.MaxEntriesPerLedger = 3 })
+	ps := addN(t, ml, 9, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 4 && !ml.rollingNow() })
+	sub, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
+	must(t, err)
+	must(t, sub.MarkDelete(ps[2])) // only the first ledger is consumed
+	r, err := ml.NewNonDurableCursor(Earliest, false)
+	must(t, err)
+	// The first ledger is trimmed just as the reader reads it.
+	var once sync.Once
+	e.lc.SetFaults(memledger.Faults{ReadError: func(lid, _, _ int64) error {
+		if lid == ps[0].LedgerID {
+			once.Do(func() { must(t, ml.Trim(context.Background())) })
+			return errors.New("ledger deleted")
+		}
+		return nil
+	}})
+	es, err := r.ReadEntries(ctxT(t), 10, 0)
+	must(t, err)
+	if len(es) != 6 || es[0].Position != ps[3] {
+		t.Fatalf("after trim the reader read %v", es)
 	}
 }
