@@ -131,7 +131,8 @@ func (ml *ManagedLedger) submit() {
 		return
 	}
 	w := ml.writer
-	var batch []*addOp
+	var buf [16]*addOp // the usual batch is one op: no allocation
+	batch := buf[:0]
 	for ml.submitted < len(ml.pending) {
 		if ml.shouldRollLocked() {
 			// The ledger is full by what was already handed to it: keep the rest queued
