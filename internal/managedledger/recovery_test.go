@@ -180,3 +180,21 @@ func TestCursorClaimBeatsZombieOwner(t *testing.T) {
 	c3, _ := ml3.Cursor("s")
 	wantPos(t, "after the zombie's flush", c3.MarkDeletePosition(), ps[5])
 }
+
+func TestCorruptMetadataIsAnErrorNotAPanic(t *testing.T) {
+	e := newEnv(t)
+	f := e.factory()
+	_, err := e.store.Put(ctxT(t), f.mlKey("t/bad"), []byte("{not json"), 0)
+	must(t, err)
+	if _, err := f.Open(ctxT(t), "t/bad", f.DefaultConfig()); !errors.Is(err, ErrCorruptMetadata) {
+		t.Fatalf("open with a corrupt ledger list: %v", err)
+	}
+	ml := open(t, f, "t/badcursor", nil)
+	addN(t, ml, 2, "x")
+	must(t, ml.Close(ctxT(t)))
+	_, err = e.store.Put(ctxT(t), f.cursorKey("t/badcursor", "s"), []byte(`{"cursorsLedgerId":-1,"state":"AQ=="}`), 0)
+	must(t, err)
+	if _, err := f.Open(ctxT(t), "t/badcursor", f.DefaultConfig()); !errors.Is(err, ErrCorruptMetadata) {
+		t.Fatalf("open with a corrupt cursor: %v", err)
+	}
+}
