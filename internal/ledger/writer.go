@@ -248,7 +248,11 @@ func (w *writer) completeLocked() {
 		n++
 	}
 	if n > 0 {
-		w.pending = slices.Delete(w.pending, 0, n)
+		// Reslice rather than shift: O(1) per completion; append reallocates (copying only
+		// the live tail) once the spare capacity is used up. Clear the popped slots so the
+		// payloads can be collected now.
+		clear(w.pending[:n])
+		w.pending = w.pending[n:]
 		w.notifyLocked()
 	}
 }
