@@ -152,9 +152,37 @@ func TestUnderReplicatedAndDecommission(t *testing.T) {
 	}
 	// Decommissioning takes the same path without waiting; a live bookie can be
 	// decommissioned too.
-	a.Decommission(victim)
 	live := m.Fragments[0].Ensemble[0]
-	a.Decommission(live)
+	for _, addr := range []string{victim, live} {
+		if err := Decommission(ctx, fc.store, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := ListBookies(ctx, fc.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, b := range st {
+		if b.Decommissioned {
+			states[b.Address] = b.State
+		}
+	}
+	if len(states) != 2 || states[victim] != "gone" || states[live] != bookieproto.StateWritable {
+		t.Fatalf("ListBookies: %+v", st)
+	}
+	// New ensembles avoid a decommissioned bookie even while it is writable.
+	waitFor(t, func() bool { return !c.placement().bookies[live].Writable })
+	for range 10 {
+		w, err := c.Create(ctx, CreateOptions{EnsembleSize: 2, WriteQuorum: 2, AckQuorum: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble, live) {
+			t.Fatal("new ensemble on a decommissioned bookie")
+		}
+		_ = c.Delete(ctx, w.ID())
+	}
 	if err := a.Check(ctx); err == nil {
 		// Two of four bookies out with E=3: only one spare exists.
 		t.Fatal("expected not enough bookies for two replacements")
@@ -171,4 +199,8 @@ func TestUnderReplicatedAndDecommission(t *testing.T) {
 	if !fullyReplicated(fc, m3, id, map[string]bool{victim: true}) {
 		t.Fatal("not fully replicated after decommission")
 	}
+	if err := Recommission(ctx, fc.store, live); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return c.placement().bookies[live].Writable })
 }
