@@ -120,7 +120,10 @@ func Start(ctx context.Context, cfg config.BookieConfig, opts Options) (*Bookie,
 	if b.md != nil {
 		b.reg = &registrar{
 			store: b.md, readOnly: b.st.ReadOnly, poll: 500 * time.Millisecond,
-			ttl:     time.Duration(cfg.MetadataSessionTimeoutMillis) * time.Millisecond,
+			opts: metadata.RegistrationOptions{
+				TTL:           time.Duration(cfg.MetadataSessionTimeoutMillis) * time.Millisecond,
+				RetryInterval: 100 * time.Millisecond, MaxRetryInterval: 5 * time.Second,
+			},
 			reg:     bookieproto.Registration{Address: b.addr, Rack: cfg.Rack},
 			log:     logger.With("component", "bookie-registration"),
 			metrics: srv.metrics,

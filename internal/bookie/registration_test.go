@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,8 +41,32 @@ func registration(t *testing.T, md metadata.Store, key string) (bookieproto.Regi
 	return r, kv.Version, true
 }
 
+// recordingStore remembers the last session opened through it, so the test can expire the
+// session the bookie's registration uses.
+type recordingStore struct {
+	*memstore.Store
+	mu   sync.Mutex
+	last metadata.Session
+}
+
+func (s *recordingStore) NewSession(ctx context.Context, ttl time.Duration) (metadata.Session, error) {
+	sess, err := s.Store.NewSession(ctx, ttl)
+	if err == nil {
+		s.mu.Lock()
+		s.last = sess
+		s.mu.Unlock()
+	}
+	return sess, err
+}
+
+func (s *recordingStore) lastSession() metadata.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
 func TestRegistrationFollowsStateAndSession(t *testing.T) {
-	md := memstore.New(memstore.DefaultOptions())
+	md := &recordingStore{Store: memstore.New(memstore.DefaultOptions())}
 	defer md.Close()
 	st := storage.NewMemory()
 	cfg := testConfig(t.TempDir())
@@ -73,7 +98,7 @@ func TestRegistrationFollowsStateAndSession(t *testing.T) {
 
 	// Session loss: the key vanishes, the bookie keeps serving and registers again.
 	_, v1, _ := registration(t, md, regKey)
-	old := b.reg.currentSession()
+	old := md.lastSession()
 	if err := md.ExpireSession(old); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +111,7 @@ func TestRegistrationFollowsStateAndSession(t *testing.T) {
 	}
 	waitFor(t, "re-registration with a new session", func() bool {
 		_, v2, ok := registration(t, md, regKey)
-		return ok && v2 != v1 && b.reg.currentSession() != old
+		return ok && v2 != v1 && md.lastSession() != old
 	})
 
 	// Clean shutdown deregisters at once.
@@ -96,4 +121,39 @@ func TestRegistrationFollowsStateAndSession(t *testing.T) {
 	if _, _, ok := registration(t, md, regKey); ok {
 		t.Fatal("registration left behind after Close")
 	}
+}
+
+// flakyStore fails the first sessions, as a metadata store that is down at startup.
+type flakyStore struct {
+	*memstore.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *flakyStore) NewSession(ctx context.Context, ttl time.Duration) (metadata.Session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fails > 0 {
+		s.fails--
+		return nil, errors.New("flaky: store unreachable")
+	}
+	return s.Store.NewSession(ctx, ttl)
+}
+
+func TestRegistrationRetriesWhileServing(t *testing.T) {
+	md := &flakyStore{Store: memstore.New(memstore.DefaultOptions()), fails: 3}
+	defer md.Close()
+	st := storage.NewMemory()
+	b, err := Start(context.Background(), testConfig(t.TempDir()), Options{Logger: logging.Discard(), Storage: st, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	f := &fixture{client: bookieproto.NewClient(bookieproto.ClientOptions{}), addr: b.Addr()}
+	defer f.client.Close()
+	mustAdd(t, f, 1, 0, -1, []byte("served before registration"))
+	waitFor(t, "registration after the store came back", func() bool {
+		_, _, ok := registration(t, md, bookieproto.RegistrationPrefix+b.AdvertisedAddr())
+		return ok
+	})
 }

@@ -282,6 +282,18 @@ func TestServerOnMemory(t *testing.T) {
 	serverSuite(t, func(*testing.T) storage.Storage { return storage.NewMemory() })
 }
 
+func TestServerOnDisk(t *testing.T) {
+	serverSuite(t, func(t *testing.T) storage.Storage {
+		cfg := testConfig(t.TempDir()).Storage
+		st, err := storage.Open(cfg, logging.Discard(), prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	})
+}
+
 // gatedStorage holds add completions until released and checks the number of adds the
 // server has handed it without an answer never exceeds limit.
 type gatedStorage struct {

@@ -158,22 +158,26 @@ func (c *client) send(ctx context.Context, addr string, req Request, extra time.
 		complete(Response{}, fmt.Errorf("%w: master key of %d bytes, limit %d", ErrBadRequest, len(req.MasterKey), MaxMasterKeySize))
 		return
 	}
-	cc, err := c.conn(addr)
-	if err != nil {
-		complete(Response{}, err)
-		return
-	}
 	deadline := time.Now().Add(c.opts.RequestTimeout + extra)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	cl := &call{req: req, ctx: ctx, deadline: deadline, complete: complete}
-	cc.mu.Lock()
-	if cc.err != nil {
-		err := cc.err
+	var cc *clientConn
+	for {
+		var err error
+		if cc, err = c.conn(addr); err != nil {
+			complete(Response{}, err)
+			return
+		}
+		cc.mu.Lock()
+		if cc.err == nil {
+			break
+		}
+		// The connection failed and is about to leave the map: drop it and dial afresh
+		// rather than failing a call that was never sent.
 		cc.mu.Unlock()
-		complete(Response{}, err)
-		return
+		c.forget(cc)
 	}
 	if len(cc.pending) >= c.opts.MaxPendingRequests {
 		cc.mu.Unlock()

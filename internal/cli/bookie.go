@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 )
 
 // bookieFlagAliases are the short flag names of ARCHITECTURE.md §2 for keys whose derived
@@ -49,17 +52,20 @@ func (a *app) bookieCmd() *cobra.Command {
 			return err
 		}
 		ctx := cmd.Context()
+		setMemoryLimit(cfg.Storage, a.env.Environ, logger)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// Metrics first: the endpoint answers (with what is registered so far) by the time
+		// the bookie logs that it serves.
+		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
+		if err != nil {
+			return err
+		}
 		bk, err := bookie.Start(ctx, cfg, bookie.Options{
 			Logger: logger, Registerer: reg, OpenStorage: openBookieStorage, OpenMetadata: openMetadataStore,
 		})
 		if err != nil {
-			return err
-		}
-		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
-		if err != nil {
-			_ = bk.Close()
+			stopMetrics()
 			return err
 		}
 		<-ctx.Done()
@@ -68,6 +74,24 @@ func (a *app) bookieCmd() *cobra.Command {
 		return bk.Close()
 	}
 	return cmd
+}
+
+// memoryHeadroom is what the bookie may use beyond its configured caches: buffers of
+// connections, Pebble's memtables and block cache, and the garbage collector's slack.
+const memoryHeadroom = 64 << 20
+
+// setMemoryLimit gives the Go runtime a soft memory limit of the configured caches plus
+// headroom, so the garbage collector works harder instead of letting the heap double past
+// the caches (GOGC=100 alone would). GOMEMLIMIT in the environment wins.
+func setMemoryLimit(cfg config.BookieStorageConfig, environ []string, logger *slog.Logger) {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GOMEMLIMIT=") {
+			return
+		}
+	}
+	limit := (cfg.WriteCacheMaxSizeMB+cfg.ReadAheadCacheMaxSizeMB)<<20 + cfg.JournalQueueSizeBytes + memoryHeadroom
+	debug.SetMemoryLimit(limit)
+	logger.Debug("soft memory limit", "bytes", limit)
 }
 
 // serveMetrics serves reg at http://addr/metrics until the returned stop is called; an
@@ -98,10 +122,10 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 
 // openBookieStorage opens the disk storage of a bookie.
 func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg prometheus.Registerer) (storage.Storage, error) {
-	return nil, errors.New("bookie: disk storage not available in this build yet")
+	return storage.Open(cfg, logger, reg)
 }
 
 // openMetadataStore dials the metadata store named by url.
 func openMetadataStore(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
-	return nil, errors.New("bookie: metadata store connection not available in this build yet")
+	return connect.Open(ctx, url, logger)
 }

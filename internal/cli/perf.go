@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -42,6 +43,7 @@ func (a *app) perfBookieCmd() *cobra.Command {
 		interval  time.Duration
 		probeDir  string
 		probeTime time.Duration
+		metrics   string
 	)
 	cmd := &cobra.Command{
 		Use:   "bookie",
@@ -60,6 +62,7 @@ func (a *app) perfBookieCmd() *cobra.Command {
 	fs.DurationVar(&interval, "interval", 0, "print progress this often (0: only results)")
 	fs.StringVar(&probeDir, "probe-dir", "", "directory on the bookie's journal disk for a raw fdatasync probe")
 	fs.DurationVar(&probeTime, "probe-duration", 2*time.Second, "length of each probe")
+	fs.StringVar(&metrics, "bookie-metrics", "", "the bookie's /metrics URL; adds an entries-per-fsync column")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(nil, nil)
 		if err != nil {
@@ -79,13 +82,17 @@ func (a *app) perfBookieCmd() *cobra.Command {
 			fmt.Fprintln(out)
 		}
 		fmt.Fprintf(out, "bookie %s, %v per run:\n", addr, duration)
-		header := fmt.Sprintf("%10s %9s %10s %9s %9s %9s %9s %8s\n", "size", "in-flight", "adds/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "errors")
+		header := fmt.Sprintf("%10s %9s %10s %9s %9s %9s %9s %8s %10s\n", "size", "in-flight", "adds/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "errors", "entries/fsync")
 		fmt.Fprint(out, header)
 		for _, size := range sizes {
 			for _, n := range inFlight {
 				var progress io.Writer
 				if interval > 0 {
 					progress = cmd.ErrOrStderr()
+				}
+				before, err := groupingStats(cmd.Context(), metrics)
+				if err != nil {
+					return err
 				}
 				r, err := perf.RunBookie(cmd.Context(), perf.BookieOptions{
 					Addr: addr, InFlight: n, EntrySize: size, Duration: duration, Timeout: timeout,
@@ -94,7 +101,15 @@ func (a *app) perfBookieCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "%10d %9d %10.0f %9.1f %9.3f %9.3f %9.3f %8d\n", size, n, r.AddsPerSec, r.MBPerSec, ms(r.P50), ms(r.P99), ms(r.P999), r.Errors)
+				after, err := groupingStats(cmd.Context(), metrics)
+				if err != nil {
+					return err
+				}
+				perSync := "-"
+				if syncs := after[groupCount] - before[groupCount]; syncs > 0 {
+					perSync = fmt.Sprintf("%.1f", (after[groupSum]-before[groupSum])/syncs)
+				}
+				fmt.Fprintf(out, "%10d %9d %10.0f %9.1f %9.3f %9.3f %9.3f %8d %13s\n", size, n, r.AddsPerSec, r.MBPerSec, ms(r.P50), ms(r.P99), ms(r.P999), r.Errors, perSync)
 				if r.FirstError != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "first error: %v\n", r.FirstError)
 				}
@@ -109,6 +124,20 @@ func (a *app) perfBookieCmd() *cobra.Command {
 }
 
 func ms(us int64) float64 { return float64(us) / 1000 }
+
+// The storage's histogram of entries per journal fsync (bookie_journal_force_write_grouping_count).
+const (
+	groupSum   = "bookie_journal_force_write_grouping_count_sum"
+	groupCount = "bookie_journal_force_write_grouping_count_count"
+)
+
+// groupingStats scrapes the journal grouping histogram; nothing when url is empty.
+func groupingStats(ctx context.Context, url string) (map[string]float64, error) {
+	if url == "" {
+		return map[string]float64{}, nil
+	}
+	return perf.ScrapeSum(ctx, url, groupSum, groupCount)
+}
 
 func uniqueSorted(xs []int) []int {
 	xs = slices.Clone(xs)

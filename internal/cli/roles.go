@@ -19,7 +19,7 @@ func roles(a *app) []*cobra.Command {
 		notYet("broker", "Run a broker: serves the Pulsar binary protocol and admin REST API"),
 		notYet("proxy", "Run a proxy: a stateless gateway that forwards clients to owner brokers"),
 		notYet("admin", "Administer clusters, tenants, namespaces, topics (pulsar-admin style)"),
-		notYet("client", "Produce and consume messages from the command line (pulsar-client style)"),
+		a.clientCmd(),
 		a.perfCmd(),
 		versionCmd(),
 	}

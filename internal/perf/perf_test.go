@@ -2,6 +2,9 @@ package perf
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -41,5 +44,19 @@ func TestProbeSync(t *testing.T) {
 	}
 	if r.Syncs == 0 || r.SyncsPerSec <= 0 {
 		t.Fatalf("implausible probe %+v", r)
+	}
+}
+
+func TestScrapeSum(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "# HELP x y\nfoo_sum 12.5\nfoo_count{a=\"b c\"} 3\nfoo_count{a=\"d\"} 2\nfoo_total 9\n")
+	}))
+	defer srv.Close()
+	got, err := ScrapeSum(context.Background(), srv.URL, "foo_sum", "foo_count", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["foo_sum"] != 12.5 || got["foo_count"] != 5 || got["absent"] != 0 {
+		t.Fatalf("got %v", got)
 	}
 }

@@ -74,7 +74,6 @@ type Disk struct {
 	flushKick chan struct{}
 	retryCh   chan struct{}
 	wg        sync.WaitGroup
-	replaying bool
 }
 
 type ledgerState struct {
@@ -158,31 +157,30 @@ func (d *Disk) open() error {
 	if err := d.rollLog(); err != nil {
 		return err
 	}
-	d.wg.Add(1)
-	go d.flushLoop()
-
 	// Replay everything after the checkpoint into the write cache, then flush it, so the
-	// new journal starts from a clean checkpoint.
+	// new journal starts from a clean checkpoint. The flusher runs during replay so a
+	// journal longer than the write cache still fits.
 	ckpt, err := d.ix.Checkpoint()
 	if err != nil {
 		return err
 	}
-	d.lastCkpt = journal.Pos{File: ckpt.File, Offset: ckpt.Offset}
-	d.replaying = true
+	from := journal.Pos{File: ckpt.File, Offset: ckpt.Offset}
+	d.lastCkpt = from
+	d.wg.Add(1)
+	go d.flushLoop()
 	one := make([]journal.Record, 1)
-	st, err := journal.Replay(d.fs, d.jdir, d.lastCkpt, d.log, func(r *journal.Record, end journal.Pos) error {
+	st, err := journal.Replay(d.fs, d.jdir, from, d.log, func(r *journal.Record, end journal.Pos) error {
 		one[0] = *r
 		d.apply(one, end)
 		d.m.replayed.Inc()
 		return nil
 	})
-	d.replaying = false
 	if err != nil {
 		return err
 	}
 	d.m.journalTorn.Add(float64(st.Torn))
 	if st.Records > 0 || st.Torn > 0 {
-		d.log.Info("journal replayed", "from_file", d.lastCkpt.File, "from_offset", d.lastCkpt.Offset,
+		d.log.Info("journal replayed", "from_file", from.File, "from_offset", from.Offset,
 			"files", st.Files, "records", st.Records, "torn_files", st.Torn)
 	}
 	if err := d.flush(); err != nil {
@@ -191,7 +189,7 @@ func (d *Disk) open() error {
 	jw, err := journal.NewWriter(journal.Options{
 		FS:            d.fs,
 		Dir:           d.jdir,
-		FirstFile:     max(st.LastFile, d.lastCkpt.File) + 1,
+		FirstFile:     max(st.LastFile, from.File) + 1,
 		SyncData:      d.cfg.JournalSyncData,
 		MaxGroupWait:  d.cfg.JournalMaxGroupWait,
 		MaxGroupBytes: int(d.cfg.JournalBufferedWritesThreshold),
@@ -422,13 +420,16 @@ func (d *Disk) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	// Closing the cache first means an apply that would wait for memory drops its entries
+	// instead (they stay in the journal and the checkpoint does not pass them), so Close
+	// cannot hang on a flusher that a full disk keeps failing.
+	d.cache.close()
 	errs := []error{d.jw.Close()}
 	close(d.closeCh)
 	d.wg.Wait()
 	if err := d.flush(); err != nil {
 		errs = append(errs, fmt.Errorf("storage: final flush: %w", err))
 	}
-	d.cache.close()
 	d.indexMu.Lock()
 	d.logsMu.Lock()
 	for _, lg := range d.logs {

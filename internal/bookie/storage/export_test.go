@@ -24,3 +24,20 @@ func (d *Disk) EntryLogIDs() []uint64 {
 	}
 	return ids
 }
+
+// CloseWithoutFlush stops the storage the way a crash would leave its files as far as the
+// write cache goes: the journal is closed (what was acknowledged is on disk) but the write
+// cache is not flushed, so reopening must replay the journal.
+func (d *Disk) CloseWithoutFlush() {
+	d.closed.Store(true)
+	_ = d.jw.Close()
+	close(d.closeCh)
+	d.wg.Wait()
+	d.cache.close()
+	d.logsMu.Lock()
+	for _, lg := range d.logs {
+		_ = lg.Close()
+	}
+	_ = d.ix.Close()
+	d.logsMu.Unlock()
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/registrationtest"
 	"github.com/magnetar-io/magnetar/internal/metadata/storetest"
 )
 
@@ -128,6 +129,13 @@ func TestSessionExpiresWhenKeepAlivesStop(t *testing.T) {
 	if _, err := observer.Get(ctx, "/eph"); !errors.Is(err, metadata.ErrNotFound) {
 		t.Fatalf("Get after expiry: %v", err)
 	}
+}
+
+func TestRegistrationEtcd(t *testing.T) {
+	m := startMember(t, singleMember(t))
+	s := openStore(t, m)
+	defer s.Close()
+	registrationtest.Run(t, s, s.ExpireSession)
 }
 
 func TestOpenUnreachable(t *testing.T) {

@@ -77,6 +77,9 @@ type Writer struct {
 	free      []*batch
 	queued    int
 	closed    bool
+	// target is the previous group's record count: a batch that has caught up with it
+	// is committed without waiting out MaxGroupWait (see writeLoop).
+	target int
 
 	kick    chan struct{} // cap 1: "look at the current batch"
 	acks    chan *batch
@@ -104,6 +107,7 @@ func NewWriter(opts Options) (*Writer, error) {
 		acks:    make(chan *batch, 2),
 		stopped: make(chan struct{}),
 		fileID:  opts.FirstFile - 1,
+		target:  1,
 	}
 	w.spaceCond = sync.NewCond(&w.mu)
 	if err := w.roll(); err != nil {
@@ -148,7 +152,7 @@ func (w *Writer) Append(r Record, done func(error)) {
 	b.data = r.AppendTo(b.data)
 	b.acks = append(b.acks, ack{done: done, start: start})
 	w.queued += n
-	full := len(b.data) >= w.opts.MaxGroupBytes
+	full := len(b.data) >= w.opts.MaxGroupBytes || len(b.acks) == w.target
 	w.mu.Unlock()
 	if first || full {
 		select {
@@ -195,8 +199,14 @@ func (w *Writer) writeLoop() {
 			<-w.kick
 			continue
 		}
+		// A group is committed when its oldest record has waited MaxGroupWait, when it
+		// holds MaxGroupBytes, or when it has as many records as the previous group. The
+		// last rule is the adaptive part: with N adds in flight, the N acknowledged by the
+		// previous fsync come back as the next group, and waiting longer adds latency
+		// without adding entries. Groups still grow with load, because everything that
+		// arrives during an fsync joins the next group.
 		wait := w.opts.MaxGroupWait - time.Since(b.firstAt)
-		if wait > 0 && len(b.data) < w.opts.MaxGroupBytes && !closed {
+		if wait > 0 && len(b.data) < w.opts.MaxGroupBytes && len(b.acks) < w.target && !closed {
 			w.mu.Unlock()
 			timer.Reset(wait)
 			select {
@@ -209,6 +219,7 @@ func (w *Writer) writeLoop() {
 			continue
 		}
 		w.cur = w.newBatch()
+		w.target = len(b.acks)
 		w.mu.Unlock()
 		w.commit(b)
 		w.acks <- b

@@ -1,0 +1,207 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// maxBodyBytes bounds every request body the admin API reads.
+const maxBodyBytes = 1 << 20
+
+// Config is what the admin HTTP server needs.
+type Config struct {
+	Resources *resources.Resources
+	Gatherer  prometheus.Gatherer // nil: /metrics serves the default registry
+	Logger    *slog.Logger
+	// Ready reports whether the process can serve; /status.html answers 503 until it does.
+	Ready func() bool
+}
+
+// Handler returns the HTTP handler for the admin API, metrics and status page.
+func Handler(cfg Config) http.Handler {
+	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	g := cfg.Gatherer
+	if g == nil {
+		g = prometheus.DefaultGatherer
+	}
+	mux := http.NewServeMux()
+	metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+	mux.Handle("GET /metrics", metrics)
+	mux.Handle("GET /metrics/", metrics)
+	mux.HandleFunc("GET /status.html", s.status)
+
+	mux.HandleFunc("GET /admin/v2/clusters", s.handle(s.listClusters))
+	mux.HandleFunc("GET /admin/v2/clusters/{cluster}", s.handle(s.getCluster))
+	mux.HandleFunc("GET /admin/v2/tenants", s.handle(s.listTenants))
+	mux.HandleFunc("GET /admin/v2/tenants/{tenant}", s.handle(s.getTenant))
+	mux.HandleFunc("PUT /admin/v2/tenants/{tenant}", s.handle(s.createTenant))
+	mux.HandleFunc("POST /admin/v2/tenants/{tenant}", s.handle(s.updateTenant))
+	mux.HandleFunc("DELETE /admin/v2/tenants/{tenant}", s.handle(s.deleteTenant))
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}", s.handle(s.listNamespaces))
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.getNamespace))
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.createNamespace))
+	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.deleteNamespace))
+	s.registerPolicies(mux)
+	return cleanPath(mux)
+}
+
+// cleanPath tolerates "//" and trailing slashes in request paths, as Pulsar's server does.
+func cleanPath(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p != "/" && p != "/metrics/" {
+			if c := path.Clean(p); c != p {
+				r.URL.Path = c
+				r.URL.RawPath = ""
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type server struct {
+	res   *resources.Resources
+	log   *slog.Logger
+	ready func() bool
+}
+
+// handlerFunc returns the value to encode as JSON (nil: 204 No Content) or an error.
+type handlerFunc func(ctx context.Context, r *http.Request) (any, error)
+
+func (s *server) handle(f handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v, err := f(r.Context(), r)
+		if err != nil {
+			if statusFor(err) >= 500 {
+				s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+			writeError(w, err)
+			return
+		}
+		if v == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// decodeBody decodes an optional JSON body into v. An empty body or the JSON null leaves v
+// as it is; unknown fields are ignored; malformed JSON is ErrBadRequest.
+func decodeBody(r *http.Request, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
+	}
+	if len(b) > maxBodyBytes {
+		return fmt.Errorf("%w: body larger than %d bytes", ErrBadRequest, maxBodyBytes)
+	}
+	if s := strings.TrimSpace(string(b)); s == "" || s == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: invalid JSON body: %v", ErrBadRequest, err)
+	}
+	return nil
+}
+
+func (s *server) status(w http.ResponseWriter, _ *http.Request) {
+	if s.ready != nil && !s.ready() {
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, "OK")
+}
+
+func (s *server) listClusters(ctx context.Context, _ *http.Request) (any, error) {
+	return s.res.Clusters(ctx)
+}
+
+func (s *server) getCluster(ctx context.Context, r *http.Request) (any, error) {
+	c, err := s.res.Cluster(ctx, r.PathValue("cluster"))
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, fmt.Errorf("cluster %s does not exist: %w", r.PathValue("cluster"), err)
+	}
+	return c, err
+}
+
+func (s *server) listTenants(ctx context.Context, _ *http.Request) (any, error) {
+	return s.res.Tenants(ctx)
+}
+
+func (s *server) getTenant(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.res.Tenant(ctx, r.PathValue("tenant"))
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, fmt.Errorf("tenant %s does not exist: %w", r.PathValue("tenant"), err)
+	}
+	return t, err
+}
+
+func (s *server) createTenant(ctx context.Context, r *http.Request) (any, error) {
+	var t resources.TenantInfo
+	if err := decodeBody(r, &t); err != nil {
+		return nil, err
+	}
+	if err := s.res.CreateTenant(ctx, r.PathValue("tenant"), t); err != nil {
+		if errors.Is(err, resources.ErrAlreadyExists) {
+			return nil, fmt.Errorf("tenant already exists: %w", err)
+		}
+		return nil, err
+	}
+	return nil, nil
+}
+
+func (s *server) updateTenant(ctx context.Context, r *http.Request) (any, error) {
+	var t resources.TenantInfo
+	if err := decodeBody(r, &t); err != nil {
+		return nil, err
+	}
+	return nil, s.res.UpdateTenant(ctx, r.PathValue("tenant"), t)
+}
+
+func (s *server) deleteTenant(ctx context.Context, r *http.Request) (any, error) {
+	return nil, s.res.DeleteTenant(ctx, r.PathValue("tenant"))
+}
+
+func (s *server) listNamespaces(ctx context.Context, r *http.Request) (any, error) {
+	return s.res.Namespaces(ctx, r.PathValue("tenant"))
+}
+
+func (s *server) getNamespace(ctx context.Context, r *http.Request) (any, error) {
+	p, err := s.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, fmt.Errorf("namespace %s/%s does not exist: %w", r.PathValue("tenant"), r.PathValue("namespace"), err)
+	}
+	return p, err
+}
+
+func (s *server) createNamespace(ctx context.Context, r *http.Request) (any, error) {
+	var p resources.Policies
+	if err := decodeBody(r, &p); err != nil {
+		return nil, err
+	}
+	err := s.res.CreateNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"), p)
+	if errors.Is(err, resources.ErrAlreadyExists) {
+		return nil, fmt.Errorf("namespace already exists: %w", err)
+	}
+	return nil, err
+}
+
+func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, error) {
+	return nil, s.res.DeleteNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
+}

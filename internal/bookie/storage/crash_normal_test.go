@@ -1,0 +1,6 @@
+//go:build !soak
+
+package storage_test
+
+// crashIterations is small in the normal run; the soak tag runs many.
+const crashIterations = 3

@@ -1,0 +1,5 @@
+//go:build soak
+
+package storage_test
+
+const crashIterations = 100
