@@ -1,6 +1,7 @@
 package bookieproto
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -250,6 +251,8 @@ func FuzzFrameDecoder(f *testing.F) {
 		for _, got := range [][]string{
 			decodeStream(iotest.OneByteReader(bytes.NewReader(data)), maxFrame),
 			decodeStream(&unevenReader{data: data, step: int(split%13) + 1}, maxFrame),
+			// bufio.Reader takes the Peek path for the length prefix.
+			decodeStream(bufio.NewReaderSize(&unevenReader{data: data, step: int(split%7) + 1}, 16), maxFrame),
 		} {
 			if !reflect.DeepEqual(got, whole) {
 				t.Fatalf("split reads decoded differently:\n%v\n%v", got, whole)

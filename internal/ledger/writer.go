@@ -248,7 +248,11 @@ func (w *writer) completeLocked() {
 		n++
 	}
 	if n > 0 {
-		w.pending = slices.Delete(w.pending, 0, n)
+		// Reslice rather than shift: O(1) per completion; append reallocates (copying only
+		// the live tail) once the spare capacity is used up. Clear the popped slots so the
+		// payloads can be collected now.
+		clear(w.pending[:n])
+		w.pending = w.pending[n:]
 		w.notifyLocked()
 	}
 }
@@ -361,11 +365,11 @@ func (w *writer) changeEnsemble() {
 		}
 		w.meta, w.version = next, nextVersion
 		replaced := map[int]bool{}
-		var clear uint64
+		var forget uint64
 		for pos := range old {
 			if old[pos] != ens[pos] {
 				replaced[pos] = true
-				clear |= 1 << pos
+				forget |= 1 << pos
 				if w.failedPos[pos] == old[pos] {
 					delete(w.failedPos, pos)
 				}
@@ -375,7 +379,7 @@ func (w *writer) changeEnsemble() {
 		w.logger.Info("ensemble changed", "from_entry", first, "ensemble", ens, "replaced", failed)
 		var sends []addSend
 		for _, p := range w.pending {
-			p.acked &^= clear
+			p.acked &^= forget
 			if !p.sent {
 				sends = append(sends, w.sendsLocked(p, nil)...)
 			} else {
