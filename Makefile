@@ -42,3 +42,17 @@ soak:
 
 clean:
 	rm -rf bin $(TOOLS)
+
+# proto regenerates internal/wire/pb from internal/wire/proto/pulsar_api.proto. The generated
+# code is committed, so normal builds need neither protoc nor the plugin. protoc comes from the
+# system (Debian: apt-get install -y protobuf-compiler); protoc-gen-go is pinned to the
+# google.golang.org/protobuf version in go.mod and installed into .tools.
+PROTOC_GEN_GO   := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+
+proto:
+	@command -v protoc >/dev/null 2>&1 || { echo "protoc not found: install it with 'apt-get update && apt-get install -y protobuf-compiler' (Debian/Ubuntu) or 'brew install protobuf' (macOS)"; exit 1; }
+	GOBIN=$(TOOLS) $(GO) install $(PROTOC_GEN_GO)
+	protoc --plugin=protoc-gen-go=$(TOOLS)/protoc-gen-go \
+		--proto_path=internal/wire/proto \
+		--go_out=internal/wire/pb --go_opt=paths=source_relative \
+		internal/wire/proto/pulsar_api.proto

@@ -5,8 +5,6 @@ import (
 	"runtime"
 
 	"github.com/spf13/cobra"
-
-	"github.com/magnetar-io/magnetar/internal/config"
 )
 
 // roles lists every subcommand of the binary (ARCHITECTURE.md §2). A role whose issue has not
@@ -14,7 +12,7 @@ import (
 func roles(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		a.standaloneCmd(),
-		notYet("metadata", "Run an etcd metadata-store member (single or part of a static cluster)"),
+		a.metadataCmd(),
 		a.bookieCmd(),
 		notYet("broker", "Run a broker: serves the Pulsar binary protocol and admin REST API"),
 		notYet("proxy", "Run a proxy: a stateless gateway that forwards clients to owner brokers"),
@@ -44,21 +42,4 @@ func versionCmd() *cobra.Command {
 			return err
 		},
 	}
-}
-
-func (a *app) standaloneCmd() *cobra.Command {
-	cfg := config.DefaultStandaloneConfig()
-	cmd := &cobra.Command{
-		Use:   "standalone",
-		Short: "Run metadata store, bookie and broker in one process (development and small deployments)",
-		Args:  cobra.NoArgs,
-	}
-	b := bindFlags(cmd.Flags(), &cfg)
-	cmd.RunE = func(*cobra.Command, []string) error {
-		if _, err := a.load(b, cfg.Validate); err != nil {
-			return err
-		}
-		return errNotAvailable("standalone")
-	}
-	return cmd
 }

@@ -1,19 +1,71 @@
 package config
 
-import "errors"
+import (
+	"errors"
+	"path/filepath"
+)
 
-// StandaloneConfig is what `magnetar standalone` runs: metadata, bookie and broker in one
-// process with their data under one directory.
+// StandaloneConfig is what `magnetar standalone` runs: metadata, bookie, ledger client,
+// managed ledgers and broker in one process with their data under one directory. It reuses
+// the roles' own configs, so a key means the same in standalone as in a cluster role.
 type StandaloneConfig struct {
 	DataDir string `key:"dataDir" flag:"data-dir" help:"directory that holds all standalone data"`
+	// MetadataListenClient is the embedded etcd's client URL; tools like etcdctl can use it.
+	MetadataListenClient string `key:"standaloneMetadataListen" flag:"metadata-listen" help:"client URL of the embedded etcd member (port 0: any free port)"`
+	// MetadataListenPeer is the embedded etcd's peer URL (single member; nothing dials it).
+	MetadataListenPeer string `key:"standaloneMetadataPeer" flag:"metadata-peer" help:"peer URL of the embedded etcd member"`
+	// BookieAddress is where the in-process bookie listens; only the ledger client dials it.
+	BookieAddress string `key:"standaloneBookieAddress" flag:"bookie-address" help:"address of the in-process bookie (port 0: any free port)"`
+
+	// Broker includes the managed-ledger keys (Broker.ManagedLedger).
+	Broker  BrokerConfig
+	Storage BookieStorageConfig
+	Ledger  LedgerClientConfig
 }
 
-// DefaultStandaloneConfig returns the standalone defaults.
+// DefaultStandaloneConfig returns the standalone defaults: Pulsar's standalone.conf values
+// where they differ from a broker's (E/Qw/Qa 1/1/1, cluster "standalone").
 func DefaultStandaloneConfig() StandaloneConfig {
-	return StandaloneConfig{DataDir: "./data"}
+	c := StandaloneConfig{
+		DataDir:              "./data",
+		MetadataListenClient: "http://127.0.0.1:2379",
+		MetadataListenPeer:   "http://127.0.0.1:2380",
+		BookieAddress:        "127.0.0.1:3181",
+		Broker:               DefaultBrokerConfig(),
+		Storage:              DefaultBookieStorageConfig(),
+		Ledger:               DefaultLedgerClientConfig(),
+	}
+	c.Broker.ClusterName = "standalone"
+	ml := &c.Broker.ManagedLedger
+	ml.EnsembleSize, ml.WriteQuorum, ml.AckQuorum = 1, 1, 1
+	// Directories follow DataDir unless set explicitly (see ApplyDataDir).
+	c.Storage.JournalDirectories, c.Storage.LedgerDirectories = nil, nil
+	return c
 }
 
-// Validate checks the standalone settings.
+// ApplyDataDir fills the directories left unset from DataDir.
+func (c *StandaloneConfig) ApplyDataDir() {
+	if len(c.Storage.JournalDirectories) == 0 {
+		c.Storage.JournalDirectories = []string{filepath.Join(c.DataDir, "bookie", "journal")}
+	}
+	if len(c.Storage.LedgerDirectories) == 0 {
+		c.Storage.LedgerDirectories = []string{filepath.Join(c.DataDir, "bookie", "ledgers")}
+	}
+}
+
+// MetadataDir is where the embedded etcd member keeps its data.
+func (c *StandaloneConfig) MetadataDir() string { return filepath.Join(c.DataDir, "metadata") }
+
+// Validate checks the standalone settings and every embedded role's.
 func (c *StandaloneConfig) Validate() error {
-	return errors.Join(NotEmpty("dataDir", c.DataDir))
+	c.ApplyDataDir()
+	return errors.Join(
+		NotEmpty("dataDir", c.DataDir),
+		NotEmpty("standaloneMetadataListen", c.MetadataListenClient),
+		NotEmpty("standaloneMetadataPeer", c.MetadataListenPeer),
+		CheckHostPort("standaloneBookieAddress", c.BookieAddress),
+		c.Broker.Validate(),
+		c.Storage.Validate(),
+		c.Ledger.Validate(),
+	)
 }

@@ -43,6 +43,7 @@ type Disk struct {
 
 	lmu     sync.RWMutex
 	ledgers map[int64]*ledgerState
+	dirty   map[int64]*ledgerState // changed since the last flush snapshot (under lmu)
 
 	cache    writeCache
 	rcache   *readCache
@@ -80,7 +81,6 @@ type ledgerState struct {
 	masterKey []byte
 	fenced    bool
 	deleted   bool
-	dirty     bool // changed since the last flush snapshot
 	lac       int64
 	lacCh     chan struct{} // closed when lac grows; nil until a WaitLAC needs it
 }
@@ -93,8 +93,12 @@ var _ Storage = (*Disk)(nil)
 
 // Open opens (creating if needed) the disk storage in the configured directories,
 // replays the journal and starts the background goroutines. registerer may be nil.
-func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer prometheus.Registerer) (*Disk, error) {
-	return OpenWithFS(cfg, vfs.Default(), logger, registerer)
+func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer prometheus.Registerer) (Storage, error) {
+	d, err := OpenWithFS(cfg, vfs.Default(), logger, registerer)
+	if err != nil {
+		return nil, err // not a typed nil inside the interface
+	}
+	return d, nil
 }
 
 // OpenWithFS is Open over the given file system (tests pass a vfs.FaultFS). The Pebble
@@ -118,6 +122,7 @@ func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, 
 		jdir:      cfg.JournalDir(),
 		ldir:      cfg.LedgerDir(),
 		ledgers:   map[int64]*ledgerState{},
+		dirty:     map[int64]*ledgerState{},
 		logs:      map[uint64]*entrylog.Log{},
 		logMeta:   map[uint64]map[int64]int64{},
 		dirtyLogs: map[uint64]bool{},
@@ -200,6 +205,7 @@ func (d *Disk) open() error {
 		Admit:         d.admit,
 		Apply:         d.apply,
 		FailErr:       ErrReadOnly,
+		ClosedErr:     ErrClosed,
 		OnFailure:     func(err error) { d.health.writeFailed(err) },
 		OnGroup: func(records, bytes int, sync time.Duration) {
 			d.m.groupEntries.Observe(float64(records))
@@ -287,7 +293,9 @@ func (d *Disk) abort() {
 	}
 }
 
-// AddEntry implements Storage.
+// AddEntry implements Storage. done runs on the journal's acknowledgement goroutine, in
+// journal order; it must not block or call AddEntry or Fence (it would wait for the
+// goroutine that is running it).
 func (d *Disk) AddEntry(ledgerID, entryID int64, masterKey []byte, lac int64, payload []byte, recovery bool, done func(error)) {
 	if err := checkIDs(ledgerID, entryID); err != nil {
 		done(err)
@@ -321,9 +329,6 @@ func (d *Disk) Fence(ledgerID int64, masterKey []byte) (int64, error) {
 	ch := make(chan error, 1)
 	d.jw.Append(journal.Record{Kind: journal.KindFence, LedgerID: ledgerID, MasterKey: masterKey}, func(err error) { ch <- err })
 	if err := <-ch; err != nil {
-		if errors.Is(err, journal.ErrClosed) {
-			return -1, ErrClosed
-		}
 		return -1, err
 	}
 	d.lmu.RLock()
@@ -389,7 +394,8 @@ func (d *Disk) DeleteLedger(ledgerID int64) error {
 		st = &ledgerState{lac: -1}
 		d.ledgers[ledgerID] = st
 	}
-	st.deleted, st.dirty = true, false
+	st.deleted = true
+	delete(d.dirty, ledgerID)
 	if st.lacCh != nil {
 		close(st.lacCh)
 		st.lacCh = nil

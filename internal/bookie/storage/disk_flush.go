@@ -54,15 +54,15 @@ func (d *Disk) flush() error {
 		g := c.active
 		d.lmu.Lock()
 		var meta map[int64]index.LedgerMeta
-		for id, st := range d.ledgers {
-			if st.dirty && !st.deleted {
+		for id, st := range d.dirty {
+			if !st.deleted {
 				if meta == nil {
-					meta = map[int64]index.LedgerMeta{}
+					meta = make(map[int64]index.LedgerMeta, len(d.dirty))
 				}
 				meta[id] = st.meta()
-				st.dirty = false
 			}
 		}
+		clear(d.dirty)
 		d.lmu.Unlock()
 		if len(g.entries) == 0 && meta == nil && (!g.hasCkpt || g.ckpt == d.lastCkpt) && len(d.dirtyLogs) == 0 {
 			c.mu.Unlock()

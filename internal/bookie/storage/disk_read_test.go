@@ -2,17 +2,20 @@ package storage_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
 	st "github.com/magnetar-io/magnetar/internal/bookie/storage/storagetest"
+	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
 )
 
 func TestReadAheadAndMetrics(t *testing.T) {
 	cfg := testConfig(t.TempDir())
+	cfg.FlushInterval = time.Hour // one flush: each ledger's entries end up adjacent
 	reg := prometheus.NewRegistry()
-	s, err := storage.Open(cfg, nil, reg)
+	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,3 +40,12 @@ func openTest(t testing.TB, cfg config.BookieStorageConfig, fs vfs.FS) *storage.
 func TestDiskConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Storage { return openTest(t, testConfig(t.TempDir()), nil) })
 }
+
+// Without fsync (benchmarks only) the rules are the same.
+func TestDiskConformanceNoSync(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Storage {
+		c := testConfig(t.TempDir())
+		c.JournalSyncData = false
+		return openTest(t, c, nil)
+	})
+}

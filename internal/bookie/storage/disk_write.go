@@ -21,8 +21,9 @@ func (d *Disk) admit(r journal.Record) error {
 	defer d.lmu.Unlock()
 	st := d.ledgers[r.LedgerID]
 	if st == nil {
-		st = &ledgerState{masterKey: bytes.Clone(r.MasterKey), lac: -1, dirty: true}
+		st = &ledgerState{masterKey: bytes.Clone(r.MasterKey), lac: -1}
 		d.ledgers[r.LedgerID] = st
+		d.dirty[r.LedgerID] = st
 	} else {
 		if st.deleted {
 			return fmt.Errorf("%w: ledger %d was deleted", ErrFenced, r.LedgerID)
@@ -35,7 +36,8 @@ func (d *Disk) admit(r journal.Record) error {
 		// Set at queue time, before it is durable: if the write fails the ledger stays
 		// fenced in memory, which only errs on the safe side.
 		if !st.fenced {
-			st.fenced, st.dirty = true, true
+			st.fenced = true
+			d.dirty[r.LedgerID] = st
 		}
 		return nil
 	}
@@ -57,12 +59,14 @@ func (d *Disk) apply(recs []journal.Record, end journal.Pos) {
 		d.lmu.Lock()
 		st := d.ledgers[r.LedgerID]
 		if st == nil { // replay of a ledger the index does not know yet
-			st = &ledgerState{masterKey: bytes.Clone(r.MasterKey), lac: -1, dirty: true}
+			st = &ledgerState{masterKey: bytes.Clone(r.MasterKey), lac: -1}
 			d.ledgers[r.LedgerID] = st
+			d.dirty[r.LedgerID] = st
 		}
 		deleted := st.deleted
 		if r.Kind == journal.KindFence && !st.fenced {
-			st.fenced, st.dirty = true, true
+			st.fenced = true
+			d.dirty[r.LedgerID] = st
 		}
 		d.lmu.Unlock()
 		if deleted || r.Kind != journal.KindAdd {
@@ -79,7 +83,8 @@ func (d *Disk) apply(recs []journal.Record, end journal.Pos) {
 		c.active.entries[entryKey{r.LedgerID, r.EntryID}] = p
 		d.lmu.Lock()
 		if r.LAC > st.lac {
-			st.lac, st.dirty = r.LAC, true
+			st.lac = r.LAC
+			d.dirty[r.LedgerID] = st
 			if st.lacCh != nil {
 				close(st.lacCh)
 				st.lacCh = nil

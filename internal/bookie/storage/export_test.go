@@ -41,3 +41,16 @@ func (d *Disk) CloseWithoutFlush() {
 	_ = d.ix.Close()
 	d.logsMu.Unlock()
 }
+
+// StallFlusher blocks flushes until the returned function is called.
+func (d *Disk) StallFlusher() (release func()) {
+	d.flushMu.Lock()
+	return d.flushMu.Unlock
+}
+
+// WriteCacheBytes is the write cache's memory in use.
+func (d *Disk) WriteCacheBytes() int64 {
+	d.cache.mu.Lock()
+	defer d.cache.mu.Unlock()
+	return d.cache.used
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,6 +27,8 @@ type Embedded struct {
 	logger *slog.Logger
 	name   string
 	quiet  *atomic.Bool // set while closing: etcd logs each closed listener as an error
+
+	closeOnce sync.Once
 }
 
 // EmbedConfig translates our MetadataConfig into etcd's. It validates cfg first.
@@ -101,23 +104,29 @@ func StartEmbedded(ctx context.Context, cfg config.MetadataConfig, logger *slog.
 	if err != nil {
 		return nil, fmt.Errorf("etcdstore: start member %s in %s: %w", cfg.Name, cfg.DataDir, err)
 	}
+	// etcd's Close waits for its client servers, which wait for the member to be ready: a
+	// member that never became ready must be stopped hard first, or Close hangs.
+	abort := func() {
+		quiet.Store(true)
+		e.Server.HardStop()
+		e.Close()
+	}
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		quiet.Store(true)
-		e.Close()
+		abort()
 		return nil, fmt.Errorf("etcdstore: member %s failed while starting: %w", cfg.Name, err)
 	case <-e.Server.StopNotify():
-		e.Close()
+		abort()
 		return nil, fmt.Errorf("etcdstore: member %s stopped while starting (see the log above)", cfg.Name)
 	case <-timer.C:
-		e.Close()
+		abort()
 		return nil, fmt.Errorf("%w: member %s did not join a quorum within %v (metadataStartTimeout); are the other members of %s running?",
 			ErrEmbedNotReady, cfg.Name, cfg.StartTimeout, cfg.EffectiveInitialCluster())
 	case <-ctx.Done():
-		e.Close()
+		abort()
 		return nil, fmt.Errorf("%w: %w", ErrEmbedNotReady, ctx.Err())
 	}
 	m := &Embedded{etcd: e, logger: logger, name: cfg.Name, quiet: quiet}
@@ -152,8 +161,11 @@ func (m *Embedded) IsLeader() bool { return m.etcd.Server.Leader() == m.etcd.Ser
 // HasLeader reports whether this member currently knows a leader.
 func (m *Embedded) HasLeader() bool { return m.etcd.Server.Leader() != 0 }
 
-// Close stops the member gracefully.
+// Close stops the member gracefully. It may be called more than once (etcd's own Close
+// may not).
 func (m *Embedded) Close() {
-	m.quiet.Store(true)
-	m.etcd.Close()
+	m.closeOnce.Do(func() {
+		m.quiet.Store(true)
+		m.etcd.Close()
+	})
 }

@@ -33,13 +33,15 @@
 //
 // # Replay
 //
-// Replay reads files in id order from a checkpoint position (file, offset). In each file it
-// stops at the first record that is zero, too long, cut short or fails its CRC: that is the
+// Replay reads files in id order from a checkpoint position (file, offset). A zero length
+// ends a file cleanly. A record that is cut short, too long or fails its CRC is either the
 // torn tail a crash leaves (BookKeeper #2220: a torn journal must not stop the bookie from
-// starting). It then goes on with the next file, because a write error ends a file early
-// and the writer continues in a new one. A mid-file bit flip therefore hides the rest of
-// that file; those records were acknowledged, so replay logs it at error level and counts
-// it (a CRC on every record at least keeps corrupt data out, BookKeeper #4659).
+// starting), in which case replay of that file ends there, or damage in the middle of the
+// file: replay looks for two valid records in a row after it and, if it finds them, skips
+// only the damaged bytes (logged at error level and counted), so one bit flip does not hide
+// every acknowledged record behind it. Replay then goes on with the next file, because a
+// write error ends a file early and the writer continues in a new one. The CRC on every
+// record keeps corrupt data from being replayed (BookKeeper #4659).
 //
 // # Group commit (Writer)
 //

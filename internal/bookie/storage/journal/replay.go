@@ -79,6 +79,7 @@ func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger
 		bufAt = start
 		off   = start
 		count int
+		torn  bool
 	)
 	for off < size {
 		rel := int(off - bufAt)
@@ -95,7 +96,7 @@ func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger
 					log.Warn("journal ends in a torn record; replay of this file stops there", "file", path, "offset", off)
 					return count, true, nil
 				}
-				return count, false, nil
+				return count, torn, nil
 			}
 			if cap(buf) < want {
 				buf = make([]byte, want)
@@ -112,12 +113,26 @@ func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger
 			continue
 		}
 		if errors.Is(derr, ErrEnd) {
-			return count, false, nil
+			return count, torn, nil
 		}
 		if derr != nil {
-			log.Error("journal record is corrupt; replay of this file stops there (records after it, if any, are lost)",
-				"file", path, "offset", off, "err", derr)
-			return count, true, nil
+			// A torn tail (crash mid-write) is followed by zeros or by nothing. Valid
+			// records after the bad one mean the damage is in the middle of the file:
+			// skip to them rather than lose every acknowledged record behind it.
+			next, ok, rerr := resync(f, off+1, size)
+			if rerr != nil {
+				return count, true, fmt.Errorf("journal: scan %s past a corrupt record: %w", path, rerr)
+			}
+			if !ok {
+				log.Warn("journal ends in a torn or corrupt record; replay of this file stops there",
+					"file", path, "offset", off, "err", derr)
+				return count, true, nil
+			}
+			log.Error("corrupt record in the middle of a journal file; skipping it, the records in it are lost",
+				"file", path, "offset", off, "skipped_bytes", next-off, "err", derr)
+			torn = true
+			off, buf, bufAt = next, buf[:0], next
+			continue
 		}
 		off += int64(n)
 		if err := fn(&r, Pos{File: id, Offset: off}); err != nil {
@@ -125,7 +140,66 @@ func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger
 		}
 		count++
 	}
-	return count, false, nil
+	return count, torn, nil
+}
+
+// resync looks for the next offset in [from, size) where two valid records follow each
+// other (or one valid record ends the data). Requiring two makes a false match in random
+// bytes practically impossible (two CRC32C matches, plus sane lengths and kinds).
+func resync(f vfs.File, from, size int64) (int64, bool, error) {
+	const window = readChunk
+	buf := make([]byte, 0, window+2*(RecordHeaderSize+fenceFixed+MaxMasterKey)+1024)
+	for at := from; at < size; at += window {
+		n := min(int64(cap(buf)), size-at)
+		buf = buf[:n]
+		if _, err := f.ReadAt(buf, at); err != nil && !errors.Is(err, io.EOF) {
+			return 0, false, err
+		}
+		for i := 0; i < int(min(window, n)); i++ {
+			_, n1, err := Decode(buf[i:])
+			if err != nil {
+				if errors.Is(err, ErrTruncated) && at+int64(len(buf)) < size {
+					// A long record crossing the window: read it whole to judge.
+					if ok, rerr := validPair(f, at+int64(i), size); rerr != nil || ok {
+						return at + int64(i), ok, rerr
+					}
+				}
+				continue
+			}
+			_, _, err2 := Decode(buf[i+n1:])
+			if err2 == nil || errors.Is(err2, ErrEnd) {
+				return at + int64(i), true, nil
+			}
+			if errors.Is(err2, ErrTruncated) {
+				if ok, rerr := validPair(f, at+int64(i), size); rerr != nil || ok {
+					return at + int64(i), ok, rerr
+				}
+			}
+		}
+	}
+	return 0, false, nil
+}
+
+// validPair reads from off and checks for a valid record followed by another or the end.
+func validPair(f vfs.File, off, size int64) (bool, error) {
+	var h [RecordHeaderSize]byte
+	if _, err := f.ReadAt(h[:], off); err != nil {
+		return false, nil
+	}
+	n1 := int64(RecordHeaderSize) + int64(uint32be(h[:]))
+	if n1 > RecordHeaderSize+MaxBody || off+n1 > size {
+		return false, nil
+	}
+	buf := make([]byte, min(n1+RecordHeaderSize+MaxBody, size-off))
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	_, m, err := Decode(buf)
+	if err != nil {
+		return false, nil
+	}
+	_, _, err = Decode(buf[m:])
+	return err == nil || errors.Is(err, ErrEnd), nil
 }
 
 func uint32be(b []byte) uint32 {

@@ -44,6 +44,8 @@ type Options struct {
 	Apply func(recs []Record, end Pos)
 	// FailErr is wrapped into the callbacks' error when a write or sync fails.
 	FailErr error
+	// ClosedErr is what Append reports after Close (default ErrClosed).
+	ClosedErr error
 	// OnFailure is told of every write or sync failure (the storage turns read-only).
 	OnFailure func(err error)
 	// OnGroup reports each group commit: records, bytes and the fdatasync duration.
@@ -134,7 +136,11 @@ func (w *Writer) Append(r Record, done func(error)) {
 	}
 	if w.closed {
 		w.mu.Unlock()
-		done(ErrClosed)
+		if w.opts.ClosedErr != nil {
+			done(w.opts.ClosedErr)
+		} else {
+			done(ErrClosed)
+		}
 		return
 	}
 	if w.opts.Admit != nil {
@@ -338,6 +344,12 @@ func (w *Writer) ackLoop() {
 			w.opts.Apply(w.recs, b.end)
 			clear(w.recs) // do not pin the batch's buffer through old records
 		}
+		// The records are in the write cache now: free their queue space before the
+		// callbacks, so waiting appenders go on while the callbacks run.
+		w.mu.Lock()
+		w.queued -= len(b.data)
+		w.spaceCond.Broadcast()
+		w.mu.Unlock()
 		now := time.Now()
 		for _, a := range b.acks {
 			if w.opts.OnAck != nil && b.err == nil {
@@ -346,14 +358,12 @@ func (w *Writer) ackLoop() {
 			a.done(b.err)
 		}
 		w.mu.Lock()
-		w.queued -= len(b.data)
 		clear(b.acks)
 		b.data, b.acks, b.err = b.data[:0], b.acks[:0], nil
 		// Keep recycled buffers from growing without bound after a burst of big entries.
 		if cap(b.data) <= 2*w.opts.MaxGroupBytes+MaxBody/16 {
 			w.free = append(w.free, b)
 		}
-		w.spaceCond.Broadcast()
 		w.mu.Unlock()
 	}
 }

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -69,11 +70,11 @@ func Add(t testing.TB, s storage.Storage, ledgerID, entryID int64, masterKey []b
 // Payload returns deterministic bytes for (ledger, entry) of the given size.
 func Payload(ledgerID, entryID int64, size int) []byte {
 	r := rand.New(rand.NewPCG(uint64(ledgerID), uint64(entryID)))
-	p := make([]byte, size)
-	for i := range p {
-		p[i] = byte(r.Uint32())
+	p := make([]byte, size+7)
+	for i := 0; i < size; i += 8 {
+		binary.LittleEndian.PutUint64(p[i:], r.Uint64())
 	}
-	return p
+	return p[:size:size]
 }
 
 func mustAdd(t *testing.T, s storage.Storage, l, e int64, lac int64, p []byte) {

@@ -1,0 +1,30 @@
+package broker
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// handleConnect answers CONNECT with CONNECTED directly (the Go client's handshake reads
+// exactly one frame and requires CONNECTED). Authentication is not enabled, so any
+// auth_method_name is accepted as the anonymous role.
+func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
+	if c.connected.Load() {
+		return fmt.Errorf("%w: second CONNECT", errProtocol)
+	}
+	c.clientVersion = cmd.GetClientVersion()
+	c.protoVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
+	c.bemSupported = cmd.GetFeatureFlags().GetSupportsBrokerEntryMetadata()
+	c.connected.Store(true)
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
+		ServerVersion:   proto.String(ServerVersion),
+		ProtocolVersion: proto.Int32(c.protoVersion),
+		MaxMessageSize:  proto.Int32(int32(c.s.cfg.MaxMessageSize)),
+		FeatureFlags:    &pb.FeatureFlags{SupportsTopicWatchers: proto.Bool(false)},
+	}})
+	c.log.Debug("client connected", "client", c.clientVersion, "protocol_version", c.protoVersion)
+	return nil
+}

@@ -1,0 +1,75 @@
+package broker
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// handleLookup answers "connect here": this broker serves every topic (single-broker
+// ownership), so the answer is always Connect to our advertised URL, authoritative, with
+// proxy_through_service_url false.
+func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
+	rid := cmd.GetRequestId()
+	resp := &pb.CommandLookupTopicResponse{RequestId: proto.Uint64(rid)}
+	if _, err := ParseTopicName(cmd.GetTopic()); err != nil {
+		code, _ := wire.ServerErrorFor(err)
+		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
+		resp.Error, resp.Message = code.Enum(), proto.String(err.Error())
+	} else {
+		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
+		resp.BrokerServiceUrl = proto.String(c.s.ServiceURL())
+		resp.Authoritative = proto.Bool(true)
+		resp.ProxyThroughServiceUrl = proto.Bool(false)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: resp})
+}
+
+// handlePartitionedMetadata answers the partition count: N for a partitioned topic, 0 for
+// a non-partitioned one, a partition, or a topic that does not exist yet (unless
+// auto-creation makes it partitioned now).
+func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata) {
+	rid := cmd.GetRequestId()
+	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(rid)}
+	ctx, cancel := c.opContext()
+	defer cancel()
+	n, err := c.s.partitionsFor(ctx, cmd.GetTopic())
+	if err != nil {
+		// NB: never ServiceNotReady here; it makes the Go client drop the connection.
+		code, _ := wire.ServerErrorFor(err)
+		if code == pb.ServerError_ServiceNotReady {
+			code = pb.ServerError_MetadataError
+		}
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error, resp.Message = code.Enum(), proto.String(err.Error())
+	} else {
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Success.Enum()
+		resp.Partitions = proto.Uint32(uint32(n))
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: resp})
+}
+
+// handleGetTopicsOfNamespace lists the namespace's topics (partitions listed one by one).
+// A namespace that does not exist has no topics, which is not an error.
+func (c *conn) handleGetTopicsOfNamespace(cmd *pb.CommandGetTopicsOfNamespace) {
+	rid := cmd.GetRequestId()
+	ctx, cancel := c.opContext()
+	defer cancel()
+	topics, err := c.s.ListTopics(ctx, cmd.GetNamespace(), cmd.GetMode())
+	if err != nil {
+		c.sendError(rid, err)
+		return
+	}
+	out := topics[:0]
+	for _, t := range topics {
+		if !strings.Contains(t, "/__") { // system topics
+			out = append(out, t)
+		}
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE.Enum(),
+		GetTopicsOfNamespaceResponse: &pb.CommandGetTopicsOfNamespaceResponse{
+			RequestId: proto.Uint64(rid), Topics: out, Filtered: proto.Bool(false), Changed: proto.Bool(true)}})
+}

@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// handleGetLastMessageID answers the id of the topic's newest message (entry -1 when
+// empty) with the batch index of its last message, and the subscription's mark-delete
+// position.
+func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
+	rid := cmd.GetRequestId()
+	cs := c.consumer(cmd.GetConsumerId())
+	if cs == nil {
+		c.sendError(rid, fmt.Errorf("%w: consumer %d", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	t := cs.sub.t
+	ctx, cancel := c.opContext()
+	defer cancel()
+	pos, bi, err := t.lastMessageID(ctx)
+	if err != nil {
+		c.sendError(rid, err)
+		return
+	}
+	resp := &pb.CommandGetLastMessageIdResponse{RequestId: proto.Uint64(rid), LastMessageId: t.messageIDData(pos, bi)}
+	if cur := cs.sub.cursor; cur != nil {
+		resp.ConsumerMarkDeletePosition = t.messageIDData(cur.markDeletePosition(), -1)
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE.Enum(), GetLastMessageIdResponse: resp})
+}
+
+// handleSeek resets a subscription: its consumers are disconnected (CLOSE_CONSUMER; they
+// re-subscribe and send a fresh FLOW), the cursor is moved so the message at message_id is
+// the next delivered, then SUCCESS.
+func (c *conn) handleSeek(cmd *pb.CommandSeek) {
+	rid := cmd.GetRequestId()
+	cs := c.consumer(cmd.GetConsumerId())
+	if cs == nil {
+		c.sendError(rid, fmt.Errorf("%w: consumer %d", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
+		return
+	}
+	ctx, cancel := c.opContext()
+	defer cancel()
+	var move func(logCursor) error
+	var target string
+	switch id := cmd.GetMessageId(); {
+	case id != nil:
+		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
+		move = func(cur logCursor) error { return cur.resetTo(ctx, p) }
+		target = p.String()
+	case cmd.MessagePublishTime != nil:
+		t := time.UnixMilli(int64(cmd.GetMessagePublishTime()))
+		move = func(cur logCursor) error { return cur.resetToTime(ctx, t) }
+		target = t.UTC().Format(time.RFC3339Nano)
+	default:
+		c.sendError(rid, fmt.Errorf("%w: seek without message id or publish time", wire.ErrMetadata))
+		return
+	}
+	sub := cs.sub
+	for _, x := range sub.consumersSnapshot() {
+		x.c.closeConsumerFromBroker(x)
+	}
+	if err := sub.reset(move); err != nil {
+		c.sendError(rid, fmt.Errorf("seek %s to %s: %w", sub.name, target, err))
+		return
+	}
+	c.sendSuccess(rid)
+}
+
+// handleGetSchema: there is no schema registry yet, so every topic has no schema.
+func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
+		RequestId: proto.Uint64(cmd.GetRequestId()), ErrorCode: pb.ServerError_TopicNotFound.Enum(),
+		ErrorMessage: proto.String("schema not found")}})
+}
+
+// handleGetOrCreateSchema accepts any schema as version 0 until a registry exists.
+func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
+		RequestId: proto.Uint64(cmd.GetRequestId()), SchemaVersion: make([]byte, 8)}})
+}
+
+// handleConsumerStats answers with what a connection knows about the consumer.
+func (c *conn) handleConsumerStats(cmd *pb.CommandConsumerStats) {
+	resp := &pb.CommandConsumerStatsResponse{RequestId: proto.Uint64(cmd.GetRequestId())}
+	if cs := c.consumer(cmd.GetConsumerId()); cs != nil {
+		cs.sub.mu.Lock()
+		resp.ConsumerName = proto.String(cs.name)
+		resp.AvailablePermits = proto.Uint64(uint64(max(cs.permits, 0)))
+		resp.Type = proto.String(cs.sub.typ.String())
+		cs.sub.mu.Unlock()
+		resp.Address = proto.String(c.remote)
+	} else {
+		resp.ErrorCode = pb.ServerError_ConsumerNotFound.Enum()
+		resp.ErrorMessage = proto.String("consumer not found")
+	}
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: resp})
+}
+
+// handleTxn refuses transaction commands: transactions are not enabled. The Go client's
+// TestTransactionDisabled expects exactly this error.
+func (c *conn) handleTxn(cmd *pb.BaseCommand) {
+	var rid uint64
+	switch {
+	case cmd.TcClientConnectRequest != nil:
+		rid = cmd.GetTcClientConnectRequest().GetRequestId()
+	case cmd.NewTxn != nil:
+		rid = cmd.GetNewTxn().GetRequestId()
+	case cmd.AddPartitionToTxn != nil:
+		rid = cmd.GetAddPartitionToTxn().GetRequestId()
+	case cmd.AddSubscriptionToTxn != nil:
+		rid = cmd.GetAddSubscriptionToTxn().GetRequestId()
+	case cmd.EndTxn != nil:
+		rid = cmd.GetEndTxn().GetRequestId()
+	}
+	c.sendError(rid, fmt.Errorf("%w: Transactions are not enabled.", wire.ErrTransactionsDisabled))
+}

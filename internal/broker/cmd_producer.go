@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// handleProducer attaches a producer (PRODUCER -> PRODUCER_SUCCESS or ERROR). The client
+// does not retry creation, so errors must be final ones or the exact retriable codes.
+func (c *conn) handleProducer(cmd *pb.CommandProducer) {
+	rid, pid := cmd.GetRequestId(), cmd.GetProducerId()
+	c.mu.Lock()
+	if p, ok := c.producers[pid]; ok {
+		// The same producer id again on this connection: it exists, answer success again.
+		c.mu.Unlock()
+		c.sendProducerSuccess(rid, p)
+		return
+	}
+	c.mu.Unlock()
+
+	name, err := ParseTopicName(cmd.GetTopic())
+	if err != nil {
+		c.sendError(rid, err)
+		return
+	}
+	if mode := cmd.GetProducerAccessMode(); mode != pb.ProducerAccessMode_Shared {
+		c.sendError(rid, fmt.Errorf("%w: producer access mode %s is not supported yet", wire.ErrNotAllowed, mode))
+		return
+	}
+	ctx, cancel := c.opContext()
+	defer cancel()
+	t, err := c.s.getTopic(ctx, name, true)
+	if err != nil {
+		c.sendError(rid, err)
+		return
+	}
+	p := &producer{c: c, topic: t, id: pid, name: cmd.GetProducerName(), epoch: cmd.GetEpoch()}
+	if p.name == "" {
+		p.name = c.s.nextProducerName()
+	}
+	if err := t.addProducer(p); err != nil {
+		c.sendError(rid, err)
+		return
+	}
+	c.mu.Lock()
+	if c.isClosed() {
+		c.mu.Unlock()
+		t.removeProducer(p)
+		return
+	}
+	c.producers[pid] = p
+	c.mu.Unlock()
+	c.log.Debug("producer created", "topic", t.full, "producer", p.name, "id", pid)
+	c.sendProducerSuccess(rid, p)
+}
+
+func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+		RequestId:      proto.Uint64(rid),
+		ProducerName:   proto.String(p.name),
+		LastSequenceId: proto.Int64(-1),
+		ProducerReady:  proto.Bool(true),
+	}})
+}
+
+// handleCloseProducer detaches a producer; unknown ids succeed too (the client may be
+// closing one whose creation failed). Pending sends still get their receipts.
+func (c *conn) handleCloseProducer(cmd *pb.CommandCloseProducer) {
+	c.mu.Lock()
+	p, ok := c.producers[cmd.GetProducerId()]
+	delete(c.producers, cmd.GetProducerId())
+	c.mu.Unlock()
+	if ok {
+		p.topic.removeProducer(p)
+	}
+	c.sendSuccess(cmd.GetRequestId())
+}
+
+// closeProducerFromBroker detaches p and tells the client (CLOSE_PRODUCER with no request
+// id); the client then reconnects through a new lookup.
+func (c *conn) closeProducerFromBroker(p *producer) {
+	c.mu.Lock()
+	if c.producers[p.id] != p {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.producers, p.id)
+	c.mu.Unlock()
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CLOSE_PRODUCER.Enum(), CloseProducer: &pb.CommandCloseProducer{
+		ProducerId: proto.Uint64(p.id), RequestId: proto.Uint64(wire.NoRequestID)}})
+}

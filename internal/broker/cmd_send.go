@@ -1,0 +1,74 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// handleSend validates one SEND and hands its entry to the producer. The entry (from the
+// 0x0e01 magic on) is stored exactly as received: compression, batching and encryption
+// pass through untouched. Only the metadata is decoded, to count messages and to refuse
+// entries consumers could not parse.
+func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
+	pid, seq := cmd.GetProducerId(), cmd.GetSequenceId()
+	c.mu.Lock()
+	p := c.producers[pid]
+	c.mu.Unlock()
+	if p == nil {
+		// As the Java broker does: a SEND for a producer that never existed here is a
+		// client bug or a stale stream. Tell the client rather than close: a producer
+		// closed by the broker may still have SENDs on the wire.
+		c.sendSendError(pid, seq, fmt.Errorf("%w: producer %d is not connected", wire.ErrNotAllowed, pid))
+		return nil
+	}
+	if hp == nil {
+		return fmt.Errorf("%w: SEND without a payload", errProtocol)
+	}
+	_, entry, err := wire.SplitHeadersAndPayload(hp)
+	if err != nil {
+		return fmt.Errorf("%w: SEND: %w", errProtocol, err)
+	}
+	if len(entry) > c.s.cfg.MaxMessageSize {
+		p.reject(seq, fmt.Errorf("%w: %d bytes, limit %d", wire.ErrMessageTooLarge, len(entry), c.s.cfg.MaxMessageSize))
+		return nil
+	}
+	e, err := wire.ParseEntry(entry, true)
+	if err != nil {
+		// A checksum mismatch is a transmission problem: the client reconnects and resends.
+		p.reject(seq, err)
+		return nil
+	}
+	md, err := wire.ParseMetadata(e.Metadata)
+	if err != nil {
+		p.reject(seq, fmt.Errorf("%w: %w", wire.ErrNotAllowed, err))
+		return nil
+	}
+	size := int64(len(entry))
+	// Throttle: wait for room before reading further frames from this connection.
+	if !c.publishMem.acquire(size) {
+		return nil // connection closing
+	}
+	if !c.s.publishMem.acquire(size) {
+		c.publishMem.release(size)
+		return nil
+	}
+	highest := cmd.GetHighestSequenceId()
+	if highest < seq {
+		highest = seq
+	}
+	// The frame buffer is reused for the next frame; storage keeps its own copy.
+	p.publish(seq, highest, bytes.Clone(entry), wire.MessageCount(md))
+	return nil
+}
+
+func (c *conn) sendSendError(pid, seq uint64, err error) {
+	code, _ := wire.ServerErrorFor(err)
+	c.log.Warn("rejecting a message", "producer_id", pid, "seq", seq, "err", err)
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
+		ProducerId: proto.Uint64(pid), SequenceId: proto.Uint64(seq), Error: code.Enum(), Message: proto.String(err.Error())}})
+}

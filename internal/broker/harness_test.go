@@ -1,0 +1,81 @@
+package broker
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
+	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+)
+
+// testBroker is an in-process broker on 127.0.0.1:0 over real TCP, backed by the real
+// managed ledger over in-memory ledgers and the in-memory metadata store.
+type testBroker struct {
+	s   *Server
+	url string
+	ln  net.Listener
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// startBroker runs a broker on the real managed ledger over in-memory ledgers.
+func startBroker(t testing.TB, mutate func(*config.BrokerConfig)) *testBroker {
+	t.Helper()
+	return startBrokerOn(t, true, mutate)
+}
+
+// startBrokerOn runs a broker on the managed ledger (useManagedLedger) or on the broker's
+// own in-memory storage twin (memlog_test.go).
+func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.BrokerConfig)) *testBroker {
+	t.Helper()
+	store := memstore.New(memstore.DefaultOptions())
+	logger := testLogger(t)
+	f, err := managedledger.NewFactory(managedledger.FactoryOptions{
+		Ledger: memledger.New(), Store: store, Config: config.DefaultManagedLedgerConfig(), Logger: logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.DefaultBrokerConfig()
+	cfg.BindAddress, cfg.AdvertisedAddress, cfg.ServicePort = "127.0.0.1", "127.0.0.1", 0
+	cfg.MaxMessageSize = 1 << 20 // as the Go client's test harness runs Pulsar
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	var s *Server
+	if useManagedLedger {
+		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger})
+	} else {
+		s, err = newServer(cfg, store, newMemStorage(), logger, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			t.Errorf("broker close: %v", err)
+		}
+		if err := f.Close(ctx); err != nil {
+			t.Errorf("managed ledger factory close: %v", err)
+		}
+	})
+	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln}
+}

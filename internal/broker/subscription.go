@@ -1,0 +1,518 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// consumer is one consumer of a subscription, attached through a connection.
+type consumer struct {
+	c        *conn
+	sub      *subscription
+	id       uint64
+	name     string
+	priority int32
+
+	// Guarded by sub.mu.
+	permits int // may go negative: a batch is never split
+	removed bool
+}
+
+// subscription is a named cursor on a topic and the consumers it dispatches to.
+//
+// Dispatch (persistent topics) is one goroutine per subscription, run: it waits until a
+// consumer that may receive has permits, reads up to min(dispatcherMaxReadBatchSize,
+// permits) entries from the cursor (waiting for new entries at the tail), and sends each
+// to a consumer: the active one for Exclusive/Failover, round-robin among consumers with
+// permits for Shared. An entry costs its message count in permits. Entries it cannot hand
+// out (permits ran out) are not kept: the cursor is moved back to them (seek) and read
+// again later, so memory per subscription is bounded by one read batch. Producers never
+// wait for dispatch, and a slow consumer only stops its own subscription.
+//
+// Every dispatched entry is in pending (position -> consumer) until acknowledged. When a
+// consumer goes away, or asks for redelivery, its pending entries are dropped from pending,
+// their redelivery count is bumped, and the cursor is rewound to the mark-delete position;
+// re-reading skips acknowledged entries and entries still pending at other consumers, so
+// exactly the released ones are delivered again. gen counts rewinds and resets: a read that
+// started before one is discarded.
+type subscription struct {
+	t       *topic
+	name    string
+	typ     pb.CommandSubscribe_SubType
+	durable bool
+	cursor  logCursor // nil for non-persistent topics
+	log     *slog.Logger
+
+	mu           sync.Mutex
+	consumers    []*consumer // in connection order
+	active       *consumer   // Exclusive and Failover
+	rr           int
+	pending      map[position]*consumer
+	redeliveries map[position]uint32
+	rewindReq    bool
+	gen          uint64
+	stopped      bool
+	started      bool
+	cancelRead   context.CancelFunc
+
+	wake   chan struct{}
+	stopCh chan struct{}
+}
+
+func newSubscription(t *topic, name string, typ pb.CommandSubscribe_SubType, durable bool, cur logCursor) *subscription {
+	return &subscription{
+		t: t, name: name, typ: typ, durable: durable, cursor: cur,
+		log:          t.logg.With("subscription", name),
+		pending:      map[position]*consumer{},
+		redeliveries: map[position]uint32{},
+		wake:         make(chan struct{}, 1),
+		stopCh:       make(chan struct{}),
+	}
+}
+
+func (s *subscription) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// addConsumer attaches cs. Exclusive admits one consumer; a type different from that of
+// the connected consumers is ConsumerBusy.
+func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("%w: subscription %s is closing", wire.ErrServiceNotReady, s.name)
+	}
+	if len(s.consumers) > 0 {
+		if typ != s.typ {
+			return fmt.Errorf("%w: subscription %s is %s, not %s", wire.ErrConsumerBusy, s.name, s.typ, typ)
+		}
+		if typ == pb.CommandSubscribe_Exclusive {
+			return fmt.Errorf("%w: exclusive subscription %s already has a consumer", wire.ErrConsumerBusy, s.name)
+		}
+	}
+	s.typ = typ
+	s.consumers = append(s.consumers, cs)
+	s.updateActiveLocked(cs)
+	if s.cursor != nil && !s.started {
+		s.started = true
+		go s.run()
+	}
+	return nil
+}
+
+// removeConsumer detaches cs and releases its unacknowledged entries for redelivery. A
+// non-durable subscription (a reader) ends with its last consumer.
+func (s *subscription) removeConsumer(cs *consumer) {
+	s.mu.Lock()
+	if cs.removed {
+		s.mu.Unlock()
+		return
+	}
+	cs.removed = true
+	for i, x := range s.consumers {
+		if x == cs {
+			s.consumers = append(s.consumers[:i], s.consumers[i+1:]...)
+			break
+		}
+	}
+	s.releaseLocked(cs, nil)
+	s.updateActiveLocked(nil)
+	last := len(s.consumers) == 0
+	s.mu.Unlock()
+	if last && !s.durable {
+		s.t.removeSubscription(s)
+		s.stop()
+	}
+}
+
+// releaseLocked drops cs's pending entries (only those in only, if non-nil) so they are
+// delivered again, and schedules the rewind that re-reads them.
+func (s *subscription) releaseLocked(cs *consumer, only map[position]bool) {
+	n := 0
+	for p, owner := range s.pending {
+		if owner == cs && (only == nil || only[p]) {
+			delete(s.pending, p)
+			s.redeliveries[p]++
+			n++
+		}
+	}
+	if n > 0 {
+		s.requestRewindLocked()
+	}
+}
+
+func (s *subscription) requestRewindLocked() {
+	s.rewindReq = true
+	s.gen++
+	if s.cancelRead != nil {
+		s.cancelRead()
+	}
+	s.poke()
+}
+
+// updateActiveLocked recomputes the active consumer of an Exclusive or Failover
+// subscription. The previous active consumer's unacknowledged entries move to the new one
+// (order is kept by rewinding). Failover consumers hear of the change through
+// ACTIVE_CONSUMER_CHANGE; added (if non-nil) is told after its SUBSCRIBE is answered.
+func (s *subscription) updateActiveLocked(added *consumer) {
+	if s.typ != pb.CommandSubscribe_Exclusive && s.typ != pb.CommandSubscribe_Failover {
+		s.active = nil
+		return
+	}
+	next := s.pickActiveLocked()
+	if next == s.active {
+		return
+	}
+	if old := s.active; old != nil && !old.removed {
+		s.releaseLocked(old, nil)
+	}
+	s.active = next
+	s.poke()
+	if s.typ == pb.CommandSubscribe_Failover {
+		for _, cs := range s.consumers {
+			if cs != added {
+				cs.c.sendActiveConsumerChange(cs.id, cs == next)
+			}
+		}
+	}
+}
+
+// pickActiveLocked chooses the active consumer: for a partition, sort by (priority, name)
+// and take index partition % n (so consumers spread over partitions); otherwise the first
+// connected consumer of the best priority.
+func (s *subscription) pickActiveLocked() *consumer {
+	if len(s.consumers) == 0 {
+		return nil
+	}
+	if p := s.t.name.Partition; p >= 0 && s.typ == pb.CommandSubscribe_Failover {
+		sorted := append([]*consumer(nil), s.consumers...)
+		sort.SliceStable(sorted, func(i, j int) bool {
+			if sorted[i].priority != sorted[j].priority {
+				return sorted[i].priority < sorted[j].priority
+			}
+			return sorted[i].name < sorted[j].name
+		})
+		best := 0
+		for best < len(sorted) && sorted[best].priority == sorted[0].priority {
+			best++
+		}
+		return sorted[p%best]
+	}
+	first := s.consumers[0]
+	for _, cs := range s.consumers[1:] {
+		if cs.priority < first.priority {
+			first = cs
+		}
+	}
+	return first
+}
+
+// notifyActive tells cs (just subscribed) whether it is the active Failover consumer.
+func (s *subscription) notifyActive(cs *consumer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.typ == pb.CommandSubscribe_Failover && !cs.removed {
+		cs.c.sendActiveConsumerChange(cs.id, cs == s.active)
+	}
+}
+
+// flow adds permits to cs.
+func (s *subscription) flow(cs *consumer, n uint32) {
+	s.mu.Lock()
+	cs.permits += int(n)
+	s.mu.Unlock()
+	s.poke()
+}
+
+// pickLocked chooses the consumer for the next entry, or nil if none may receive now.
+func (s *subscription) pickLocked() *consumer {
+	if s.active != nil {
+		if s.active.permits > 0 {
+			return s.active
+		}
+		return nil
+	}
+	if s.typ == pb.CommandSubscribe_Exclusive || s.typ == pb.CommandSubscribe_Failover {
+		return nil
+	}
+	for i := range s.consumers {
+		cs := s.consumers[(s.rr+i)%len(s.consumers)]
+		if cs.permits > 0 {
+			s.rr = (s.rr + i + 1) % len(s.consumers)
+			return cs
+		}
+	}
+	return nil
+}
+
+func (s *subscription) permitsLocked() int {
+	if s.active != nil {
+		return max(s.active.permits, 0)
+	}
+	if s.typ == pb.CommandSubscribe_Exclusive || s.typ == pb.CommandSubscribe_Failover {
+		return 0
+	}
+	n := 0
+	for _, cs := range s.consumers {
+		n += max(cs.permits, 0)
+	}
+	return n
+}
+
+// run is the dispatcher of a persistent subscription (see the type comment).
+func (s *subscription) run() {
+	backoff := 10 * time.Millisecond
+	for {
+		s.mu.Lock()
+		for !s.stopped && s.permitsLocked() == 0 {
+			s.mu.Unlock()
+			select {
+			case <-s.wake:
+			case <-s.stopCh:
+			}
+			s.mu.Lock()
+		}
+		if s.stopped {
+			s.mu.Unlock()
+			return
+		}
+		if s.rewindReq {
+			s.rewindReq = false
+			s.cursor.rewind()
+		}
+		n := min(s.t.s.cfg.DispatcherMaxReadBatchSize, s.permitsLocked())
+		gen := s.gen
+		ctx, cancel := context.WithCancel(context.Background())
+		s.cancelRead = cancel
+		s.mu.Unlock()
+
+		entries, err := s.cursor.read(ctx, n)
+		cancel()
+
+		s.mu.Lock()
+		s.cancelRead = nil
+		switch {
+		case s.stopped:
+			s.mu.Unlock()
+			return
+		case err != nil && ctx.Err() != nil:
+			// Canceled by a rewind or reset: go round.
+			s.mu.Unlock()
+			continue
+		case err != nil:
+			s.mu.Unlock()
+			s.log.Warn("reading for dispatch failed; retrying", "err", err, "in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.stopCh:
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		case gen != s.gen:
+			s.mu.Unlock()
+			continue
+		}
+		backoff = 10 * time.Millisecond
+		s.dispatchLocked(entries)
+		s.mu.Unlock()
+	}
+}
+
+// dispatchLocked hands entries out in order; see the type comment.
+func (s *subscription) dispatchLocked(entries []logEntry) {
+	for _, e := range entries {
+		if s.cursor.isAcked(e.pos) {
+			continue
+		}
+		if _, ok := s.pending[e.pos]; ok {
+			continue
+		}
+		count := entryMessageCount(e.data)
+		cs := s.pickLocked()
+		if cs == nil {
+			s.cursor.seek(e.pos)
+			return
+		}
+		cs.permits -= count
+		s.pending[e.pos] = cs
+		cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count)
+	}
+}
+
+// entryMessageCount is the number of messages in a stored entry (1 if it is unreadable:
+// the consumer will report it and ack it with a validation error).
+func entryMessageCount(data []byte) int {
+	e, err := wire.ParseEntry(data, false)
+	if err != nil {
+		return 1
+	}
+	md, err := wire.ParseMetadata(e.Metadata)
+	if err != nil {
+		return 1
+	}
+	return wire.MessageCount(md)
+}
+
+// dispatchNonPersistent hands a just-published message to one consumer with permits, or
+// drops it for this subscription (non-persistent semantics: no backlog).
+func (s *subscription) dispatchNonPersistent(e logEntry, count int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs := s.pickLocked(); cs != nil {
+		cs.permits -= count
+		cs.c.sendMessage(cs, e, 0, count)
+	}
+}
+
+// ackIndividual acknowledges single entries. A batch entry acknowledged with a non-empty
+// ack_set that still has bits set is only partly acknowledged: it stays pending.
+func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdData) error {
+	if s.cursor == nil {
+		return nil
+	}
+	ps := make([]position, 0, len(ids))
+	s.mu.Lock()
+	for _, id := range ids {
+		if partial(id.GetAckSet()) {
+			continue
+		}
+		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
+		delete(s.pending, p)
+		delete(s.redeliveries, p)
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	if len(ps) == 0 {
+		return nil
+	}
+	return s.cursor.delete(ctx, ps)
+}
+
+func partial(ackSet []int64) bool {
+	for _, w := range ackSet {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ackCumulative acknowledges everything up to and including id.
+func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) error {
+	if s.cursor == nil {
+		return nil
+	}
+	p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
+	if partial(id.GetAckSet()) {
+		// The batch itself is not complete: acknowledge up to the entry before it.
+		// (L, -1) means "before the first entry of L".
+		p.entry--
+	}
+	s.mu.Lock()
+	for q := range s.pending {
+		if !p.less(q) {
+			delete(s.pending, q)
+		}
+	}
+	for q := range s.redeliveries {
+		if !p.less(q) {
+			delete(s.redeliveries, q)
+		}
+	}
+	s.mu.Unlock()
+	return s.cursor.markDelete(ctx, p)
+}
+
+// redeliver releases cs's unacknowledged entries (only ids, for Shared subscriptions when
+// given) for redelivery.
+func (s *subscription) redeliver(cs *consumer, ids []*pb.MessageIdData) {
+	if s.cursor == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var only map[position]bool
+	if s.typ == pb.CommandSubscribe_Shared && len(ids) > 0 {
+		only = make(map[position]bool, len(ids))
+		for _, id := range ids {
+			only[position{int64(id.GetLedgerId()), int64(id.GetEntryId())}] = true
+		}
+	}
+	s.releaseLocked(cs, only)
+}
+
+// consumersSnapshot returns the attached consumers.
+func (s *subscription) consumersSnapshot() []*consumer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*consumer(nil), s.consumers...)
+}
+
+// reset moves the subscription's cursor with move (SEEK). The caller has disconnected the
+// consumers; reads in flight are discarded.
+func (s *subscription) reset(move func(logCursor) error) error {
+	if s.cursor == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	clear(s.pending)
+	clear(s.redeliveries)
+	s.gen++
+	s.rewindReq = false
+	if s.cancelRead != nil {
+		s.cancelRead()
+	}
+	return move(s.cursor)
+}
+
+// stop ends dispatch and releases the cursor (its durable state stays).
+func (s *subscription) stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	if s.cancelRead != nil {
+		s.cancelRead()
+	}
+	close(s.stopCh)
+	s.mu.Unlock()
+	if s.cursor != nil {
+		s.cursor.close()
+	}
+}
+
+// sendMessage queues a MESSAGE frame carrying a stored entry.
+func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count int) {
+	cmd := &pb.BaseCommand{Type: pb.BaseCommand_MESSAGE.Enum(), Message: &pb.CommandMessage{
+		ConsumerId:      proto.Uint64(cs.id),
+		MessageId:       cs.sub.t.messageIDData(e.pos, -1),
+		RedeliveryCount: proto.Uint32(redeliveries),
+	}}
+	c.s.m.msgsOut.Add(float64(count))
+	c.s.m.bytesOut.Add(float64(len(e.data)))
+	c.sendPayload(cmd, e.data)
+}
+
+func (c *conn) sendActiveConsumerChange(id uint64, active bool) {
+	c.send(&pb.BaseCommand{Type: pb.BaseCommand_ACTIVE_CONSUMER_CHANGE.Enum(), ActiveConsumerChange: &pb.CommandActiveConsumerChange{
+		ConsumerId: proto.Uint64(id), IsActive: proto.Bool(active)}})
+}

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/standalone"
+)
+
+// standaloneShutdownTimeout bounds a clean shutdown after SIGTERM.
+const standaloneShutdownTimeout = 30 * time.Second
+
+func (a *app) standaloneCmd() *cobra.Command {
+	cfg := config.DefaultStandaloneConfig()
+	cmd := &cobra.Command{
+		Use:   "standalone",
+		Short: "Run metadata store, bookie and broker in one process (development and small deployments)",
+		Args:  cobra.NoArgs,
+	}
+	b := bindFlags(cmd.Flags(), &cfg)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		logger, err := a.load(b, cfg.Validate)
+		if err != nil {
+			return err
+		}
+		s, err := standalone.Start(cmd.Context(), cfg, logger)
+		if err != nil {
+			return fmt.Errorf("standalone: %w", err)
+		}
+		var served error
+		select {
+		case <-cmd.Context().Done():
+			logger.Info("shutting down (signal received)")
+		case served = <-s.Failed():
+			logger.Error("a server stopped on its own; shutting down", "err", served)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), standaloneShutdownTimeout)
+		defer cancel()
+		if err := s.Close(ctx); err != nil {
+			return fmt.Errorf("standalone: shutdown: %w", err)
+		}
+		return served
+	}
+	return cmd
+}

@@ -1,0 +1,98 @@
+package config
+
+import (
+	"errors"
+	"time"
+)
+
+// BrokerConfig is the broker's binary-protocol service: listeners, advertised address, topic
+// auto-creation, message size and the flow-control bounds of connections and dispatchers.
+// Key names are Pulsar's broker.conf keys. None of these reload at runtime.
+type BrokerConfig struct {
+	// ClusterName names the cluster this broker belongs to (standalone: "standalone").
+	ClusterName string `key:"clusterName" help:"name of the cluster this broker belongs to"`
+	// BindAddress is the host the binary and HTTP listeners bind to.
+	BindAddress string `key:"bindAddress" help:"host the broker's listeners bind to"`
+	// ServicePort is the binary protocol port (pulsar://); 0 picks a free port (tests).
+	ServicePort int `key:"brokerServicePort" flag:"port" help:"binary protocol (pulsar://) port"`
+	// WebServicePort is the HTTP port (admin REST, /metrics).
+	WebServicePort int `key:"webServicePort" flag:"http-port" help:"HTTP port (admin REST, metrics)"`
+	// AdvertisedAddress is the host clients are told to connect to in lookup answers;
+	// empty means the bind address, or "localhost" when that is a wildcard.
+	AdvertisedAddress string `key:"advertisedAddress" help:"host advertised to clients in lookups (default: bind address or localhost)"`
+
+	// MaxMessageSize is the largest message (payload + metadata) accepted, in bytes; the
+	// largest frame is this plus 10 KiB. It is sent to clients in CONNECTED.
+	MaxMessageSize int `key:"maxMessageSize" help:"largest message accepted, in bytes"`
+
+	// Topic auto-creation on first use by a producer, consumer or partitioned-metadata
+	// request. Type is "non-partitioned" or "partitioned" (with DefaultNumPartitions).
+	AllowAutoTopicCreation     bool   `key:"allowAutoTopicCreation" help:"create topics on first use"`
+	AllowAutoTopicCreationType string `key:"allowAutoTopicCreationType" help:"kind of auto-created topics: non-partitioned or partitioned"`
+	DefaultNumPartitions       int    `key:"defaultNumPartitions" help:"partitions of auto-created partitioned topics"`
+
+	// KeepAliveIntervalSeconds is how often the broker pings an idle connection; one that
+	// sends nothing for twice this long is closed.
+	KeepAliveIntervalSeconds int `key:"keepAliveIntervalSeconds" help:"seconds between pings on idle connections; silent for twice as long closes it"`
+
+	// Publish flow control: bytes of SENDs read but not yet acknowledged by storage, per
+	// connection (our key; Pulsar only counts requests) and per broker (Pulsar's key, MiB).
+	// Above either limit the broker stops reading from the producer's connection (never drops).
+	MaxPendingPublishBytesPerConnection int64 `key:"maxPendingPublishBytesPerConnection" help:"unacknowledged publish bytes per connection before reading pauses"`
+	MaxMessagePublishBufferSizeMB       int64 `key:"maxMessagePublishBufferSizeInMB" help:"unacknowledged publish bytes per broker, in MiB, before reading pauses"`
+
+	// DispatcherMaxReadBatchSize is the most entries a subscription reads from storage at
+	// once (dispatch reads ahead in batches of this size, bounded by consumer permits).
+	DispatcherMaxReadBatchSize int `key:"dispatcherMaxReadBatchSize" help:"most entries a subscription reads from storage at once"`
+	// MaxConnections bounds client connections; further ones are closed on accept.
+	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
+
+	// ManagedLedger passes the managedLedgerDefault* keys (and the other managed-ledger
+	// keys) through to the topic logs this broker opens. dispatcherMaxReadBatchSize is
+	// bound to both this struct and the managed ledger's, so one setting drives both.
+	ManagedLedger ManagedLedgerConfig
+}
+
+// DefaultBrokerConfig returns Pulsar's broker.conf defaults.
+func DefaultBrokerConfig() BrokerConfig {
+	return BrokerConfig{
+		ClusterName:                         "standalone",
+		BindAddress:                         "0.0.0.0",
+		ServicePort:                         6650,
+		WebServicePort:                      8080,
+		MaxMessageSize:                      5 * 1024 * 1024,
+		AllowAutoTopicCreation:              true,
+		AllowAutoTopicCreationType:          "non-partitioned",
+		DefaultNumPartitions:                1,
+		KeepAliveIntervalSeconds:            30,
+		MaxPendingPublishBytesPerConnection: 32 << 20,
+		MaxMessagePublishBufferSizeMB:       512,
+		DispatcherMaxReadBatchSize:          100,
+		MaxConnections:                      0,
+		ManagedLedger:                       DefaultManagedLedgerConfig(),
+	}
+}
+
+// KeepAliveInterval is KeepAliveIntervalSeconds as a duration.
+func (c *BrokerConfig) KeepAliveInterval() time.Duration {
+	return time.Duration(c.KeepAliveIntervalSeconds) * time.Second
+}
+
+// Validate checks the broker settings.
+func (c *BrokerConfig) Validate() error {
+	return errors.Join(
+		NotEmpty("clusterName", c.ClusterName),
+		NotEmpty("bindAddress", c.BindAddress),
+		Between("brokerServicePort", c.ServicePort, 0, 65535),
+		Between("webServicePort", c.WebServicePort, 0, 65535),
+		Between("maxMessageSize", c.MaxMessageSize, 1024, 1<<30),
+		OneOf("allowAutoTopicCreationType", c.AllowAutoTopicCreationType, "non-partitioned", "partitioned"),
+		Between("defaultNumPartitions", c.DefaultNumPartitions, 1, 10000),
+		Between("keepAliveIntervalSeconds", c.KeepAliveIntervalSeconds, 1, 3600),
+		AtLeast("maxPendingPublishBytesPerConnection", c.MaxPendingPublishBytesPerConnection, int64(c.MaxMessageSize)),
+		AtLeast("maxMessagePublishBufferSizeInMB", c.MaxMessagePublishBufferSizeMB, int64(1)),
+		Between("dispatcherMaxReadBatchSize", c.DispatcherMaxReadBatchSize, 1, 10000),
+		AtLeast("brokerMaxConnections", c.MaxConnections, 0),
+		c.ManagedLedger.Validate(),
+	)
+}

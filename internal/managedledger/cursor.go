@@ -1,0 +1,627 @@
+package managedledger
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+)
+
+// Cursor is a subscription's place in a managed ledger: a mark-delete position (every entry
+// at or before it is acknowledged), the individually acknowledged entries after it, and a
+// read position (the next entry to dispatch). Durable cursors persist their acknowledgement
+// state; non-durable cursors (readers) live in memory only. All methods are safe for
+// concurrent use.
+//
+// Read position vs acknowledgements: reads move the read position forward and skip entries
+// already acknowledged; acknowledging never moves the read position back. Redelivery is the
+// caller's choice: ReadPositions for specific entries (Shared), Rewind or Seek to read again
+// from an earlier position (Exclusive/Failover after a consumer change).
+type Cursor struct {
+	ml      *ManagedLedger
+	name    string
+	durable bool
+	log     *slog.Logger
+
+	// pmu serializes persistence (cursor_persist.go); taken before mu.
+	pmu sync.Mutex
+	p   persistState
+
+	mu         sync.Mutex
+	markDelete Position
+	readPos    Position
+	acked      RangeSet
+	consumed   int64
+	readEpoch  uint64 // bumped when the read position is moved by hand
+	seq        uint64 // bumped on every change of the persisted state
+	closed     bool
+	lastActive time.Time
+
+	waiting atomic.Int32 // reads parked in ReadEntriesOrWait
+}
+
+func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
+	c := &Cursor{ml: ml, name: name, durable: durable, markDelete: md, lastActive: ml.f.now()}
+	c.log = ml.log.With("cursor", name)
+	c.p.ledgerID, c.p.recoveredLedgerID = -1, -1
+	return c
+}
+
+// Name is the cursor's (subscription's) name; non-durable cursors have generated names.
+func (c *Cursor) Name() string { return c.name }
+
+// IsDurable reports whether the cursor persists its state.
+func (c *Cursor) IsDurable() bool { return c.durable }
+
+// ManagedLedger returns the log the cursor reads.
+func (c *Cursor) ManagedLedger() *ManagedLedger { return c.ml }
+
+// ---- opening and closing cursors ----
+
+// OpenCursor returns the durable cursor called name, creating it at initial (the newest or
+// the oldest stored entry) if it does not exist.
+func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial InitialPosition) (*Cursor, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty cursor name", ErrBadConfig)
+	}
+	ml.metaMu.Lock()
+	defer ml.metaMu.Unlock()
+	ml.mu.Lock()
+	if c, ok := ml.cursors[name]; ok {
+		ml.mu.Unlock()
+		return c, nil
+	}
+	if err := ml.stateErrLocked(); err != nil {
+		ml.mu.Unlock()
+		return nil, err
+	}
+	md := ml.lastConfirmedLocked()
+	if initial == InitialPositionEarliest {
+		md = ml.firstLocked()
+	}
+	ml.mu.Unlock()
+	c := newCursor(ml, name, true, md)
+	c.readPos = ml.next(md)
+	info := &cursorInfo{CursorsLedgerID: -1, MarkDelete: md, State: encodeCursorState(md, &c.acked, 1), LastActive: ml.f.now().UnixMilli()}
+	ver, err := ml.f.store.Put(ctx, ml.f.cursorKey(ml.name, name), encodeCursorInfo(info), metadata.NotExists)
+	if err != nil {
+		return nil, fmt.Errorf("managedledger: %s: creating cursor %q: %w", ml.name, name, err)
+	}
+	c.p.version = ver
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if err := ml.stateErrLocked(); err != nil {
+		return nil, err
+	}
+	ml.cursors[name] = c
+	return c, nil
+}
+
+// NewNonDurableCursor returns an in-memory cursor (a reader) starting at start: the first
+// read returns start itself if inclusive, else the entry after it. Earliest and Latest are
+// accepted. Non-durable cursors do not hold back trimming: if their position is trimmed they
+// continue from the oldest stored entry.
+func (ml *ManagedLedger) NewNonDurableCursor(start Position, inclusive bool) (*Cursor, error) {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if ml.state == stateClosed || ml.state == stateDeleted || ml.closing {
+		return nil, fmt.Errorf("%w: %s", ErrClosed, ml.name)
+	}
+	var md Position
+	switch {
+	case start == Earliest:
+		md = ml.firstLocked()
+	case start == Latest:
+		md = ml.lastConfirmedLocked()
+	case inclusive:
+		md = prevPosition(start)
+	default:
+		md = start
+	}
+	if lc := ml.lastConfirmedLocked(); lc.Less(md) {
+		md = lc
+	}
+	ml.nonDurableSeq++
+	c := newCursor(ml, fmt.Sprintf("reader-%d", ml.nonDurableSeq), false, md)
+	c.readPos = ml.nextLocked(md)
+	ml.nonDurable[c] = struct{}{}
+	return c, nil
+}
+
+// prevPosition is the position whose successor is p, using (L, -1) for the first entry of L.
+func prevPosition(p Position) Position {
+	if p.EntryID <= 0 {
+		return Position{p.LedgerID, -1}
+	}
+	return Position{p.LedgerID, p.EntryID - 1}
+}
+
+// Close releases a non-durable cursor. For a durable cursor it persists the state now; the
+// cursor stays part of the managed ledger (DeleteCursor removes it).
+func (c *Cursor) Close(ctx context.Context) error {
+	if c.durable {
+		return c.Flush(ctx)
+	}
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.ml.mu.Lock()
+	delete(c.ml.nonDurable, c)
+	c.ml.mu.Unlock()
+	return nil
+}
+
+// DeleteCursor removes a durable cursor, its cursor ledger and its metadata. The entries it
+// held back become eligible for trimming.
+func (ml *ManagedLedger) DeleteCursor(ctx context.Context, name string) error {
+	ml.metaMu.Lock()
+	defer ml.metaMu.Unlock()
+	ml.mu.Lock()
+	c, ok := ml.cursors[name]
+	if ok {
+		delete(ml.cursors, name)
+	}
+	ml.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s/%s", ErrCursorNotFound, ml.name, name)
+	}
+	return c.destroy(ctx)
+}
+
+// ---- reads ----
+
+// next is nextLocked for callers without mu.
+func (ml *ManagedLedger) next(p Position) Position {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.nextLocked(p)
+}
+
+func (c *Cursor) checkOpenLocked() error {
+	if c.closed {
+		return fmt.Errorf("%w: cursor %s", ErrClosed, c.name)
+	}
+	return nil
+}
+
+// collectLocked picks up to max positions to read from the read position, skipping
+// acknowledged entries. Caller holds c.mu; it takes ml.mu.
+func (c *Cursor) collectLocked(max int) (positions []Position, atEnd bool, err error) {
+	ml := c.ml
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if ml.state == stateClosed || ml.state == stateDeleted {
+		return nil, false, fmt.Errorf("%w: %s", ErrClosed, ml.name)
+	}
+	if max > ml.cfg.MaxReadBatchSize {
+		max = ml.cfg.MaxReadBatchSize
+	}
+	lc := ml.lastConfirmedLocked()
+	pos := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
+	for len(positions) < max && !lc.Less(pos) {
+		if c.acked.Contains(pos) {
+			pos = ml.normalizeLocked(c.acked.NextGap(pos))
+			continue
+		}
+		positions = append(positions, pos)
+		pos = ml.nextLocked(pos)
+	}
+	c.readPos = pos
+	atEnd = len(positions) == 0 && ml.terminated
+	return positions, atEnd, nil
+}
+
+// ReadEntries returns up to max entries (and about maxBytes; at least one entry if any is
+// available; maxBytes <= 0 means no byte limit) from the read position, skipping
+// acknowledged ones, and moves the read position past them. It does not wait: with nothing
+// to read it returns no entries, or ErrNoMoreEntries if the log is terminated.
+func (c *Cursor) ReadEntries(ctx context.Context, max int, maxBytes int64) ([]Entry, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("%w: read of %d entries", ErrInvalidPosition, max)
+	}
+	c.mu.Lock()
+	if err := c.checkOpenLocked(); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	start := c.readPos
+	positions, atEnd, err := c.collectLocked(max)
+	epoch := c.readEpoch
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if atEnd {
+		return nil, ErrNoMoreEntries
+	}
+	if len(positions) == 0 {
+		return nil, nil
+	}
+	entries, err := c.ml.readPositions(ctx, positions)
+	if maxBytes > 0 {
+		var sum int64
+		for i, e := range entries {
+			sum += int64(len(e.Data))
+			if sum > maxBytes && i > 0 {
+				entries = entries[:i]
+				break
+			}
+		}
+	}
+	if err != nil || len(entries) < len(positions) {
+		// Give back what was not returned: the read position goes to just after the last
+		// entry handed out (or back to where it was).
+		c.mu.Lock()
+		if c.readEpoch == epoch {
+			if len(entries) > 0 {
+				c.readPos = c.ml.next(entries[len(entries)-1].Position)
+			} else {
+				c.readPos = start
+			}
+		}
+		c.mu.Unlock()
+	}
+	if err != nil && len(entries) == 0 {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// ReadEntriesOrWait is ReadEntries that, when nothing is available, waits until new entries
+// are added, the log is terminated (ErrNoMoreEntries), the managed ledger closes, or ctx ends.
+func (c *Cursor) ReadEntriesOrWait(ctx context.Context, max int, maxBytes int64) ([]Entry, error) {
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	for {
+		c.ml.mu.Lock()
+		ch := c.ml.waitChanLocked()
+		c.ml.mu.Unlock()
+		es, err := c.ReadEntries(ctx, max, maxBytes)
+		if err != nil || len(es) > 0 {
+			return es, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// AsyncReadEntriesOrWait runs ReadEntriesOrWait in the background and calls cb with the
+// result (never after cancel returned true). cancel stops a read still waiting and reports
+// whether it did; cb is then not called.
+func (c *Cursor) AsyncReadEntriesOrWait(max int, maxBytes int64, cb func([]Entry, error)) (cancel func() bool) {
+	ctx, stop := context.WithCancel(context.Background())
+	var once sync.Once // whoever runs it first decides: deliver, or canceled
+	go func() {
+		defer stop()
+		es, err := c.ReadEntriesOrWait(ctx, max, maxBytes)
+		deliver := false
+		once.Do(func() { deliver = true })
+		if deliver {
+			cb(es, err)
+			return
+		}
+		if len(es) > 0 {
+			// Canceled after the read took entries: hand them back so the next read
+			// returns them again.
+			c.mu.Lock()
+			c.readPos = minPos(c.readPos, es[0].Position)
+			c.mu.Unlock()
+		}
+	}()
+	return func() bool {
+		won := false
+		once.Do(func() { won = true })
+		if won {
+			stop()
+		}
+		return won
+	}
+}
+
+// HasMoreEntries reports whether a read would return something now.
+func (c *Cursor) HasMoreEntries() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ml := c.ml
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	pos := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
+	lc := ml.lastConfirmedLocked()
+	for !lc.Less(pos) {
+		if !c.acked.Contains(pos) {
+			return true
+		}
+		pos = ml.normalizeLocked(c.acked.NextGap(pos))
+	}
+	return false
+}
+
+// ReadPositions reads specific entries again (redelivery), skipping any that are already
+// acknowledged or no longer stored. It does not move the read position.
+func (c *Cursor) ReadPositions(ctx context.Context, positions []Position) ([]Entry, error) {
+	ps := append([]Position(nil), positions...)
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Less(ps[j]) })
+	c.mu.Lock()
+	if err := c.checkOpenLocked(); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	keep := ps[:0]
+	c.ml.mu.Lock()
+	for i, p := range ps {
+		if (i > 0 && p == ps[i-1]) || !c.markDelete.Less(p) || c.acked.Contains(p) || !c.ml.isStoredLocked(p) {
+			continue
+		}
+		keep = append(keep, p)
+	}
+	c.ml.mu.Unlock()
+	c.mu.Unlock()
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	return c.ml.readPositions(ctx, keep)
+}
+
+// ---- acknowledgements ----
+
+// MarkDelete acknowledges every entry up to and including pos (cumulative ack). A position
+// at or before the current mark-delete position is a no-op. State is persisted in the
+// background, at most MarkDeleteRateLimit times per second.
+func (c *Cursor) MarkDelete(pos Position) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkOpenLocked(); err != nil {
+		return err
+	}
+	c.ml.mu.Lock()
+	defer c.ml.mu.Unlock()
+	if lc := c.ml.lastConfirmedLocked(); lc.Less(pos) {
+		return fmt.Errorf("%w: mark-delete %v beyond last confirmed entry %v", ErrInvalidPosition, pos, lc)
+	}
+	if !c.markDelete.Less(pos) {
+		return nil
+	}
+	c.consumed += c.ml.countLocked(c.markDelete, pos) - c.acked.CountBetween(c.markDelete, pos)
+	c.acked.RemoveThrough(pos)
+	c.markDelete = pos
+	c.foldLocked()
+	c.changedLocked()
+	return nil
+}
+
+// Delete acknowledges individual entries, in any order. Entries at or before the mark-delete
+// position, already acknowledged or not stored are ignored. When the acknowledged entries
+// reach the mark-delete position, it moves forward over them.
+func (c *Cursor) Delete(positions ...Position) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkOpenLocked(); err != nil {
+		return err
+	}
+	c.ml.mu.Lock()
+	defer c.ml.mu.Unlock()
+	lc := c.ml.lastConfirmedLocked()
+	changed := false
+	var bad error
+	for _, p := range positions {
+		if lc.Less(p) {
+			bad = fmt.Errorf("%w: delete %v beyond last confirmed entry %v", ErrInvalidPosition, p, lc)
+			continue
+		}
+		if !c.markDelete.Less(p) || !c.ml.isStoredLocked(p) {
+			continue
+		}
+		if c.acked.Add(p) {
+			c.consumed++
+			changed = true
+		}
+	}
+	if changed {
+		c.foldLocked()
+		c.changedLocked()
+	}
+	return bad
+}
+
+// foldLocked moves the mark-delete position over acknowledged spans that start right after
+// it (possibly across ledger boundaries). Caller holds c.mu and ml.mu.
+func (c *Cursor) foldLocked() {
+	ml := c.ml
+	for {
+		s, ok := c.acked.First()
+		if !ok || ml.nextLocked(c.markDelete) != s.start() {
+			break
+		}
+		c.markDelete = s.end()
+		c.acked.RemoveThrough(s.end())
+	}
+	if n := ml.nextLocked(c.markDelete); c.readPos.Less(n) {
+		c.readPos = n
+	}
+}
+
+// changedLocked records a change of the persisted state and schedules a flush. Caller holds
+// c.mu and ml.mu.
+func (c *Cursor) changedLocked() {
+	c.seq++
+	c.lastActive = c.ml.f.now()
+	if c.durable {
+		c.scheduleFlushLocked(c.ml.cfg.MarkDeleteRateLimit)
+	}
+}
+
+// IsAcknowledged reports whether pos is acknowledged (at or before the mark-delete
+// position, or individually).
+func (c *Cursor) IsAcknowledged(pos Position) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.markDelete.Less(pos) || c.acked.Contains(pos)
+}
+
+// Skip acknowledges the next n unacknowledged entries after the mark-delete position, as
+// if they had been consumed (pulsar-admin topics skip).
+func (c *Cursor) Skip(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	target := c.skipTargetLocked(n)
+	c.mu.Unlock()
+	return c.MarkDelete(target)
+}
+
+// skipTargetLocked finds the position after which n unacknowledged entries lie past the
+// mark-delete position, jumping over acknowledged spans instead of walking every entry.
+func (c *Cursor) skipTargetLocked(n int64) Position {
+	ml := c.ml
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	pos := c.markDelete
+	for _, s := range c.acked.spans {
+		gap := ml.countLocked(pos, prevPosition(s.start()))
+		if gap >= n {
+			return ml.advanceLocked(pos, n)
+		}
+		n -= gap
+		pos = s.end()
+	}
+	return ml.advanceLocked(pos, n)
+}
+
+// SkipToEnd acknowledges everything stored (clear backlog).
+func (c *Cursor) SkipToEnd() error {
+	return c.MarkDelete(c.ml.LastConfirmedEntry())
+}
+
+// ResetCursor moves the cursor so that the next read returns pos (or the first stored entry
+// after it): the mark-delete position goes to just before pos, individual acks are dropped,
+// and the new state is persisted before returning. Earliest and Latest are accepted.
+func (c *Cursor) ResetCursor(ctx context.Context, pos Position) error {
+	ml := c.ml
+	ml.metaMu.Lock() // a trim must not delete the ledger we move back to
+	c.mu.Lock()
+	if err := c.checkOpenLocked(); err != nil {
+		c.mu.Unlock()
+		ml.metaMu.Unlock()
+		return err
+	}
+	ml.mu.Lock()
+	switch {
+	case pos == Earliest:
+		pos = ml.normalizeLocked(ml.firstLocked())
+	case pos == Latest:
+		pos = ml.endLocked()
+	default:
+		pos = ml.normalizeLocked(pos)
+	}
+	c.markDelete = prevPosition(pos)
+	c.readPos = pos
+	c.acked.Clear()
+	c.readEpoch++
+	c.changedLocked()
+	ml.mu.Unlock()
+	c.mu.Unlock()
+	ml.metaMu.Unlock()
+	return c.Flush(ctx)
+}
+
+// ResetToPublishTime resets the cursor to the first entry published at or after t, using
+// publishTime to read an entry's publish time (the broker passes its message-metadata
+// parser).
+func (c *Cursor) ResetToPublishTime(ctx context.Context, t time.Time, publishTime func([]byte) (time.Time, error)) error {
+	pos, err := c.ml.FindByPublishTime(ctx, t, publishTime)
+	if err != nil {
+		return err
+	}
+	return c.ResetCursor(ctx, pos)
+}
+
+// Rewind moves the read position back to the first unacknowledged entry, so unacknowledged
+// entries already read are read again.
+func (c *Cursor) Rewind() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readPos = c.ml.next(c.markDelete)
+	c.readEpoch++
+}
+
+// Seek moves the read position to pos (never before the first unacknowledged entry).
+func (c *Cursor) Seek(pos Position) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.readPos = maxPos(pos, c.ml.next(c.markDelete))
+	c.readEpoch++
+}
+
+// ---- state ----
+
+// MarkDeletePosition is the newest position at or before which everything is acknowledged.
+func (c *Cursor) MarkDeletePosition() Position {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.markDelete
+}
+
+// ReadPosition is the next position a read starts from.
+func (c *Cursor) ReadPosition() Position {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ml.normalize(maxPos(c.readPos, c.ml.next(c.markDelete)))
+}
+
+func (ml *ManagedLedger) normalize(p Position) Position {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.normalizeLocked(p)
+}
+
+// Backlog is the number of stored entries not yet acknowledged.
+func (c *Cursor) Backlog() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, _ := c.backlogLocked()
+	return n
+}
+
+// BacklogSize estimates the bytes of the unacknowledged entries.
+func (c *Cursor) BacklogSize() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, sz := c.backlogLocked()
+	return sz
+}
+
+func (c *Cursor) backlogLocked() (int64, int64) {
+	ml := c.ml
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	n, sz := ml.countSizeLocked(c.markDelete, ml.lastConfirmedLocked())
+	acked := c.acked.Count()
+	if n > 0 && acked > 0 {
+		sz -= sz / n * acked
+	}
+	return max(n-acked, 0), max(sz, 0)
+}
+
+// IndividuallyDeletedRanges returns the acknowledged spans after the mark-delete position.
+func (c *Cursor) IndividuallyDeletedRanges() []Span {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.acked.Spans()
+}
+
+// MessagesConsumed is the number of entries acknowledged through this cursor since it was
+// loaded (Pulsar's messagesConsumedCounter).
+func (c *Cursor) MessagesConsumed() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.consumed
+}

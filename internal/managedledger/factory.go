@@ -1,0 +1,278 @@
+package managedledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+)
+
+// DefaultMetadataRoot is where managed ledgers keep their ledger lists and cursor snapshots.
+const DefaultMetadataRoot = "/managed-ledgers"
+
+// FactoryOptions wires a Factory to its dependencies.
+type FactoryOptions struct {
+	Ledger ledger.Client
+	Store  metadata.Store
+	Config config.ManagedLedgerConfig
+	Logger *slog.Logger
+	// Now is the clock (tests inject a fake one); nil means time.Now.
+	Now func() time.Time
+	// MetadataRoot overrides DefaultMetadataRoot.
+	MetadataRoot string
+	// DisableBackground turns off the periodic retention/rollover/cache-age pass; tests that
+	// drive it by hand (CheckRollover, Trim, EvictCache) set it.
+	DisableBackground bool
+}
+
+// Factory opens managed ledgers of one broker and owns what they share: the entry cache and
+// the background pass that enforces rollover age, retention and cache age.
+type Factory struct {
+	lc    ledger.Client
+	store metadata.Store
+	cfg   config.ManagedLedgerConfig
+	log   *slog.Logger
+	now   func() time.Time
+	root  string
+	cache *entryCache
+
+	mu      sync.Mutex
+	ledgers map[string]*ManagedLedger
+	opening map[string]chan struct{} // closed when an Open in progress ends
+	closed  bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// NewFactory validates the options and starts the background pass.
+func NewFactory(opts FactoryOptions) (*Factory, error) {
+	if opts.Ledger == nil || opts.Store == nil {
+		return nil, fmt.Errorf("%w: factory needs a ledger client and a metadata store", ErrBadConfig)
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	f := &Factory{
+		lc:      opts.Ledger,
+		store:   opts.Store,
+		cfg:     opts.Config,
+		log:     opts.Logger,
+		now:     opts.Now,
+		root:    opts.MetadataRoot,
+		ledgers: map[string]*ManagedLedger{},
+		opening: map[string]chan struct{}{},
+		stop:    make(chan struct{}),
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	f.log = f.log.With("component", "managedledger")
+	if f.now == nil {
+		f.now = time.Now
+	}
+	if f.root == "" {
+		f.root = DefaultMetadataRoot
+	}
+	f.cache = newEntryCache(f.cfg.CacheSizeMB<<20, f.cfg.CacheEvictionWatermark,
+		time.Duration(f.cfg.CacheEvictionTimeThresholdMillis)*time.Millisecond, f.now)
+	if !opts.DisableBackground {
+		f.wg.Add(1)
+		go f.background()
+	}
+	return f, nil
+}
+
+// DefaultConfig returns the per-topic config built from the broker defaults.
+func (f *Factory) DefaultConfig() Config { return ConfigFrom(f.cfg) }
+
+func (f *Factory) mlKey(name string) string { return f.root + "/" + url.PathEscape(name) }
+
+func (f *Factory) cursorKey(name, cursor string) string {
+	return f.mlKey(name) + "/" + url.PathEscape(cursor)
+}
+
+// Open returns the managed ledger called name, opening it (and recovering the previous
+// owner's state) if this factory does not have it open yet. Opening fences the previous
+// owner's last ledger, so an old owner still running can no longer append. Concurrent Opens
+// of one name share the work. cfg applies only when the ledger is opened here.
+func (f *Factory) Open(ctx context.Context, name string, cfg Config) (*ManagedLedger, error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty managed ledger name", ErrBadConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	for {
+		f.mu.Lock()
+		if f.closed {
+			f.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if ml, ok := f.ledgers[name]; ok {
+			f.mu.Unlock()
+			return ml, nil
+		}
+		wait, busy := f.opening[name]
+		if !busy {
+			done := make(chan struct{})
+			f.opening[name] = done
+			f.mu.Unlock()
+			ml, err := openManagedLedger(ctx, f, name, cfg)
+			f.mu.Lock()
+			delete(f.opening, name)
+			if err == nil {
+				if f.closed {
+					f.mu.Unlock()
+					_ = ml.Close(ctx)
+					close(done)
+					return nil, ErrClosed
+				}
+				f.ledgers[name] = ml
+			}
+			f.mu.Unlock()
+			close(done)
+			return ml, err
+		}
+		f.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// Get returns the managed ledger if this factory has it open.
+func (f *Factory) Get(name string) (*ManagedLedger, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ml, ok := f.ledgers[name]
+	return ml, ok
+}
+
+// List returns the names of every managed ledger stored under the metadata root, open here or
+// not.
+func (f *Factory) List(ctx context.Context) ([]string, error) {
+	kvs, err := f.store.List(ctx, f.root+"/")
+	if err != nil {
+		return nil, fmt.Errorf("managedledger: listing: %w", err)
+	}
+	var names []string
+	for _, kv := range kvs {
+		rest := kv.Key[len(f.root)+1:]
+		if containsSlash(rest) {
+			continue // a cursor key
+		}
+		if n, err := url.PathUnescape(rest); err == nil {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// Delete deletes a managed ledger with its ledgers and cursors, opening it first if needed.
+func (f *Factory) Delete(ctx context.Context, name string) error {
+	if _, err := f.store.Get(ctx, f.mlKey(name)); errors.Is(err, metadata.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	ml, err := f.Open(ctx, name, f.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	return ml.Delete(ctx)
+}
+
+func (f *Factory) forget(ml *ManagedLedger) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ledgers[ml.name] == ml {
+		delete(f.ledgers, ml.name)
+	}
+}
+
+// CacheStats reports the shared entry cache.
+func (f *Factory) CacheStats() CacheStats { return f.cache.stats() }
+
+// EvictCache runs one age-eviction pass of the entry cache now.
+func (f *Factory) EvictCache() { f.cache.evictByAge() }
+
+// RunMaintenance runs one pass of what the background loop does for every open managed
+// ledger: age-based rollover, retention trimming and cache age eviction.
+func (f *Factory) RunMaintenance(ctx context.Context) {
+	f.cache.evictByAge()
+	for _, ml := range f.openLedgers() {
+		ml.CheckRollover()
+		if err := ml.Trim(ctx); err != nil && !errors.Is(err, ErrClosed) {
+			ml.log.Warn("retention trim failed; retrying at the next check", "err", err)
+		}
+	}
+}
+
+func (f *Factory) openLedgers() []*ManagedLedger {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*ManagedLedger, 0, len(f.ledgers))
+	for _, ml := range f.ledgers {
+		out = append(out, ml)
+	}
+	return out
+}
+
+func (f *Factory) background() {
+	defer f.wg.Done()
+	cacheEvery := time.Duration(float64(time.Second) / f.cfg.CacheEvictionFrequency)
+	cacheTick := time.NewTicker(cacheEvery)
+	defer cacheTick.Stop()
+	mlTick := time.NewTicker(time.Duration(f.cfg.RetentionCheckIntervalInSeconds) * time.Second)
+	defer mlTick.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-cacheTick.C:
+			f.cache.evictByAge()
+		case <-mlTick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			f.RunMaintenance(ctx)
+			cancel()
+		}
+	}
+}
+
+// Close closes every open managed ledger (flushing cursor state) and stops the background
+// pass. It does not close the ledger client or the metadata store.
+func (f *Factory) Close(ctx context.Context) error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	f.mu.Unlock()
+	close(f.stop)
+	f.wg.Wait()
+	var errs []error
+	for _, ml := range f.openLedgers() {
+		if err := ml.Close(ctx); err != nil && !errors.Is(err, ErrFenced) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,394 @@
+package managedledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+)
+
+// The add pipeline.
+//
+// AddEntry appends an addOp to ml.pending (the queue of adds not yet completed, in call
+// order) and submit hands every op not yet given to the current writer to
+// Writer.AppendAsync, in queue order (submitMu keeps the calls ordered even though they run
+// outside mu). The writer calls back in entry order, so a success always completes the head
+// of pending. Completions are queued on cbQueue under mu and run by drainCallbacks, one
+// goroutine at a time, so callers see their callbacks in add order even when completions of
+// two ledgers race around a rollover.
+//
+// Rollover (rollover): once the current ledger is full or old (shouldRollLocked), or its
+// writer failed, ml.rolling stops submission. When the last op submitted to that writer has
+// called back (inflight == 0), rollover closes the writer, creates a new ledger, writes the
+// new ledger list by CAS, and resubmits whatever is pending: ops that failed on the old
+// writer were never acknowledged, so they go to the new ledger (a failed add may still be on
+// some bookies of the old ledger beyond its last confirmed entry; readers never see it,
+// because the old ledger is closed at its last acknowledged entry).
+//
+// Failures that end the managed ledger instead: ledger.ErrFenced (a newer owner recovered the
+// ledger) and a lost CAS on the ledger list (a newer owner rewrote it) move to the fenced
+// state and fail every pending add. Failing to create a ledger fails the pending adds with
+// ErrLedgerUnavailable; the next add tries again.
+
+type addOp struct {
+	data []byte
+	cb   func(Position, error)
+	// visibleLAC is the newest entry of the current ledger acknowledged when this op was
+	// handed to the writer; the writer sends at least this LAC to the bookies with the op.
+	visibleLAC int64
+}
+
+// The tail of the current ledger.
+//
+// A reader learns a ledger's LAC from the bookies, who know it only from the LAC piggybacked
+// on later adds: the newest entries of the ledger being written are confirmed to us but not
+// readable through a ledger.Reader until more adds arrive or the ledger closes (Pulsar reads
+// them through its write handle, which our ledger API has no read for). So the managed
+// ledger keeps, outside the evictable cache, every entry of the current ledger that the
+// bookies may not know to be confirmed: once an op carrying visibleLAC = X completes, the
+// bookies know LAC >= X and entries up to X leave the tail. The tail holds at most the adds
+// in flight plus one, bounded by MaxPendingAddEntries.
+type tailEntry struct {
+	entryID int64
+	data    []byte
+}
+
+// AddEntry appends data asynchronously. cb is called exactly once, with the entry's position
+// once it is durable on the ack quorum, or with an error; callbacks come in AddEntry call
+// order. If AddEntry itself returns an error (closed, fenced, terminated, too busy) cb is
+// never called. The managed ledger keeps data (for the entry cache): the caller must not
+// modify it afterwards.
+func (ml *ManagedLedger) AddEntry(data []byte, cb func(Position, error)) error {
+	ml.mu.Lock()
+	if err := ml.stateErrLocked(); err != nil {
+		ml.mu.Unlock()
+		return err
+	}
+	if ml.terminating || ml.terminated {
+		ml.mu.Unlock()
+		return fmt.Errorf("%w: %s", ErrTerminated, ml.name)
+	}
+	if len(ml.pending) >= ml.cfg.MaxPendingAddEntries {
+		ml.mu.Unlock()
+		return fmt.Errorf("%w: %s has %d adds in flight", ErrTooBusy, ml.name, len(ml.pending))
+	}
+	ml.pending = append(ml.pending, &addOp{data: data, cb: cb})
+	ml.mu.Unlock()
+	ml.submit()
+	return nil
+}
+
+// Add is AddEntry waiting for the result. If ctx ends first the add may still complete.
+func (ml *ManagedLedger) Add(ctx context.Context, data []byte) (Position, error) {
+	type res struct {
+		p   Position
+		err error
+	}
+	ch := make(chan res, 1)
+	if err := ml.AddEntry(data, func(p Position, err error) { ch <- res{p, err} }); err != nil {
+		return Position{}, err
+	}
+	select {
+	case r := <-ch:
+		return r.p, r.err
+	case <-ctx.Done():
+		return Position{}, ctx.Err()
+	}
+}
+
+// submit gives every pending op not yet submitted to the current writer, in order.
+func (ml *ManagedLedger) submit() {
+	ml.submitMu.Lock()
+	defer ml.submitMu.Unlock()
+	ml.mu.Lock()
+	if ml.writer == nil {
+		// No ledger (creation failed earlier): start one if there is work.
+		start := ml.state == stateOpen && !ml.rollStarted && !ml.terminated && len(ml.pending) > 0
+		if start {
+			ml.rolling, ml.rollStarted = true, true
+		}
+		ml.mu.Unlock()
+		if start {
+			go ml.rollover(nil)
+		}
+		return
+	}
+	if ml.rolling || ml.writerErr != nil || ml.state != stateOpen || ml.submitted == len(ml.pending) {
+		ml.mu.Unlock()
+		return
+	}
+	w := ml.writer
+	var batch []*addOp
+	for ml.submitted < len(ml.pending) {
+		if ml.shouldRollLocked() {
+			// The ledger is full by what was already handed to it: keep the rest queued
+			// for the next ledger.
+			ml.rolling = true
+			break
+		}
+		op := ml.pending[ml.submitted]
+		op.visibleLAC = ml.ackedEntry
+		batch = append(batch, op)
+		ml.submitted++
+		ml.inflight++
+		ml.subEntries++
+		ml.subBytes += int64(len(op.data))
+	}
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0
+	if start {
+		ml.rollStarted = true
+	}
+	ml.mu.Unlock()
+	for _, op := range batch {
+		op := op
+		w.AppendAsync(op.data, func(eid int64, err error) { ml.addDone(w, op, eid, err) })
+	}
+	if start {
+		go ml.rollover(w)
+	}
+}
+
+func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err error) {
+	ml.mu.Lock()
+	ml.inflight--
+	head := len(ml.pending) > 0 && ml.pending[0] == op
+	switch {
+	case err == nil && head && ml.writer == w:
+		pos := Position{w.ID(), eid}
+		ml.pending[0] = nil
+		ml.pending = ml.pending[1:]
+		ml.submitted--
+		if n := len(ml.ledgers); n > 0 && ml.ledgers[n-1].LedgerID == pos.LedgerID {
+			ml.ledgers[n-1].Entries = eid + 1
+			ml.ledgers[n-1].Size += int64(len(op.data))
+		}
+		ml.entriesAdded++
+		ml.numberOfEntries++
+		ml.totalSize += int64(len(op.data))
+		ml.f.cache.insert(pos, op.data)
+		ml.ackedEntry = eid
+		ml.tail = append(ml.tail, tailEntry{eid, op.data})
+		k := 0
+		for k < len(ml.tail) && ml.tail[k].entryID <= op.visibleLAC {
+			ml.tail[k].data = nil
+			k++
+		}
+		ml.tail = ml.tail[k:]
+		cb := op.cb
+		ml.cbQueue = append(ml.cbQueue, func() { cb(pos, nil) })
+		ml.notifyLocked()
+		if !ml.rolling && ml.shouldRollLocked() {
+			ml.rolling = true
+		}
+	case err == nil:
+		// A success the pipeline did not expect (not the head, or a writer already
+		// replaced) means the ledger client broke its ordering contract: entry ids would
+		// go out of order. Crash rather than acknowledge out of order.
+		panic(fmt.Sprintf("managedledger: %s: out-of-order add completion for entry %d of ledger %d", ml.name, eid, w.ID()))
+	case errors.Is(err, ledger.ErrFenced):
+		ml.fenceLocked(err)
+	default:
+		if ml.writerErr == nil && ml.writer == w {
+			ml.writerErr = err
+			ml.rolling = true
+			ml.log.Warn("add failed; rolling over to a new ledger and retrying pending adds", "ledger", w.ID(), "err", err)
+		}
+	}
+	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen
+	if start {
+		ml.rollStarted = true
+	}
+	ml.mu.Unlock()
+	if start {
+		go ml.rollover(w)
+	}
+	ml.drainCallbacks()
+}
+
+// shouldRollLocked applies the rollover rule to what was handed to the current writer: it
+// has entries and is older than the max rollover time, or is full (entries or bytes) and
+// older than the min rollover time. Counting submitted rather than acknowledged adds keeps a
+// deep pipeline from overfilling a ledger.
+func (ml *ManagedLedger) shouldRollLocked() bool {
+	if ml.writer == nil || ml.subEntries == 0 {
+		return false
+	}
+	age := ml.f.now().Sub(ml.writerCreated)
+	if age >= ml.cfg.MaxLedgerRolloverTime {
+		return true
+	}
+	if age < ml.cfg.MinLedgerRolloverTime {
+		return false
+	}
+	return ml.subEntries >= ml.cfg.MaxEntriesPerLedger || ml.subBytes >= ml.cfg.MaxSizePerLedgerBytes
+}
+
+// CheckRollover rolls the current ledger over if it is due by age (size and count are
+// checked on every add). The factory's background pass calls it; tests call it directly.
+func (ml *ManagedLedger) CheckRollover() {
+	ml.mu.Lock()
+	w := ml.writer
+	if ml.state != stateOpen || ml.closing || ml.rolling || !ml.shouldRollLocked() {
+		ml.mu.Unlock()
+		return
+	}
+	ml.rolling = true
+	start := ml.inflight == 0
+	if start {
+		ml.rollStarted = true
+	}
+	ml.mu.Unlock()
+	if start {
+		go ml.rollover(w)
+	}
+}
+
+func (ml *ManagedLedger) failPendingLocked(err error) {
+	for _, op := range ml.pending {
+		cb := op.cb
+		ml.cbQueue = append(ml.cbQueue, func() { cb(Position{}, err) })
+	}
+	ml.pending, ml.submitted = nil, 0
+}
+
+// drainCallbacks runs queued completions in order, on one goroutine at a time.
+func (ml *ManagedLedger) drainCallbacks() {
+	ml.mu.Lock()
+	if ml.draining {
+		ml.mu.Unlock()
+		return
+	}
+	ml.draining = true
+	for len(ml.cbQueue) > 0 {
+		q := ml.cbQueue
+		ml.cbQueue = nil
+		ml.mu.Unlock()
+		for _, f := range q {
+			f()
+		}
+		ml.mu.Lock()
+	}
+	ml.draining = false
+	ml.mu.Unlock()
+}
+
+// rollover replaces old (nil: there is no ledger) by a new ledger; see the pipeline comment.
+func (ml *ManagedLedger) rollover(old ledger.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerOpTimeout)
+	defer cancel()
+	ml.metaMu.Lock()
+	defer ml.metaMu.Unlock()
+	defer ml.drainCallbacks()
+
+	abort := func() bool {
+		// Fencing, or Close/Terminate with nothing left to write, got here first. With adds
+		// still pending, Close and Terminate wait for them, so the rollover must go on.
+		ending := ml.closing || ml.terminating || ml.terminated
+		if ml.state != stateOpen || ml.writer != old || (ending && len(ml.pending) == 0) {
+			ml.rolling, ml.rollStarted = false, false
+			return true
+		}
+		return false
+	}
+	ml.mu.Lock()
+	if abort() {
+		ml.mu.Unlock()
+		return
+	}
+	ml.mu.Unlock()
+	if old != nil {
+		if err := old.Close(ctx); err != nil {
+			if errors.Is(err, ledger.ErrFenced) {
+				ml.mu.Lock()
+				ml.fenceLocked(err)
+				ml.rolling, ml.rollStarted = false, false
+				ml.mu.Unlock()
+				return
+			}
+			ml.log.Warn("closing full ledger failed; it is recovered when read", "ledger", old.ID(), "err", err)
+		}
+	}
+	w, createErr := ml.createLedger(ctx)
+
+	ml.mu.Lock()
+	now := ml.f.now()
+	list := append([]ledgerInfo(nil), ml.ledgers...)
+	if old != nil && len(list) > 0 {
+		list[len(list)-1].Timestamp = now.UnixMilli()
+	}
+	if createErr != nil || abort() {
+		if createErr == nil {
+			ml.mu.Unlock()
+			ml.deleteLedgerQuietly(w.ID())
+			return
+		}
+		ml.ledgers = list
+		ml.writer, ml.writerErr = nil, nil
+		ml.rolling, ml.rollStarted = false, false
+		ml.failPendingLocked(createErr)
+		ml.notifyLocked()
+		ml.mu.Unlock()
+		ml.log.Warn("ledger creation failed; pending adds failed, the next add retries", "err", createErr)
+		return
+	}
+	list = append(list, ledgerInfo{LedgerID: w.ID(), Timestamp: now.UnixMilli()})
+	ver := ml.version
+	ml.mu.Unlock()
+
+	nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: list}), ver)
+
+	ml.mu.Lock()
+	if err != nil {
+		ml.mu.Unlock()
+		ml.deleteLedgerQuietly(w.ID())
+		ml.mu.Lock()
+		if errors.Is(err, metadata.ErrBadVersion) {
+			ml.fenceLocked(err)
+		} else {
+			ml.writer, ml.writerErr = nil, nil
+			ml.failPendingLocked(fmt.Errorf("%w: %s: writing ledger list: %w", ErrLedgerUnavailable, ml.name, err))
+			ml.notifyLocked()
+		}
+		ml.ledgers = list[:len(list)-1]
+		ml.rolling, ml.rollStarted = false, false
+		ml.mu.Unlock()
+		return
+	}
+	ml.version, ml.ledgers = nv, list
+	ml.resetTailLocked()
+	ml.tailLedger = w.ID()
+	ml.writer, ml.writerErr, ml.writerCreated, ml.lastCreated = w, nil, now, now
+	ml.rolling, ml.rollStarted = false, false
+	ml.submitted, ml.inflight = 0, 0
+	ml.subEntries, ml.subBytes = 0, 0
+	ml.notifyLocked()
+	ml.mu.Unlock()
+	if old != nil {
+		ml.log.Debug("ledger rolled over", "old", old.ID(), "new", w.ID())
+	}
+	ml.submit()
+}
+
+// resetTailLocked is called when the current ledger changes: the old one is closed (so all
+// its entries are readable), and its tail entries go to the ordinary cache.
+func (ml *ManagedLedger) resetTailLocked() {
+	for _, t := range ml.tail {
+		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data)
+	}
+	ml.tail = nil
+	ml.ackedEntry = -1
+}
+
+// tailGet returns an entry of the current ledger's tail. Caller holds mu.
+func (ml *ManagedLedger) tailGetLocked(p Position) ([]byte, bool) {
+	if p.LedgerID != ml.tailLedger || len(ml.tail) == 0 {
+		return nil, false
+	}
+	i := p.EntryID - ml.tail[0].entryID
+	if i < 0 || i >= int64(len(ml.tail)) {
+		return nil, false
+	}
+	return ml.tail[i].data, true
+}

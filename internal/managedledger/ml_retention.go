@@ -1,0 +1,301 @@
+package managedledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+)
+
+// slowestMarkDelete returns the oldest mark-delete position among durable cursors, or the
+// last confirmed entry when there are none. Caller holds metaMu (so no cursor appears or
+// moves back meanwhile) and not mu.
+func (ml *ManagedLedger) slowestMarkDelete() (Position, bool) {
+	cursors := ml.Cursors()
+	if len(cursors) == 0 {
+		return ml.LastConfirmedEntry(), false
+	}
+	slowest := Latest
+	for _, c := range cursors {
+		slowest = minPos(slowest, c.MarkDeletePosition())
+	}
+	return slowest, true
+}
+
+// Trim deletes the ledgers that lie entirely before the slowest durable cursor's mark-delete
+// position and that retention no longer keeps (see Config.RetentionTime). Ledgers are
+// removed from the list (CAS) first and then deleted through the ledger client, so bookies
+// reclaim their storage; a ledger is never deleted while listed. The current ledger is never
+// deleted. The factory's background pass calls Trim; the broker may call it after acks.
+func (ml *ManagedLedger) Trim(ctx context.Context) error {
+	ml.metaMu.Lock()
+	defer ml.metaMu.Unlock()
+	ml.mu.Lock()
+	if err := ml.stateErrLocked(); err != nil {
+		ml.mu.Unlock()
+		return err
+	}
+	ml.mu.Unlock()
+	slowest, _ := ml.slowestMarkDelete()
+
+	ml.mu.Lock()
+	now := ml.f.now()
+	cfg := ml.cfg
+	var del []ledgerInfo
+	remaining := ml.totalSize
+	for _, l := range ml.ledgers[:max(len(ml.ledgers)-1, 0)] {
+		consumed := l.LedgerID < slowest.LedgerID || (l.LedgerID == slowest.LedgerID && slowest.EntryID >= l.Entries-1)
+		if !consumed || !retentionExpired(cfg, l, remaining, now) {
+			break
+		}
+		del = append(del, l)
+		remaining -= l.Size
+	}
+	if len(del) == 0 {
+		ml.mu.Unlock()
+		return nil
+	}
+	list := append([]ledgerInfo(nil), ml.ledgers[len(del):]...)
+	info := &mlInfo{Ledgers: list}
+	if ml.terminated {
+		info.Terminated = &ml.termPos
+	}
+	ver := ml.version
+	ml.mu.Unlock()
+
+	nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(info), ver)
+	if err != nil {
+		if errors.Is(err, metadata.ErrBadVersion) {
+			ml.mu.Lock()
+			ml.fenceLocked(err)
+			ml.mu.Unlock()
+			ml.drainCallbacks()
+		}
+		return fmt.Errorf("managedledger: %s: trimming ledger list: %w", ml.name, err)
+	}
+	ml.mu.Lock()
+	ml.version = nv
+	// Only the last ledger's counts change concurrently (adds); it is not trimmed, so drop
+	// the head of the live list rather than installing the copy.
+	ml.ledgers = append([]ledgerInfo(nil), ml.ledgers[len(del):]...)
+	for _, l := range del {
+		ml.numberOfEntries -= l.Entries
+		ml.totalSize -= l.Size
+		if r := ml.readers[l.LedgerID]; r != nil {
+			_ = r.Close()
+			delete(ml.readers, l.LedgerID)
+		}
+	}
+	ml.mu.Unlock()
+	for _, l := range del {
+		ml.deleteLedgerQuietly(l.LedgerID)
+	}
+	ml.log.Debug("trimmed consumed ledgers", "count", len(del), "slowest", slowest.String())
+	return nil
+}
+
+// retentionExpired reports whether retention lets a consumed ledger go. remaining is the
+// size of the log before removing l.
+func retentionExpired(cfg Config, l ledgerInfo, remaining int64, now time.Time) bool {
+	rt, rs := cfg.RetentionTime, cfg.RetentionSizeBytes
+	if rt == 0 && rs == 0 {
+		return true
+	}
+	timeHit := rt > 0 && now.Sub(time.UnixMilli(l.Timestamp)) > rt
+	sizeHit := rs > 0 && remaining > rs
+	return timeHit || sizeHit
+}
+
+// BacklogQuotaResult is what CheckBacklogQuota found.
+type BacklogQuotaResult struct {
+	// SizeExceeded and TimeExceeded say which limit the slowest cursor is over (after any
+	// eviction).
+	SizeExceeded, TimeExceeded bool
+	// BacklogBytes is the largest backlog of a durable cursor (estimated bytes).
+	BacklogBytes int64
+	// OldestBacklogAge is the age of the oldest unacknowledged ledger of any durable cursor,
+	// taken from the close time of the ledger holding it (0 while it is in the current
+	// ledger), as Pulsar does when preciseTimeBasedBacklogQuotaCheck is off.
+	OldestBacklogAge time.Duration
+	// Evicted counts entries skipped by consumer_backlog_eviction.
+	Evicted int64
+}
+
+// Exceeded reports whether any limit is exceeded.
+func (r BacklogQuotaResult) Exceeded() bool { return r.SizeExceeded || r.TimeExceeded }
+
+// Err returns ErrBacklogQuotaExceeded (wrapped with details) when a limit is exceeded. The
+// broker maps it per policy: producer_exception fails the producer, producer_request_hold
+// holds it and checks again.
+func (r BacklogQuotaResult) Err() error {
+	if !r.Exceeded() {
+		return nil
+	}
+	return fmt.Errorf("%w: backlog %d bytes, oldest %v", ErrBacklogQuotaExceeded, r.BacklogBytes, r.OldestBacklogAge)
+}
+
+// CheckBacklogQuota measures the durable cursors' backlog against q. With the
+// consumer_backlog_eviction policy it first moves the offending cursors forward (dropping
+// their oldest unacknowledged entries) until the quota holds; with the producer policies it
+// only reports, and the broker acts on the result.
+func (ml *ManagedLedger) CheckBacklogQuota(ctx context.Context, q BacklogQuota) (BacklogQuotaResult, error) {
+	res := ml.measureBacklog(q)
+	if !res.Exceeded() || q.Policy != ConsumerBacklogEviction {
+		return res, nil
+	}
+	var evicted int64
+	for _, c := range ml.Cursors() {
+		if q.LimitBytes > 0 {
+			n, sz := c.Backlog(), c.BacklogSize()
+			if sz > q.LimitBytes && n > 0 {
+				avg := max(sz/n, 1)
+				skip := (sz - q.LimitBytes + avg - 1) / avg
+				if err := c.Skip(skip); err != nil {
+					return res, err
+				}
+				evicted += min(skip, n)
+			}
+		}
+		if q.LimitTime > 0 {
+			if target, ok := ml.newestExpiredEntry(ml.f.now().Add(-q.LimitTime)); ok {
+				before := c.Backlog()
+				if err := c.MarkDelete(target); err != nil {
+					return res, err
+				}
+				evicted += before - c.Backlog()
+			}
+		}
+	}
+	res = ml.measureBacklog(q)
+	res.Evicted = evicted
+	if evicted > 0 {
+		ml.log.Info("backlog quota exceeded: evicted the oldest backlog of slow cursors", "entries", evicted)
+	}
+	return res, nil
+}
+
+func (ml *ManagedLedger) measureBacklog(q BacklogQuota) BacklogQuotaResult {
+	var res BacklogQuotaResult
+	now := ml.f.now()
+	for _, c := range ml.Cursors() {
+		res.BacklogBytes = max(res.BacklogBytes, c.BacklogSize())
+		if c.Backlog() == 0 {
+			continue
+		}
+		first := c.ml.next(c.MarkDeletePosition())
+		ml.mu.Lock()
+		if i := ml.indexLocked(first.LedgerID); i < len(ml.ledgers)-1 && ml.ledgers[i].LedgerID == first.LedgerID {
+			res.OldestBacklogAge = max(res.OldestBacklogAge, now.Sub(time.UnixMilli(ml.ledgers[i].Timestamp)))
+		}
+		ml.mu.Unlock()
+	}
+	res.SizeExceeded = q.LimitBytes > 0 && res.BacklogBytes > q.LimitBytes
+	res.TimeExceeded = q.LimitTime > 0 && res.OldestBacklogAge > q.LimitTime
+	return res
+}
+
+// newestExpiredEntry returns the last entry of the newest closed ledger closed before
+// cutoff.
+func (ml *ManagedLedger) newestExpiredEntry(cutoff time.Time) (Position, bool) {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	var out Position
+	found := false
+	for _, l := range ml.ledgers[:max(len(ml.ledgers)-1, 0)] {
+		if !time.UnixMilli(l.Timestamp).Before(cutoff) {
+			break
+		}
+		if l.Entries > 0 {
+			out, found = Position{l.LedgerID, l.Entries - 1}, true
+		}
+	}
+	return out, found
+}
+
+// ExpireMessages applies a message TTL: every durable cursor acknowledges the entries
+// published before now-ttl. With publishTime (the broker's metadata parser) the boundary is
+// found by binary search over publish times; without it, whole ledgers closed before the
+// cutoff expire. It returns how many entries were expired across cursors.
+func (ml *ManagedLedger) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
+	if ttl <= 0 {
+		return 0, nil
+	}
+	cutoff := ml.f.now().Add(-ttl)
+	var target Position
+	if publishTime != nil {
+		first, err := ml.FindByPublishTime(ctx, cutoff, publishTime)
+		if err != nil {
+			return 0, err
+		}
+		target = ml.prevStored(first)
+	} else {
+		var ok bool
+		if target, ok = ml.newestExpiredEntry(cutoff); !ok {
+			return 0, nil
+		}
+	}
+	var expired int64
+	for _, c := range ml.Cursors() {
+		before := c.Backlog()
+		if err := c.MarkDelete(target); err != nil {
+			return expired, err
+		}
+		expired += before - c.Backlog()
+	}
+	return expired, nil
+}
+
+// prevStored is the position just before p for mark-delete purposes.
+func (ml *ManagedLedger) prevStored(p Position) Position {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	if p.EntryID > 0 {
+		return Position{p.LedgerID, p.EntryID - 1}
+	}
+	// First entry of a ledger: the last entry of an earlier ledger, or "nothing of p's ledger".
+	return Position{p.LedgerID, -1}
+}
+
+// FindByPublishTime returns the first stored entry whose publish time (read by publishTime
+// from the entry data) is at or after t, or the end position if there is none. It binary
+// searches over the stored entries, reading O(log n) of them, so it assumes publish times
+// grow with position (they do within a producer; across producers it finds a boundary, as
+// Pulsar's reset-by-time does).
+func (ml *ManagedLedger) FindByPublishTime(ctx context.Context, t time.Time, publishTime func([]byte) (time.Time, error)) (Position, error) {
+	ml.mu.Lock()
+	start := ml.firstLocked()
+	total := ml.countLocked(start, ml.lastConfirmedLocked())
+	end := ml.endLocked()
+	ml.mu.Unlock()
+	lo, hi := int64(0), total
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		ml.mu.Lock()
+		p := ml.advanceLocked(start, mid+1)
+		ml.mu.Unlock()
+		es, err := ml.readPositions(ctx, []Position{p})
+		if err != nil {
+			return Position{}, err
+		}
+		if len(es) != 1 {
+			return Position{}, fmt.Errorf("%w: %s: entry %v missing during search", ErrInvalidPosition, ml.name, p)
+		}
+		pt, err := publishTime(es[0].Data)
+		if err != nil {
+			return Position{}, fmt.Errorf("managedledger: %s: publish time of %v: %w", ml.name, p, err)
+		}
+		if pt.Before(t) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == total {
+		return end, nil
+	}
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.advanceLocked(start, lo+1), nil
+}

@@ -1,0 +1,252 @@
+package standalone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/magnetar-io/magnetar/internal/admin"
+	"github.com/magnetar-io/magnetar/internal/bookie"
+	"github.com/magnetar-io/magnetar/internal/bookie/storage"
+	"github.com/magnetar-io/magnetar/internal/bookieproto"
+	"github.com/magnetar-io/magnetar/internal/broker"
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// Standalone is a running single-process Magnetar.
+type Standalone struct {
+	cfg      config.StandaloneConfig
+	log      *slog.Logger
+	registry *prometheus.Registry
+
+	etcd     *etcdstore.Embedded
+	store    metadata.Store
+	bookie   *bookie.Bookie
+	bkClient bookieproto.Client
+	ledgers  ledger.Client
+	factory  *managedledger.Factory
+	broker   *broker.Server
+	brokerLn net.Listener
+	http     *http.Server
+	httpLn   net.Listener
+	ready    atomic.Bool
+	served   chan error
+}
+
+// Start brings every component up and returns when the broker and HTTP server accept
+// connections. On error, whatever was started is stopped again.
+func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger) (_ *Standalone, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	began := time.Now()
+	s := &Standalone{cfg: cfg, log: logger.With("component", "standalone"), registry: prometheus.NewRegistry(), served: make(chan error, 2)}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	defer func() {
+		if err != nil {
+			_ = s.Close(context.Background())
+		}
+	}()
+
+	mdCfg := config.DefaultMetadataConfig()
+	mdCfg.Name = "standalone"
+	mdCfg.DataDir = cfg.MetadataDir()
+	mdCfg.ListenClientURLs = []string{cfg.MetadataListenClient}
+	mdCfg.ListenPeerURLs = []string{cfg.MetadataListenPeer}
+	if s.etcd, err = etcdstore.StartEmbedded(ctx, mdCfg, logger); err != nil {
+		return nil, fmt.Errorf("standalone: metadata: %w", err)
+	}
+	if s.store, err = s.etcd.Open(ctx, logger); err != nil {
+		return nil, fmt.Errorf("standalone: metadata client: %w", err)
+	}
+	if err := bootstrap(ctx, resources.New(s.store), cfg); err != nil {
+		return nil, err
+	}
+
+	bkCfg := config.DefaultBookieConfig()
+	bkCfg.Storage = cfg.Storage
+	bkLn, err := listenBookie(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bkCfg.ListenAddress = bkLn.Addr().String()
+	openStorage := func(c config.BookieStorageConfig, l *slog.Logger, r prometheus.Registerer) (storage.Storage, error) {
+		return storage.Open(c, l, r)
+	}
+	if s.bookie, err = bookie.Start(ctx, bkCfg, bookie.Options{
+		Logger: logger, Registerer: s.registry, Metadata: s.store, OpenStorage: openStorage, Listener: bkLn,
+	}); err != nil {
+		_ = bkLn.Close()
+		return nil, fmt.Errorf("standalone: bookie: %w", err)
+	}
+
+	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger})
+	if s.ledgers, err = ledger.NewClient(ctx, ledger.ClientOptions{
+		Config: cfg.Ledger, Store: s.store, Bookies: s.bkClient, Logger: logger,
+	}); err != nil {
+		return nil, fmt.Errorf("standalone: ledger client: %w", err)
+	}
+	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
+		Ledger: s.ledgers, Store: s.store, Config: cfg.Broker.ManagedLedger, Logger: logger,
+	}); err != nil {
+		return nil, fmt.Errorf("standalone: managed ledgers: %w", err)
+	}
+
+	if s.broker, err = broker.New(cfg.Broker, broker.Deps{
+		Store: s.store, Ledgers: s.factory, Logger: logger, Registerer: s.registry,
+	}); err != nil {
+		return nil, fmt.Errorf("standalone: broker: %w", err)
+	}
+	bind := func(port int) string { return net.JoinHostPort(cfg.Broker.BindAddress, strconv.Itoa(port)) }
+	if s.brokerLn, err = net.Listen("tcp", bind(cfg.Broker.ServicePort)); err != nil {
+		return nil, fmt.Errorf("standalone: broker listen (brokerServicePort): %w", err)
+	}
+	if s.httpLn, err = net.Listen("tcp", bind(cfg.Broker.WebServicePort)); err != nil {
+		return nil, fmt.Errorf("standalone: HTTP listen (webServicePort): %w", err)
+	}
+	go func() { s.served <- s.broker.Serve(s.brokerLn) }()
+	s.http = &http.Server{
+		Handler: admin.Handler(admin.Config{
+			Resources: resources.New(s.store), Gatherer: s.registry, Logger: logger, Ready: s.ready.Load,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { s.served <- s.http.Serve(s.httpLn) }()
+	s.ready.Store(true)
+	s.log.Info("magnetar standalone ready",
+		"broker", "pulsar://"+s.brokerLn.Addr().String(), "http", "http://"+s.httpLn.Addr().String(),
+		"dataDir", cfg.DataDir, "startup", time.Since(began).Round(time.Millisecond))
+	return s, nil
+}
+
+// bookieAddressFile remembers the port a standalone bookie configured with port 0 got, so a
+// restart listens there again: ledger metadata names bookies by address, so a bookie that
+// came back elsewhere would leave every earlier ledger unreadable.
+const bookieAddressFile = "address"
+
+// listenBookie listens on the configured bookie address, or, for port 0, on the address the
+// first start of this data directory was given.
+func listenBookie(cfg config.StandaloneConfig) (net.Listener, error) {
+	addr := cfg.BookieAddress
+	_, port, _ := net.SplitHostPort(addr)
+	remembered := filepath.Join(cfg.DataDir, "bookie", bookieAddressFile)
+	if port == "0" {
+		if b, err := os.ReadFile(remembered); err == nil {
+			addr = strings.TrimSpace(string(b))
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("standalone: bookie listen on %s (standaloneBookieAddress; ledgers written before name this address): %w", addr, err)
+	}
+	if port == "0" {
+		if err := os.MkdirAll(filepath.Dir(remembered), 0o755); err == nil {
+			err = os.WriteFile(remembered, []byte(ln.Addr().String()+"\n"), 0o644)
+		}
+		if err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("standalone: remembering the bookie address: %w", err)
+		}
+	}
+	return ln, nil
+}
+
+// bootstrap creates cluster "standalone" (or the configured one), tenant "public" and
+// namespace "public/default" if they do not exist yet; a restart finds them and moves on.
+func bootstrap(ctx context.Context, res *resources.Resources, cfg config.StandaloneConfig) error {
+	cluster := cfg.Broker.ClusterName
+	steps := []func() error{
+		func() error { return res.CreateCluster(ctx, cluster, resources.ClusterData{}) },
+		func() error {
+			return res.CreateTenant(ctx, "public", resources.TenantInfo{AllowedClusters: []string{cluster}})
+		},
+		func() error {
+			return res.CreateNamespace(ctx, "public", "default", resources.Policies{ReplicationClusters: []string{cluster}})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
+			return fmt.Errorf("standalone: bootstrap: %w", err)
+		}
+	}
+	return nil
+}
+
+// BrokerAddr is the binary protocol address ("host:port") clients connect to.
+func (s *Standalone) BrokerAddr() string { return s.brokerLn.Addr().String() }
+
+// HTTPAddr is the admin/metrics HTTP address ("host:port").
+func (s *Standalone) HTTPAddr() string { return s.httpLn.Addr().String() }
+
+// Store is the metadata store client.
+func (s *Standalone) Store() metadata.Store { return s.store }
+
+// Failed delivers an error if the broker or HTTP server stops serving on its own.
+func (s *Standalone) Failed() <-chan error { return s.served }
+
+// Close stops everything in reverse start order. The broker closes first so clients are told
+// and pending publishes complete while storage is still there.
+func (s *Standalone) Close(ctx context.Context) error {
+	s.ready.Store(false)
+	var errs []error
+	if s.http != nil {
+		shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		errs = append(errs, ignoreClosed(s.http.Shutdown(shutCtx)))
+		cancel()
+	}
+	if s.broker != nil {
+		errs = append(errs, s.broker.Close(ctx))
+	} else if s.brokerLn != nil {
+		_ = s.brokerLn.Close()
+	}
+	if s.httpLn != nil && s.http == nil {
+		_ = s.httpLn.Close()
+	}
+	if s.factory != nil {
+		errs = append(errs, s.factory.Close(ctx))
+	}
+	if s.ledgers != nil {
+		errs = append(errs, s.ledgers.Close())
+	}
+	if s.bkClient != nil {
+		errs = append(errs, s.bkClient.Close())
+	}
+	if s.bookie != nil {
+		errs = append(errs, s.bookie.Close())
+	}
+	if s.store != nil {
+		errs = append(errs, s.store.Close())
+	}
+	if s.etcd != nil {
+		s.etcd.Close()
+	}
+	s.log.Info("magnetar standalone stopped")
+	return errors.Join(errs...)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
