@@ -230,6 +230,9 @@ func (d *Disk) open() error {
 
 // load reads ledger and entry-log metadata from the index and opens the entry logs.
 func (d *Disk) load() error {
+	if err := d.initIndex(); err != nil {
+		return err
+	}
 	err := d.ix.Ledgers(func(id int64, m index.LedgerMeta) {
 		d.ledgers[id] = &ledgerState{masterKey: m.MasterKey, fenced: m.Fenced, deleted: m.Deleted, lac: m.LAC}
 	})
@@ -274,6 +277,33 @@ func (d *Disk) load() error {
 		d.nextLogID = 1
 	}
 	return nil
+}
+
+// initIndex gives a new index its first checkpoint before any entry log or journal file
+// exists. An index without a checkpoint next to existing logs or journal files was wiped
+// (or lost): starting would forget acknowledged entries, so refuse.
+func (d *Disk) initIndex() error {
+	ckpt, err := d.ix.Checkpoint()
+	if err != nil || ckpt.File != 0 {
+		return err
+	}
+	for _, dir := range []string{d.ldir, d.jdir} {
+		names, err := d.fs.List(dir)
+		if err != nil {
+			return fmt.Errorf("storage: list %s: %w", dir, err)
+		}
+		for _, n := range names {
+			_, isLog := entrylog.ParseFileName(n)
+			_, isJournal := journal.ParseFileName(n)
+			if isLog || isJournal {
+				return fmt.Errorf("%w: %s holds %s but the index in %s has no checkpoint: the index was wiped or lost",
+					ErrCookie, dir, n, filepath.Join(d.ldir, "index"))
+			}
+		}
+	}
+	b := d.ix.NewBatch()
+	b.PutCheckpoint(index.Checkpoint{File: 1})
+	return b.Commit()
 }
 
 // abort releases what a failed open acquired.
