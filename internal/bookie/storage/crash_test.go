@@ -86,7 +86,7 @@ type acked struct {
 	size          int
 }
 
-func TestCrashSIGKILL(t *testing.T) {
+func TestSoakCrashSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash test re-executes the test binary")
 	}
