@@ -63,6 +63,7 @@ type Disk struct {
 	dirtyLogs map[uint64]bool
 	logBroken bool
 	lastCkpt  journal.Pos
+	noCompact map[uint64]bool // logs a compaction could not empty (damaged records)
 
 	// indexMu orders the flusher's index batches with DeleteLedger's, so a flush never
 	// writes a location or metadata of a ledger after its deletion.
@@ -126,6 +127,7 @@ func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, 
 		logs:      map[uint64]*entrylog.Log{},
 		logMeta:   map[uint64]map[int64]int64{},
 		dirtyLogs: map[uint64]bool{},
+		noCompact: map[uint64]bool{},
 		closeCh:   make(chan struct{}),
 		flushKick: make(chan struct{}, 1),
 		retryCh:   make(chan struct{}, 1),
