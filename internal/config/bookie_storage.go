@@ -75,7 +75,7 @@ func DefaultBookieStorageConfig() BookieStorageConfig {
 		JournalSyncData:                true,
 		JournalMaxGroupWait:            time.Millisecond,
 		JournalBufferedWritesThreshold: 512 << 10,
-		JournalQueueSizeBytes:          16 << 20,
+		JournalQueueSizeBytes:          8 << 20,
 		JournalMaxSizeMB:               2048,
 		JournalPreAllocSizeMB:          16,
 		WriteCacheMaxSizeMB:            64,
