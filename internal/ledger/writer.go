@@ -71,6 +71,7 @@ type writer struct {
 }
 
 type pendingAdd struct {
+	start   time.Time // AppendAsync, for the add latency metric
 	entryID int64
 	payload []byte
 	dataLen int
@@ -150,7 +151,7 @@ func (w *writer) AppendAsync(data []byte, done func(int64, error)) {
 		return
 	}
 	w.lengthAll += int64(len(data))
-	p := &pendingAdd{entryID: w.nextEntry, dataLen: len(data), done: done}
+	p := &pendingAdd{start: time.Now(), entryID: w.nextEntry, dataLen: len(data), done: done}
 	p.payload = encodeEntry(w.digest, entryHeader{LedgerID: w.id, EntryID: p.entryID, LAC: w.lac, Length: w.lengthAll}, data)
 	w.nextEntry++
 	w.pending = append(w.pending, p)
@@ -243,6 +244,7 @@ func (w *writer) completeLocked() {
 		p.over = true
 		w.lac = p.entryID
 		w.length += int64(p.dataLen)
+		w.c.metrics.addLatency.Observe(time.Since(p.start).Seconds())
 		<-w.inflight
 		w.enqueueLocked(callback{done: p.done, entryID: p.entryID})
 		n++
@@ -376,6 +378,7 @@ func (w *writer) changeEnsemble() {
 			}
 		}
 		w.ensemble = ens
+		w.c.metrics.ensembleChanges.Inc()
 		w.logger.Info("ensemble changed", "from_entry", first, "ensemble", ens, "replaced", failed)
 		var sends []addSend
 		for _, p := range w.pending {
