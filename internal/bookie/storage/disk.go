@@ -435,6 +435,11 @@ func (d *Disk) DeleteLedger(ledgerID int64) error {
 	meta := st.meta()
 	d.lmu.Unlock()
 
+	if err := d.health.indexWritable(); err != nil {
+		// The ledger stays deleted in memory (reads say so, adds are refused); the
+		// caller retries the delete, which is idempotent, once the disk recovers.
+		return err
+	}
 	d.indexMu.Lock()
 	defer d.indexMu.Unlock()
 	if d.closed.Load() {

@@ -95,9 +95,22 @@ func TestDiskFullReadOnly(t *testing.T) {
 	for e := int64(0); e < 50; e++ { // reads are served
 		read(t, s, 1, e, st.Payload(1, e, 300))
 	}
+	// Fencing goes through the journal even while read-only; on the full disk it fails
+	// cleanly (and so the write error is certain, whichever check tripped first).
+	if _, err := s.Fence(77, key); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("fence on a full disk: %v, want ErrReadOnly", err)
+	}
+	// After a write error the index is left alone (Pebble treats a failed commit as fatal):
+	// a delete is refused until the disk recovers, then succeeds.
+	if err := s.DeleteLedger(99); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("delete on a failing disk: %v, want ErrReadOnly", err)
+	}
 	time.Sleep(3 * cfg.FlushInterval) // flushes fail meanwhile; nothing may be lost
 	ffs.SetFull(false)
 	waitFor(t, "writable", func() bool { return !s.ReadOnly() })
+	if err := s.DeleteLedger(99); err != nil {
+		t.Fatalf("delete after the disk recovered: %v", err)
+	}
 	for e := int64(50); e < 100; e++ {
 		add(t, s, 1, e, st.Payload(1, e, 300))
 	}

@@ -129,7 +129,7 @@ type cacheGen struct {
 // and the index. Its memory (chunks in use plus recycled ones) is bounded by max: reserve
 // waits for a flush to free a generation.
 type writeCache struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex // readers share it; apply, swap and release take it exclusively
 	cond     *sync.Cond
 	active   *cacheGen
 	flushing *cacheGen
@@ -209,8 +209,8 @@ func (c *writeCache) dropFree() {
 
 // get returns a copy of a cached entry.
 func (c *writeCache) get(k entryKey) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if p, ok := c.active.entries[k]; ok {
 		return bytes.Clone(p), true
 	}
