@@ -22,5 +22,5 @@
 //   - Close deregisters, stops reading, answers what was read (bounded by shutdownTimeout),
 //     then closes the storage it opened.
 //
-// docs/design-bookie.md walks through the code.
+// docs/design/bookie.md walks through the code.
 package bookie

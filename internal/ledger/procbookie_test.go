@@ -220,7 +220,10 @@ func (pc *procCluster) startBinary() string {
 	}
 	cmd := exec.Command(pc.bin, "bookie", "--listen", "127.0.0.1:0", "--metadata-url", "etcd://"+strings.Join(hosts, ","),
 		"--journal-directories", filepath.Join(dir, "journal"), "--ledger-directories", filepath.Join(dir, "ledgers"),
-		"--metadata-store-session-timeout-millis", "2000", "--shutdown-timeout", "1s", "--log-level", "warn")
+		"--metadata-store-session-timeout-millis", "2000", "--shutdown-timeout", "1s", "--log-level", "warn",
+		// The test runs its own auditor with short grace periods; a bookie-process candidate
+		// with the 30 s default must not win the election.
+		"--auto-recovery-daemon-enabled=false")
 	cmd.Stderr = os.Stderr
 	setParentDeathSignal(cmd)
 	stdin, err := cmd.StdinPipe()

@@ -68,5 +68,5 @@
 // backlog quota, TTL, find by publish time), cursor.go (cursor API), cursor_persist.go
 // (cursor ledger, snapshots, recovery), rangeset.go (acknowledged spans), codec.go (formats
 // above), cache.go (entry cache), stats.go (internal stats), metrics.go (pulsar_ml_*
-// Prometheus collector). docs/design-managedledger.md is the reader's guide.
+// Prometheus collector). docs/design/managedledger.md is the reader's guide.
 package managedledger

@@ -7,7 +7,7 @@
 // Open returns the disk implementation (Disk); NewMemory the in-memory twin for tests of
 // the layers above. Both pass the conformance suite in storagetest. The byte formats are
 // in the doc.go of journal/, entrylog/ and index/; vfs/ is the file-system seam with fault
-// injection. docs/design-bookie-storage.md is the reader's guide: the add and read paths,
+// injection. docs/design/bookie-storage.md is the reader's guide: the add and read paths,
 // the goroutines (journal writer, journal acker, flusher, garbage collector, disk
 // checker), the lock order and the invariants.
 package storage
