@@ -29,6 +29,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
 	if hp == nil {
 		return fmt.Errorf("%w: SEND without a payload", errProtocol)
 	}
+	if !p.ready.Load() {
+		p.reject(seq, fmt.Errorf("%w: producer %q has no access to the topic yet", wire.ErrNotAllowed, p.name))
+		return nil
+	}
 	_, entry, err := wire.SplitHeadersAndPayload(hp)
 	if err != nil {
 		return fmt.Errorf("%w: SEND: %w", errProtocol, err)

@@ -571,3 +571,44 @@ func TestTopicsPatternConsumer(t *testing.T) {
 	}
 	expectNothing(t, c)
 }
+
+func TestProducerAccessModes(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/access"
+	p1, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic}); err == nil || !strings.Contains(err.Error(), "ProducerBusy") {
+		t.Fatalf("shared producer next to an exclusive one: %v, want ProducerBusy", err)
+	}
+	if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeExclusive}); err == nil || !strings.Contains(err.Error(), "ProducerFenced") {
+		t.Fatalf("second exclusive producer: %v, want ProducerFenced", err)
+	}
+	waiting := make(chan error, 1)
+	var p2 pulsar.Producer
+	go func() {
+		var err error
+		p2, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, ProducerAccessMode: pulsar.ProducerAccessModeWaitForExclusive})
+		waiting <- err
+	}()
+	select {
+	case err := <-waiting:
+		t.Fatalf("WaitForExclusive producer created while another holds the topic: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	p1.Close()
+	select {
+	case err := <-waiting:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("waiting producer never got the topic")
+	}
+	defer p2.Close()
+	if _, err := p2.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("mine")}); err != nil {
+		t.Fatal(err)
+	}
+}

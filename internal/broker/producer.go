@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 
@@ -21,6 +22,12 @@ type producer struct {
 	id    uint64
 	name  string
 	epoch uint64
+	mode  pb.ProducerAccessMode
+	rid   uint64 // request id of its PRODUCER, answered again when a waiting producer is granted access
+
+	// Guarded by topic.mu.
+	topicEpoch uint64
+	ready      atomic.Bool // false while waiting for exclusive access
 
 	mu      sync.Mutex
 	pending []*sendOp
