@@ -27,6 +27,7 @@ func (t topicRef) partition(i int) string {
 // registerTopics adds the topic and subscription endpoints for both domains. Routes use a
 // literal domain so they never overlap the /admin/v2/namespaces|brokers|... routes.
 func (s *server) registerTopics(mux *http.ServeMux) {
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/topics", s.handle(s.namespaceTopics))
 	for _, d := range []string{"persistent", "non-persistent"} {
 		ns := "/admin/v2/" + d + "/{tenant}/{namespace}"
 		t := ns + "/{topic}"
@@ -138,6 +139,31 @@ func (s *server) listTopics(ctx context.Context, r *http.Request) (any, error) {
 		return []string{}, nil
 	}
 	return s.broker.ListTopics(ctx, tenant+"/"+ns, domainOf(r))
+}
+
+// namespaceTopics lists a namespace's topics by mode (PERSISTENT, NON_PERSISTENT or ALL),
+// as the Go client's HTTP lookup service asks for them.
+func (s *server) namespaceTopics(ctx context.Context, r *http.Request) (any, error) {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
+		return nil, err
+	}
+	out := []string{}
+	if s.broker == nil {
+		return out, nil
+	}
+	mode := strings.ToUpper(r.URL.Query().Get("mode"))
+	for _, d := range []string{"persistent", "non-persistent"} {
+		if (mode == "PERSISTENT" && d != "persistent") || (mode == "NON_PERSISTENT" && d != "non-persistent") {
+			continue
+		}
+		list, err := s.broker.ListTopics(ctx, tenant+"/"+ns, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	return out, nil
 }
 
 func (s *server) listPartitioned(ctx context.Context, r *http.Request) (any, error) {
