@@ -124,17 +124,26 @@ func (a AdminAPI) TopicStats(ctx context.Context, topic string) (admin.TopicStat
 
 // loaded returns the topic, loading it (never creating it).
 func (a AdminAPI) loaded(ctx context.Context, topic string) (*topic, error) {
+	return a.load(ctx, topic, false)
+}
+
+// load returns the topic, loading it; create allows auto-creation (as a subscribe would).
+func (a AdminAPI) load(ctx context.Context, topic string, create bool) (*topic, error) {
 	n, err := parse(topic)
 	if err != nil {
 		return nil, err
 	}
-	t, err := a.s.getTopic(ctx, n, false)
+	t, err := a.s.getTopic(ctx, n, create)
 	return t, adminErr(err)
 }
 
 // ledgerOf returns the managed ledger of a loaded persistent topic.
 func (a AdminAPI) ledgerOf(ctx context.Context, topic string) (*topic, *managedledger.ManagedLedger, error) {
-	t, err := a.loaded(ctx, topic)
+	return a.ledgerOfCreate(ctx, topic, false)
+}
+
+func (a AdminAPI) ledgerOfCreate(ctx context.Context, topic string, create bool) (*topic, *managedledger.ManagedLedger, error) {
+	t, err := a.load(ctx, topic, create)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,9 +241,10 @@ func (a AdminAPI) Subscriptions(ctx context.Context, topic string) ([]string, er
 	return out, nil
 }
 
-// CreateSubscription implements admin.Broker: a durable cursor at the given position.
+// CreateSubscription implements admin.Broker: a durable cursor at the given position. Like
+// a subscribe, it creates the topic when auto-creation allows.
 func (a AdminAPI) CreateSubscription(ctx context.Context, topic, sub string, at admin.MessageID) error {
-	t, ml, err := a.ledgerOf(ctx, topic)
+	t, ml, err := a.ledgerOfCreate(ctx, topic, true)
 	if err != nil {
 		return err
 	}

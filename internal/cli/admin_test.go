@@ -141,3 +141,41 @@ func TestAdminCLI(t *testing.T) {
 		t.Fatalf("bad topic: exit %d %q", code, errOut)
 	}
 }
+
+// magnetarRun runs the built binary with args.
+func magnetarRun(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	bin, _ := adminSetup(t)
+	cmd := exec.Command(bin, args...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), out.String(), errb.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, out.String(), errb.String()
+}
+
+func TestPerfProduceConsume(t *testing.T) {
+	adminSetup(t)
+	svc := "pulsar://" + shared.sa.BrokerAddr()
+	topic := "persistent://public/default/perf-cli"
+	if code, _, errOut := magnetarAdmin(t, "topics", "create-subscription", topic, "-s", "perf", "-m", "earliest"); code != 0 {
+		t.Fatalf("create subscription: %s", errOut)
+	}
+	var r struct {
+		Messages int64   `json:"messages"`
+		Errors   int64   `json:"errors"`
+		P99      float64 `json:"latencyP99Ms"`
+	}
+	code, out, errOut := magnetarRun(t, "perf", "produce", topic, "-u", svc, "-r", "0", "-m", "300", "-s", "100", "--interval", "0", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Messages != 300 || r.Errors != 0 || r.P99 <= 0 {
+		t.Fatalf("produce: exit %d %q %q %+v", code, out, errOut, r)
+	}
+	code, out, errOut = magnetarRun(t, "perf", "consume", topic, "-u", svc, "-s", "perf", "-m", "300", "--interval", "0")
+	if code != 0 || !strings.Contains(out, "Aggregated throughput stats --- 300 records received") || !strings.Contains(out, "99.9pct") {
+		t.Fatalf("consume: exit %d %q %q", code, out, errOut)
+	}
+}
