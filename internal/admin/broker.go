@@ -46,6 +46,8 @@ type Broker interface {
 	Peek(ctx context.Context, topic, sub string, k int) (RawMessage, error)
 	// Message returns the entry with the given id.
 	Message(ctx context.Context, topic string, id MessageID) (RawMessage, error)
+	// LoadedTopics lists the topics (partitions one by one) loaded on this broker.
+	LoadedTopics() []string
 	// ServiceURL is the binary protocol URL lookups answer with (pulsar://host:port).
 	ServiceURL() string
 }

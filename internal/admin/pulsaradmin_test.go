@@ -308,3 +308,26 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+func TestTopicMetrics(t *testing.T) {
+	a := adminClient(t)
+	name := "persistent://public/default/admin-metrics"
+	tn := topicName(t, name)
+	must(t, "create sub", a.Subscriptions().Create(*tn, "m1", utils.Earliest))
+	produce(t, pulsarClient(t), name, 4)
+	resp, err := http.Get("http://" + sa.HTTPAddr() + "/metrics")
+	must(t, "scrape", err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
+	for _, want := range []string{
+		`pulsar_msg_backlog{cluster="standalone",namespace="public/default",topic="` + name + `"} 4`,
+		`pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="m1",topic="` + name + `"} 4`,
+		`pulsar_topics_count{cluster="standalone",namespace="public/default",topic="` + name + `"} 1`,
+		"pulsar_storage_size{", "pulsar_producers_count{", "pulsar_consumers_count{",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -32,6 +32,9 @@ type Config struct {
 	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port.
 	Cluster        string
 	WebServiceAddr string
+	// NamespaceMetricsOnly aggregates the pulsar_* topic gauges per namespace instead of per
+	// topic, for deployments with many topics (Pulsar's exposeTopicLevelMetricsInPrometheus=false).
+	NamespaceMetricsOnly bool
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
@@ -44,6 +47,11 @@ func Handler(cfg Config) http.Handler {
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
+	}
+	if cfg.Broker != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(newTopicCollector(cfg.Broker, cfg.Cluster, cfg.NamespaceMetricsOnly))
+		g = prometheus.Gatherers{g, reg}
 	}
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{})

@@ -433,5 +433,15 @@ func rawMessage(t *topic, p position, data []byte) (admin.RawMessage, error) {
 	return m, nil
 }
 
+// LoadedTopics implements admin.Broker.
+func (a AdminAPI) LoadedTopics() []string {
+	ts := a.s.loadedTopics()
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.full
+	}
+	return out
+}
+
 // ServiceURL implements admin.Broker.
 func (a AdminAPI) ServiceURL() string { return a.s.ServiceURL() }
