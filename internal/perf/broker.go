@@ -177,6 +177,16 @@ func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= f.min && f.Handler.Enabled(ctx, l)
 }
 
+// WithAttrs and WithGroup keep the filter on derived loggers (the client derives one per
+// producer and consumer).
+func (f levelFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(as), f.min}
+}
+
+func (f levelFilter) WithGroup(name string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(name), f.min}
+}
+
 // runContext bounds a run by its duration (0: only ctx).
 func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if d > 0 {
