@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -328,6 +329,26 @@ func TestTopicMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestGrafanaDashboardNames checks that every metric the shipped dashboard queries is
+// exported (run after the traffic of the tests above, so labelled series exist).
+func TestGrafanaDashboardNames(t *testing.T) {
+	dash, err := os.ReadFile("../../deploy/grafana/magnetar.json")
+	must(t, "read dashboard", err)
+	resp, err := http.Get("http://" + sa.HTTPAddr() + "/metrics")
+	must(t, "scrape", err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	names := regexp.MustCompile(`\b(?:pulsar|bookie)_[a-z_]+`).FindAllString(string(dash), -1)
+	if len(names) == 0 {
+		t.Fatal("dashboard queries no metrics")
+	}
+	for _, n := range names {
+		if !strings.Contains(string(b), "\n"+n) {
+			t.Errorf("dashboard uses %s, not on /metrics", n)
 		}
 	}
 }
