@@ -439,9 +439,31 @@ func (s *server) getProperties(ctx context.Context, r *http.Request) (any, error
 	if err != nil {
 		return nil, err
 	}
-	// The read goes through the same path with an identity change; a CAS of an unchanged
-	// value is cheap and keeps one code path for both kinds of topic.
-	return s.modifyProperties(ctx, t, func(m map[string]string) map[string]string { return m })
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var props map[string]string
+	if n > 0 {
+		m, err := s.res.PartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local)
+		if err != nil {
+			return nil, err
+		}
+		props = m.Properties
+	} else {
+		rec, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local)
+		if errors.Is(err, resources.ErrNotFound) {
+			return nil, fmt.Errorf("topic %s does not exist: %w", t, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		props = rec.Properties
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	return props, nil
 }
 
 func (s *server) putProperties(ctx context.Context, r *http.Request) (any, error) {
