@@ -87,6 +87,8 @@ type recorder struct {
 	msgs, bytes   atomic.Int64
 	errs          atomic.Int64
 	firstErr      atomic.Value
+	// first and last record times (UnixNano), for a consumer's active span.
+	first, last atomic.Int64
 }
 
 func newRecorder() *recorder {
@@ -103,6 +105,18 @@ func (r *recorder) record(size int, latency time.Duration) {
 	r.mu.Unlock()
 	r.msgs.Add(1)
 	r.bytes.Add(int64(size))
+	now := time.Now().UnixNano()
+	r.first.CompareAndSwap(0, now)
+	r.last.Store(now)
+}
+
+// active is the span from the first to the last record, or fallback if there were fewer
+// than two: a consumer that waited for a producer reports the rate while messages flowed.
+func (r *recorder) active(fallback time.Duration) time.Duration {
+	if d := time.Duration(r.last.Load() - r.first.Load()); r.msgs.Load() > 1 && d > 0 {
+		return d
+	}
+	return fallback
 }
 
 func (r *recorder) fail(err error) {
@@ -351,7 +365,7 @@ func RunConsume(ctx context.Context, o ConsumeOptions) (Result, error) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed := rec.active(time.Since(start))
 	close(done)
 	return rec.result(elapsed), nil
 }
