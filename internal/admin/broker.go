@@ -44,6 +44,9 @@ type Broker interface {
 	ResetCursor(ctx context.Context, topic, sub string, id *MessageID, t time.Time) error
 	// Peek returns the k-th (from 1) unacknowledged entry of sub.
 	Peek(ctx context.Context, topic, sub string, k int) (RawMessage, error)
+	// MessageIDAt is the id of the first message published at or after t (the position
+	// after the last message if there is none).
+	MessageIDAt(ctx context.Context, topic string, t time.Time) (MessageID, error)
 	// Message returns the entry with the given id.
 	Message(ctx context.Context, topic string, id MessageID) (RawMessage, error)
 	// LoadedTopics lists the topics (partitions one by one) loaded on this broker.

@@ -242,6 +242,23 @@ func TestStatsAndSubscriptions(t *testing.T) {
 		t.Fatalf("delete missing sub: %v", err)
 	}
 
+	first, err := a.Topics().GetMessageID(*tn, 0)
+	must(t, "message id by time", err)
+	if first.LedgerID != ids[0].LedgerID() || first.EntryID != ids[0].EntryID() {
+		t.Fatalf("message id at 0: %+v want %v", first, ids[0])
+	}
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: name})
+	must(t, "producer", err)
+	st, err := a.Topics().GetStats(*tn)
+	must(t, "stats with producer", err)
+	if len(st.Publishers) != 1 || !strings.HasPrefix(st.Publishers[0].ClientVersion, "Pulsar-Go-version") {
+		t.Fatalf("publishers %+v", st.Publishers)
+	}
+	p.Close()
+	if _, err := a.Schemas().GetSchemaInfo(name); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("schema of a topic without one: %v", err)
+	}
+
 	end, err := a.Topics().Terminate(*tn)
 	must(t, "terminate", err)
 	if end.EntryID != ids[9].EntryID() {

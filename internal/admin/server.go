@@ -73,6 +73,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerPolicies(mux)
 	s.registerTopics(mux)
 	s.registerBrokers(mux)
+	s.registerSchemas(mux)
 	return cleanPath(mux)
 }
 

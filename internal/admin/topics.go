@@ -54,6 +54,7 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 			{"PUT " + t + "/properties", s.putProperties},
 			{"DELETE " + t + "/properties", s.deleteProperty},
 			{"GET " + t + "/ledger/{ledger}/entry/{entry}", s.messageByID},
+			{"GET " + t + "/messageid/{timestamp}", s.messageIDAt},
 			{"GET " + t + "/subscriptions", s.listSubscriptions},
 			{"POST " + t + "/all_subscription/expireMessages/{seconds}", s.expireAll},
 			{"PUT " + sub, s.createSubscription},
@@ -375,6 +376,18 @@ func (s *server) lastMessageID(ctx context.Context, r *http.Request) (any, error
 		return nil, err
 	}
 	return s.broker.LastMessageID(ctx, t.String())
+}
+
+func (s *server) messageIDAt(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := intPath(r, "timestamp")
+	if err != nil {
+		return nil, err
+	}
+	return s.broker.MessageIDAt(ctx, t.String(), time.UnixMilli(ts))
 }
 
 func (s *server) terminate(ctx context.Context, r *http.Request) (any, error) {

@@ -88,10 +88,19 @@ func (a AdminAPI) TopicStats(ctx context.Context, topic string) (admin.TopicStat
 		return out, adminErr(err)
 	}
 	out.StorageSize = st.StorageSize
+	// Access mode and client version are not in the broker's stats: read them from the
+	// producers themselves (tools read publishers[].clientVersion).
+	t.mu.Lock()
 	for _, p := range st.Publishers {
-		out.Publishers = append(out.Publishers, admin.PublisherStats{AccessMode: "Shared", ProducerID: p.ProducerID,
-			ProducerName: p.ProducerName, Address: p.Address, Metadata: map[string]string{}})
+		ps := admin.PublisherStats{AccessMode: "Shared", ProducerID: p.ProducerID,
+			ProducerName: p.ProducerName, Address: p.Address, Metadata: map[string]string{}}
+		if live := t.producers[p.ProducerName]; live != nil {
+			ps.AccessMode = accessModeName(live.mode)
+			ps.ClientVersion = live.c.clientVersion
+		}
+		out.Publishers = append(out.Publishers, ps)
 	}
+	t.mu.Unlock()
 	for name, sub := range st.Subscriptions {
 		ss := admin.SubscriptionStats{Type: sub.Type, MsgBacklog: sub.MsgBacklog, MsgBacklogNoDelay: sub.MsgBacklog,
 			IsDurable: sub.IsDurable, Consumers: []admin.ConsumerStats{}}
@@ -120,6 +129,32 @@ func (a AdminAPI) TopicStats(ctx context.Context, topic string) (admin.TopicStat
 		}
 	}
 	return out, nil
+}
+
+// accessModeName is Pulsar's JSON name of a producer access mode.
+func accessModeName(m pb.ProducerAccessMode) string {
+	switch m {
+	case pb.ProducerAccessMode_Exclusive:
+		return "Exclusive"
+	case pb.ProducerAccessMode_ExclusiveWithFencing:
+		return "ExclusiveWithFencing"
+	case pb.ProducerAccessMode_WaitForExclusive:
+		return "WaitForExclusive"
+	}
+	return "Shared"
+}
+
+// MessageIDAt implements admin.Broker: the first entry published at or after t.
+func (a AdminAPI) MessageIDAt(ctx context.Context, topic string, at time.Time) (admin.MessageID, error) {
+	t, ml, err := a.ledgerOf(ctx, topic)
+	if err != nil {
+		return admin.MessageID{}, err
+	}
+	p, err := ml.FindByPublishTime(ctx, at, entryPublishTime)
+	if err != nil {
+		return admin.MessageID{}, adminErr(mlErr(err))
+	}
+	return a.messageID(t, fromML(p)), nil
 }
 
 // loaded returns the topic, loading it (never creating it).
