@@ -22,7 +22,7 @@ type PublisherStats struct {
 type ConsumerStats struct {
 	ConsumerName     string `json:"consumerName"`
 	AvailablePermits int    `json:"availablePermits"`
-	UnackedMessages  int    `json:"unackedMessages"` // entries dispatched and not acknowledged
+	UnackedMessages  int    `json:"unackedMessages"` // messages dispatched and not acknowledged
 	Address          string `json:"address"`
 }
 
@@ -75,13 +75,9 @@ func (s *Server) TopicStats(ctx context.Context, name TopicName) (TopicStats, er
 		}
 		sub.mu.Lock()
 		ss.Type = sub.typ.String()
-		unacked := map[*consumer]int{}
-		for _, owner := range sub.pending {
-			unacked[owner]++
-		}
 		for _, cs := range sub.consumers {
 			ss.Consumers = append(ss.Consumers, ConsumerStats{ConsumerName: cs.name, AvailablePermits: cs.permits,
-				UnackedMessages: unacked[cs], Address: cs.c.remote})
+				UnackedMessages: cs.unacked, Address: cs.c.remote})
 		}
 		sub.mu.Unlock()
 		st.Subscriptions[sub.name] = ss

@@ -150,6 +150,18 @@ func (c *memCursor) read(ctx context.Context, max int) ([]logEntry, error) {
 	}
 }
 
+func (c *memCursor) readPositions(_ context.Context, ps []position) ([]logEntry, error) {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	var out []logEntry
+	for _, p := range ps {
+		if p.entry > c.md && !c.acked[p.entry] && p.entry < int64(len(c.l.entries)) {
+			out = append(out, logEntry{pos: p, data: c.l.entries[p.entry]})
+		}
+	}
+	return out, nil
+}
+
 func (c *memCursor) seek(p position) {
 	c.l.mu.Lock()
 	c.rd = max(p.entry, c.md+1)

@@ -69,6 +69,9 @@ type logCursor interface {
 	// read returns up to max entries from the read position on, waiting until at least one
 	// is available or ctx ends. Entries already acknowledged are skipped.
 	read(ctx context.Context, max int) ([]logEntry, error)
+	// readPositions reads the given entries again (skipping acknowledged ones) without
+	// moving the read position.
+	readPositions(ctx context.Context, ps []position) ([]logEntry, error)
 	// seek moves the read position so the next read starts at p (no acks change).
 	seek(p position)
 	// rewind moves the read position back to the first entry after the mark-delete

@@ -70,8 +70,8 @@ func (l mlLog) append(data []byte, done func(position, error)) error {
 
 func (l mlLog) lastConfirmed() position {
 	lc := l.ml.LastConfirmedEntry()
-	if l.ml.NumberOfEntries() == 0 {
-		return position{-1, -1}
+	if lc.EntryID < 0 || l.ml.NumberOfEntries() == 0 {
+		return position{-1, -1} // empty, or everything trimmed
 	}
 	return fromML(lc)
 }
@@ -140,6 +140,18 @@ type mlCursor struct {
 
 func (c mlCursor) read(ctx context.Context, max int) ([]logEntry, error) {
 	es, err := c.c.ReadEntriesOrWait(ctx, max, 0)
+	if err != nil {
+		return nil, mlErr(err)
+	}
+	return fromMLEntries(es), nil
+}
+
+func (c mlCursor) readPositions(ctx context.Context, ps []position) ([]logEntry, error) {
+	mps := make([]managedledger.Position, len(ps))
+	for i, p := range ps {
+		mps[i] = toML(p)
+	}
+	es, err := c.c.ReadPositions(ctx, mps)
 	if err != nil {
 		return nil, mlErr(err)
 	}
