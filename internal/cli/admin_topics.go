@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -103,7 +104,7 @@ func parseSizeMB(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || v < 0 {
+	if err != nil || v < 0 || v > math.MaxInt64/m {
 		return 0, fmt.Errorf("invalid size %q", s)
 	}
 	return v * m / (1 << 20), nil
@@ -117,7 +118,7 @@ func parseRelTime(s string) (time.Duration, error) {
 	}
 	u, ok := units[s[len(s)-1]]
 	v, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
-	if !ok || err != nil || v < 0 {
+	if !ok || err != nil || v < 0 || v > int64(math.MaxInt64/u) {
 		return 0, fmt.Errorf("invalid time %q: want a number and s, m, h, d or w", s)
 	}
 	return time.Duration(v) * u, nil
