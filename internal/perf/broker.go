@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,8 +155,16 @@ func (r *recorder) result(elapsed time.Duration) Result {
 	return res
 }
 
-// report prints a line every interval until done is closed.
-func (r *recorder) report(w io.Writer, verb string, interval time.Duration, done <-chan struct{}) {
+// progressBar renders n of total as a 20-column bar for runs with a fixed count.
+func progressBar(n, total int64) string {
+	n = min(n, total)
+	full := int(20 * n / total)
+	return fmt.Sprintf(" --- [%s%s] %3d%%", strings.Repeat("#", full), strings.Repeat(".", 20-full), 100*n/total)
+}
+
+// report prints a line every interval until done is closed; with total > 0 each line ends
+// in a progress bar.
+func (r *recorder) report(w io.Writer, verb string, interval time.Duration, total int64, done <-chan struct{}) {
 	if w == nil || interval <= 0 {
 		return
 	}
@@ -167,7 +176,11 @@ func (r *recorder) report(w io.Writer, verb string, interval time.Duration, done
 		case <-done:
 			return
 		case now := <-t.C:
-			fmt.Fprintln(w, r.line(verb, now.Sub(last)))
+			l := r.line(verb, now.Sub(last))
+			if total > 0 {
+				l += progressBar(r.msgs.Load(), total)
+			}
+			fmt.Fprintln(w, l)
 			last = now
 		}
 	}
@@ -243,7 +256,7 @@ func RunProduce(ctx context.Context, o ProduceOptions) (Result, error) {
 	runCtx, cancel := runContext(ctx, o.Duration)
 	defer cancel()
 	done := make(chan struct{})
-	go rec.report(o.Progress, "produced", o.Interval, done)
+	go rec.report(o.Progress, "produced", o.Interval, o.NumMessages, done)
 	var sent atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -332,7 +345,7 @@ func RunConsume(ctx context.Context, o ConsumeOptions) (Result, error) {
 		}
 	}
 	done := make(chan struct{})
-	go rec.report(o.Progress, "received", o.Interval, done)
+	go rec.report(o.Progress, "received", o.Interval, o.NumMessages, done)
 	var got atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
