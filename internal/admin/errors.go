@@ -22,9 +22,10 @@ func statusFor(err error) int {
 	switch {
 	case errors.Is(err, resources.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, resources.ErrAlreadyExists):
+	case errors.Is(err, resources.ErrAlreadyExists), errors.Is(err, resources.ErrNotEmpty):
+		// Pulsar answers "still has active namespaces" / "non empty namespace" with 409.
 		return http.StatusConflict
-	case errors.Is(err, resources.ErrNotEmpty), errors.Is(err, ErrNotAllowed):
+	case errors.Is(err, ErrNotAllowed):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest

@@ -131,7 +131,13 @@ func TestAdminCLI(t *testing.T) {
 	if out := ok("brokers", "list", "standalone"); !strings.Contains(out, shared.sa.HTTPAddr()) {
 		t.Fatalf("brokers list: %q", out)
 	}
+	if code, _, errOut := magnetarAdmin(t, "namespaces", "delete", "acme/app"); code != 1 || !strings.Contains(errOut, "409") {
+		t.Fatalf("delete namespace with topics: exit %d %q", code, errOut)
+	}
 	ok("topics", "delete-partitioned-topic", "acme/app/orders")
+	ok("topics", "delete", "acme/app/events")
+	ok("namespaces", "delete", "acme/app")
+	ok("tenants", "delete", "acme")
 
 	// Errors: the REST reason reaches the user with exit 1; bad arguments exit 2.
 	if code, _, errOut := magnetarAdmin(t, "tenants", "get", "nosuch"); code != 1 || !strings.Contains(errOut, "404") {
