@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -13,6 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
 func (ac *adminCLI) namespacesCmd() *cobra.Command {
@@ -323,28 +328,59 @@ func (ac *adminCLI) verbRaw(use, short string, run func(ctx context.Context, cmd
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), cmd, args) }}
 }
 
-// printPeeked prints a peeked message: id, publish time, properties and the payload as
-// text when it is UTF-8, else as hex.
-func printPeeked(cmd *cobra.Command, output string, h http.Header, payload []byte) {
+// printPeeked prints a peeked entry: id, publish time and, for each message (a batch is
+// split with its per-message properties), properties and payload as text when it is UTF-8,
+// else as hex. A batch that does not parse (compressed) is shown whole.
+func printPeeked(cmd *cobra.Command, output string, h http.Header, body []byte) {
 	out := cmd.OutOrStdout()
-	var props map[string]string
-	_ = json.Unmarshal([]byte(h.Get("X-Pulsar-Property")), &props)
-	body := string(payload)
-	if !utf8.Valid(payload) {
-		body = fmt.Sprintf("%x", payload)
+	id, published := h.Get("X-Pulsar-Message-Id"), h.Get("X-Pulsar-Publish-Time")
+	var entryProps map[string]string
+	_ = json.Unmarshal([]byte(h.Get("X-Pulsar-Property")), &entryProps)
+	type msg struct {
+		ID         string            `json:"messageId"`
+		Published  string            `json:"publishTime"`
+		Properties map[string]string `json:"properties,omitempty"`
+		Payload    string            `json:"payload"`
 	}
-	if output == "json" {
-		b, _ := json.Marshal(map[string]any{"messageId": h.Get("X-Pulsar-Message-Id"), "publishTime": h.Get("X-Pulsar-Publish-Time"),
-			"batchSize": h.Get("X-Pulsar-Num-Batch-Message"), "properties": props, "payload": body})
-		fmt.Fprintln(out, string(b))
-		return
+	var msgs []msg
+	if n, err := strconv.Atoi(h.Get("X-Pulsar-Num-Batch-Message")); err == nil && n > 0 {
+		br := wire.NewBatchReader(body, n)
+		var smm pb.SingleMessageMetadata
+		for i := 0; ; i++ {
+			p, err := br.Next(&smm)
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					msgs = nil // not a plain batch body: show it whole below
+				}
+				break
+			}
+			props := map[string]string{}
+			for _, kv := range smm.GetProperties() {
+				props[kv.GetKey()] = kv.GetValue()
+			}
+			msgs = append(msgs, msg{ID: id + ":" + strconv.Itoa(i), Published: published, Properties: props, Payload: printable(p)})
+		}
 	}
-	fmt.Fprintf(out, "Message ID: %s\nPublish time: %s\n", h.Get("X-Pulsar-Message-Id"), h.Get("X-Pulsar-Publish-Time"))
-	if n := h.Get("X-Pulsar-Num-Batch-Message"); n != "" {
-		fmt.Fprintf(out, "Batch of %s messages (body shown as stored)\n", n)
+	if msgs == nil {
+		msgs = []msg{{ID: id, Published: published, Properties: entryProps, Payload: printable(body)}}
 	}
-	for k, v := range props {
-		fmt.Fprintf(out, "Property %s: %s\n", k, v)
+	for _, m := range msgs {
+		if output == "json" {
+			b, _ := json.Marshal(m)
+			fmt.Fprintln(out, string(b))
+			continue
+		}
+		fmt.Fprintf(out, "Message ID: %s\nPublish time: %s\n", m.ID, m.Published)
+		for k, v := range m.Properties {
+			fmt.Fprintf(out, "Property %s: %s\n", k, v)
+		}
+		fmt.Fprintf(out, "%s\n\n", m.Payload)
 	}
-	fmt.Fprintf(out, "%s\n\n", body)
+}
+
+func printable(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return fmt.Sprintf("%x", b)
 }
