@@ -49,8 +49,9 @@ type Broker interface {
 	MessageIDAt(ctx context.Context, topic string, t time.Time) (MessageID, error)
 	// Message returns the entry with the given id.
 	Message(ctx context.Context, topic string, id MessageID) (RawMessage, error)
-	// LoadedTopics lists the topics (partitions one by one) loaded on this broker.
-	LoadedTopics() []string
+	// LoadedTopicStats is the stats of each topic (partitions one by one) loaded on this
+	// broker, by full name, without loading any.
+	LoadedTopicStats(ctx context.Context) map[string]TopicStats
 	// ServiceURL is the binary protocol URL lookups answer with (pulsar://host:port).
 	ServiceURL() string
 }

@@ -58,11 +58,7 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	vals := map[seriesKey]map[string]float64{}
 	subs := map[seriesKey]map[string][2]float64{} // subscription -> backlog, consumers
-	for _, topic := range c.broker.LoadedTopics() {
-		st, err := c.broker.TopicStats(ctx, topic)
-		if err != nil {
-			continue // unloaded between the listing and now
-		}
+	for topic, st := range c.broker.LoadedTopicStats(ctx) {
 		k := seriesKey{ns: namespaceOf(topic)}
 		if !c.namespace {
 			k.topic = topic

@@ -78,11 +78,27 @@ func (a AdminAPI) ListTopics(ctx context.Context, namespace, domain string) ([]s
 
 // TopicStats implements admin.Broker.
 func (a AdminAPI) TopicStats(ctx context.Context, topic string) (admin.TopicStats, error) {
-	out := admin.NewTopicStats()
 	t, err := a.loaded(ctx, topic) // load it so its stored subscriptions show
 	if err != nil {
-		return out, err
+		return admin.NewTopicStats(), err
 	}
+	return a.statsOf(ctx, t)
+}
+
+// LoadedTopicStats implements admin.Broker: stats of the loaded topics only (a scrape must
+// not load topics back).
+func (a AdminAPI) LoadedTopicStats(ctx context.Context) map[string]admin.TopicStats {
+	out := map[string]admin.TopicStats{}
+	for _, t := range a.s.loadedTopics() {
+		if st, err := a.statsOf(ctx, t); err == nil {
+			out[t.full] = st
+		}
+	}
+	return out
+}
+
+func (a AdminAPI) statsOf(ctx context.Context, t *topic) (admin.TopicStats, error) {
+	out := admin.NewTopicStats()
 	st, err := a.s.TopicStats(ctx, t.name)
 	if err != nil {
 		return out, adminErr(err)
@@ -466,16 +482,6 @@ func rawMessage(t *topic, p position, data []byte) (admin.RawMessage, error) {
 		m.Properties[kv.GetKey()] = kv.GetValue()
 	}
 	return m, nil
-}
-
-// LoadedTopics implements admin.Broker.
-func (a AdminAPI) LoadedTopics() []string {
-	ts := a.s.loadedTopics()
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.full
-	}
-	return out
 }
 
 // ServiceURL implements admin.Broker.
