@@ -22,6 +22,8 @@ func (s *server) registerBrokers(mux *http.ServeMux) {
 		"GET /admin/v2/brokers/configuration/runtime":                s.runtimeConfig,
 		"GET /admin/v2/brokers/internal-configuration":               s.internalConfig,
 		"GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}": s.lookup,
+		"GET /admin/v2/bookies/all":                                  s.bookies,
+		"GET /admin/v2/bookies/racks-info":                           s.bookieRacks,
 	} {
 		mux.HandleFunc(pattern, s.handle(f))
 	}
@@ -61,12 +63,53 @@ func (s *server) leaderBroker(context.Context, *http.Request) (any, error) {
 	return map[string]string{"brokerId": s.webAddr(), "serviceUrl": "http://" + s.webAddr()}, nil
 }
 
-// health answers "ok" as plain text; pulsaradmin compares it case-insensitively.
-func (s *server) health(context.Context, *http.Request) (any, error) {
+// health answers "ok" as plain text (pulsaradmin compares it case-insensitively) once the
+// process is ready and the metadata store answers a read.
+func (s *server) health(ctx context.Context, _ *http.Request) (any, error) {
 	if s.ready != nil && !s.ready() {
 		return nil, fmt.Errorf("%w: broker is starting", ErrUnavailable)
 	}
+	if _, err := s.res.Clusters(ctx); err != nil {
+		return nil, fmt.Errorf("%w: metadata store: %v", ErrUnavailable, err)
+	}
 	return textResponse("ok"), nil
+}
+
+// bookies is Pulsar's BookiesClusterInfo: the registered bookies.
+func (s *server) bookies(ctx context.Context, _ *http.Request) (any, error) {
+	regs, err := s.res.Bookies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type bookie struct {
+		BookieID string `json:"bookieId"`
+	}
+	out := struct {
+		Bookies []bookie `json:"bookies"`
+	}{Bookies: []bookie{}}
+	for _, r := range regs {
+		out.Bookies = append(out.Bookies, bookie{r.Address})
+	}
+	return out, nil
+}
+
+// bookieRacks is Pulsar's racks-info: group -> bookie -> {rack, hostname}; all bookies are
+// in the "default" group.
+func (s *server) bookieRacks(ctx context.Context, _ *http.Request) (any, error) {
+	regs, err := s.res.Bookies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	group := map[string]map[string]string{}
+	for _, r := range regs {
+		host, _, _ := net.SplitHostPort(r.Address)
+		rack := r.Rack
+		if rack == "" {
+			rack = "/default-rack"
+		}
+		group[r.Address] = map[string]string{"rack": rack, "hostname": host}
+	}
+	return map[string]any{"default": group}, nil
 }
 
 // dynamicConfig lists the configuration keys that can change at run time. None can yet:

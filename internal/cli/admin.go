@@ -31,7 +31,7 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.StringVar(&ac.url, "admin-url", "http://localhost:8080", "admin REST URL of a broker (pulsar-admin --admin-url)")
 	pf.StringVarP(&ac.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
-	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd())
+	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd())
 	return cmd
 }
 
@@ -274,6 +274,19 @@ func (ac *adminCLI) brokersCmd() *cobra.Command {
 		}),
 		ac.verb("get-runtime-config", "Get the runtime configuration", 0, func(ctx context.Context, _ []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/brokers/configuration/runtime")
+		}),
+	)
+	return cmd
+}
+
+func (ac *adminCLI) bookiesCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bookies", Short: "Operations about bookies"}
+	cmd.AddCommand(
+		ac.verb("list-bookies", "List the registered bookies", 0, func(ctx context.Context, _ []string) ([]byte, error) {
+			return ac.get(ctx, "/admin/v2/bookies/all")
+		}),
+		ac.verb("racks-placement", "Show the bookies' rack placement", 0, func(ctx context.Context, _ []string) ([]byte, error) {
+			return ac.get(ctx, "/admin/v2/bookies/racks-info")
 		}),
 	)
 	return cmd

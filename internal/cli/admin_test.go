@@ -128,6 +128,9 @@ func TestAdminCLI(t *testing.T) {
 	if out := ok("brokers", "healthcheck"); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("healthcheck: %q", out)
 	}
+	if out := ok("bookies", "list-bookies", "-o", "json"); !strings.Contains(out, `"bookieId"`) {
+		t.Fatalf("list-bookies: %q", out)
+	}
 	if out := ok("brokers", "list", "standalone"); !strings.Contains(out, shared.sa.HTTPAddr()) {
 		t.Fatalf("brokers list: %q", out)
 	}
