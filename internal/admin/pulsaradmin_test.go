@@ -305,6 +305,9 @@ func TestBadInput(t *testing.T) {
 		{"PATCH", "/admin/v2/persistent/public/default/x/stats", "", 405},
 		{"POST", "/admin/v2/persistent/public/default/x/subscription/s/skip/abc", "", 400},
 		{"GET", "/admin/v2/persistent/public/default/nosuchtopic/stats", "", 404},
+		{"PUT", "/admin/v2/persistent/public/default/a%2Fb", "null", 400},
+		{"GET", "/admin/v2/persistent/public/default/x/subscription/s/position/0", "", 400},
+		{"POST", "/admin/v2/persistent/public/default/x/partitions", "[1]", 400},
 	} {
 		req, _ := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")

@@ -87,8 +87,9 @@ func (s *server) topicOf(ctx context.Context, r *http.Request) (topicRef, error)
 	if err := s.checkNamespace(ctx, t.tenant, t.ns); err != nil {
 		return t, err
 	}
-	if t.local == "" {
-		return t, fmt.Errorf("%w: empty topic name", ErrBadRequest)
+	if t.local == "" || strings.ContainsAny(t.local, "/\x00") || len(t.local) > 1024 {
+		// An escaped "/" (%2F) would make a name with a different namespace.
+		return t, fmt.Errorf("%w: invalid topic name %q", ErrBadRequest, t.local)
 	}
 	if s.broker == nil {
 		return t, fmt.Errorf("%w: no broker in this process", ErrNotSupported)
