@@ -83,3 +83,65 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 		t.Fatalf("stats of a deleted topic: %v", err)
 	}
 }
+
+func TestTerminateTopic(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	ctx := context.Background()
+	name, _ := ParseTopicName("persistent://public/default/terminate")
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String(), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "t", 3)
+	if _, entry, err := b.s.TerminateTopic(ctx, name); err != nil || entry != 2 {
+		t.Fatalf("terminate: entry %d, %v", entry, err)
+	}
+	// Consumers still drain it; new producers are refused.
+	receive(t, c, 3, true)
+	if _, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String()}); err == nil {
+		t.Fatal("producer created on a terminated topic")
+	}
+}
+
+func TestPartitionedTopicAdmin(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	ctx := context.Background()
+	name, _ := ParseTopicName("persistent://public/default/grow")
+	if err := b.s.CreateTopic(ctx, name, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.UpdatePartitions(ctx, name, 1); !errors.Is(err, wire.ErrNotAllowed) {
+		t.Fatalf("shrinking: %v", err)
+	}
+	if err := b.s.UpdatePartitions(ctx, name, 3); err != nil {
+		t.Fatal(err)
+	}
+	parts, err := client.TopicPartitions(name.String())
+	if err != nil || len(parts) != 3 {
+		t.Fatalf("partitions %v %v", parts, err)
+	}
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, p, "g", 9)
+	p.Close()
+	if err := b.s.DeletePartitionedTopic(ctx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.s.Partitions(ctx, name); err == nil {
+		t.Fatalf("partitioned topic still has %d partitions", n)
+	}
+	topics, err := b.s.ListTopics(ctx, "public/default", 0)
+	if err != nil || len(topics) != 0 {
+		t.Fatalf("topics after delete: %v %v", topics, err)
+	}
+}

@@ -40,6 +40,10 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, err)
 		return
 	}
+	if t.log != nil && t.log.terminated() {
+		c.sendError(rid, fmt.Errorf("%w: %s", wire.ErrTopicTerminated, t.full))
+		return
+	}
 	p := &producer{c: c, topic: t, id: pid, rid: rid, name: cmd.GetProducerName(), epoch: cmd.GetEpoch(),
 		mode: cmd.GetProducerAccessMode()}
 	if p.name == "" {

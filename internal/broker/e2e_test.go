@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -10,7 +12,6 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
-	"github.com/sirupsen/logrus"
 
 	"github.com/magnetar-io/magnetar/internal/config"
 )
@@ -21,12 +22,10 @@ const waitFor = 30 * time.Second
 
 // quietLogger keeps the client's logs out of the test output unless -v.
 func quietLogger() plog.Logger {
-	lg := logrus.New()
-	lg.SetLevel(logrus.WarnLevel)
 	if !testing.Verbose() {
-		lg.SetLevel(logrus.PanicLevel)
+		return plog.DefaultNopLogger()
 	}
-	return plog.NewLoggerWithLogrus(lg)
+	return plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 }
 
 func newClient(t *testing.T, url string) pulsar.Client {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
@@ -20,6 +22,7 @@ type testBroker struct {
 	s   *Server
 	url string
 	ln  net.Listener
+	reg *prometheus.Registry
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -53,11 +56,12 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	reg := prometheus.NewRegistry()
 	var s *Server
 	if useManagedLedger {
-		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger})
+		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger, Registerer: reg})
 	} else {
-		s, err = newServer(cfg, store, newMemStorage(), logger, nil)
+		s, err = newServer(cfg, store, newMemStorage(), logger, reg)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -77,5 +81,5 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 			t.Errorf("managed ledger factory close: %v", err)
 		}
 	})
-	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln}
+	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg}
 }

@@ -110,6 +110,10 @@ func (l *memLog) readAt(_ context.Context, p position) (logEntry, error) {
 
 func (l *memLog) close(context.Context) error   { return nil }
 func (l *memLog) destroy(context.Context) error { return nil }
+func (l *memLog) terminated() bool              { return false }
+func (l *memLog) terminate(context.Context) (position, error) {
+	return l.lastConfirmed(), errors.New("memlog: terminate not supported")
+}
 func (l *memLog) storageSize() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()

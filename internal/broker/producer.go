@@ -52,6 +52,8 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int) {
 	p.mu.Unlock()
 	p.c.s.m.msgsIn.Add(float64(count))
 	p.c.s.m.bytesIn.Add(float64(len(data)))
+	p.topic.counters.msgsIn.Add(int64(count))
+	p.topic.counters.bytesIn.Add(int64(len(data)))
 	p.topic.publish(data, count, func(pos position, err error) {
 		p.mu.Lock()
 		op.done, op.pos, op.err = true, pos, err

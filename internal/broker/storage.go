@@ -62,6 +62,10 @@ type topicLog interface {
 	destroy(ctx context.Context) error
 	// storageSize is the bytes stored.
 	storageSize() int64
+	// terminate refuses further appends and returns the last entry's position.
+	terminate(ctx context.Context) (position, error)
+	// terminated tells whether the log was terminated.
+	terminated() bool
 }
 
 // logCursor tracks a subscription's read position and acknowledgements.

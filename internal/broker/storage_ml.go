@@ -132,7 +132,14 @@ func (l mlLog) readAt(ctx context.Context, p position) (logEntry, error) {
 
 func (l mlLog) close(ctx context.Context) error   { return mlErr(l.ml.Close(ctx)) }
 func (l mlLog) destroy(ctx context.Context) error { return mlErr(l.ml.Delete(ctx)) }
-func (l mlLog) storageSize() int64                { return l.ml.TotalSize() }
+func (l mlLog) terminated() bool                  { return l.ml.IsTerminated() }
+
+func (l mlLog) terminate(ctx context.Context) (position, error) {
+	p, err := l.ml.Terminate(ctx)
+	return fromML(p), mlErr(err)
+}
+
+func (l mlLog) storageSize() int64 { return l.ml.TotalSize() }
 
 type mlCursor struct {
 	c *managedledger.Cursor

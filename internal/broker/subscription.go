@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -46,6 +47,9 @@ type consumer struct {
 // re-reading skips acknowledged entries and entries still pending at other consumers, so
 // exactly the released ones are delivered again. gen counts rewinds and resets: a read that
 // started before one is discarded.
+//
+// Key_Shared routing and its held-back entries are in keyshared.go and replayLocked; the
+// unacknowledged-message limits that bound pending are in canReceiveLocked.
 type subscription struct {
 	t       *topic
 	name    string
@@ -396,6 +400,12 @@ func (s *subscription) readLocked(backoff *time.Duration, read func(context.Cont
 		return nil, readStop
 	case err != nil && ctx.Err() != nil:
 		return nil, readAgain
+	case errors.Is(err, wire.ErrTopicTerminated):
+		// Everything of a terminated topic was read: nothing more will come unless a
+		// rewind or reset (which pokes) moves the cursor back. REACHED_END_OF_TOPIC is not
+		// sent: the Go client drops its connection on it.
+		s.waitLocked(0)
+		return nil, readAgain
 	case err != nil:
 		s.log.Warn("reading for dispatch failed; retrying", "err", err, "in", *backoff)
 		s.waitLocked(*backoff)
@@ -681,6 +691,8 @@ func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count 
 	}}
 	c.s.m.msgsOut.Add(float64(count))
 	c.s.m.bytesOut.Add(float64(len(e.data)))
+	cs.sub.t.counters.msgsOut.Add(int64(count))
+	cs.sub.t.counters.bytesOut.Add(int64(len(e.data)))
 	c.sendPayload(cmd, e.data)
 }
 

@@ -19,6 +19,8 @@ type topic struct {
 	log  topicLog // nil for non-persistent topics
 	logg *slog.Logger
 
+	counters topicCounters
+
 	mu        sync.Mutex
 	producers map[string]*producer // by producer name
 	subs      map[string]*subscription

@@ -46,16 +46,16 @@ type Registration struct {
 	opts   RegistrationOptions
 	logger *slog.Logger
 
-	mu         sync.Mutex
-	value      []byte
-	gen        uint64        // bumped by Update
-	written    uint64        // the gen last written through a live session
-	registered bool          // the key is held by a live session now
-	changed    chan struct{} // closed and replaced whenever written or registered changes
-	wake       chan struct{}
-	stop       chan struct{}
-	stopped    chan struct{}
-	closeOnce  sync.Once
+	mu        sync.Mutex
+	value     []byte
+	gen       uint64        // bumped by Update
+	written   uint64        // the gen last written through a live session
+	live      bool          // the key is held by a live session now (maybe with an older value)
+	changed   chan struct{} // closed and replaced whenever written or registered changes
+	wake      chan struct{}
+	stop      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
 }
 
 // ErrRegistrationClosed is returned by Update after Close.
@@ -84,7 +84,7 @@ func Register(ctx context.Context, store Store, key string, value []byte, opts R
 	if err != nil {
 		return nil, err
 	}
-	r.written, r.registered = 1, true
+	r.written, r.live = 1, true
 	go r.run(sess)
 	return r, nil
 }
@@ -102,12 +102,15 @@ func (r *Registration) register(ctx context.Context, value []byte) (Session, err
 	return sess, nil
 }
 
-// Registered reports whether the key is currently held by a live session.
+// Registered reports whether the key is held by a live session with the latest value given
+// to Update.
 func (r *Registration) Registered() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.registered
+	return r.registeredLocked()
 }
+
+func (r *Registration) registeredLocked() bool { return r.live && r.written >= r.gen }
 
 // Value returns the value the registration keeps (the last one given to Update).
 func (r *Registration) Value() []byte {
@@ -149,11 +152,11 @@ func (r *Registration) Update(ctx context.Context, value []byte) error {
 	}
 }
 
-// WaitRegistered blocks until the key is held by a live session (or ctx is done).
+// WaitRegistered blocks until Registered is true (or ctx is done).
 func (r *Registration) WaitRegistered(ctx context.Context) error {
 	for {
 		r.mu.Lock()
-		ok, changed := r.registered, r.changed
+		ok, changed := r.registeredLocked(), r.changed
 		r.mu.Unlock()
 		if ok {
 			return nil
@@ -183,9 +186,9 @@ func (r *Registration) poke() {
 }
 
 // set records progress under mu and wakes waiters.
-func (r *Registration) set(registered bool, written uint64) {
+func (r *Registration) set(live bool, written uint64) {
 	r.mu.Lock()
-	r.registered = registered
+	r.live = live
 	if written > r.written {
 		r.written = written
 	}
@@ -233,6 +236,10 @@ func (r *Registration) run(sess Session) {
 			actx, acancel := context.WithTimeout(ctx, r.opts.TTL)
 			s, err := r.register(actx, value)
 			acancel()
+			if errors.Is(err, ErrClosed) {
+				r.logger.Warn("metadata store closed; giving up the registration")
+				return
+			}
 			if err != nil {
 				r.logger.Warn("registering again failed; retrying", "err", err, "retryIn", backoff, "lostFor", time.Since(lostAt).Round(time.Millisecond))
 				if !retry() {
@@ -252,6 +259,10 @@ func (r *Registration) run(sess Session) {
 				backoff = r.opts.RetryInterval
 				r.set(true, gen)
 				continue
+			}
+			if errors.Is(err, ErrClosed) {
+				r.logger.Warn("metadata store closed; giving up the registration")
+				return
 			}
 			if !errors.Is(err, ErrSessionLost) {
 				r.logger.Warn("updating the registration failed; retrying", "err", err, "retryIn", backoff)

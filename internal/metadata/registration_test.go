@@ -70,3 +70,21 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A store closed under a registration ends it instead of retrying forever.
+func TestRegistrationEndsWhenStoreCloses(t *testing.T) {
+	s := memstore.New(memstore.DefaultOptions())
+	r, err := metadata.Register(context.Background(), s, "/k", []byte("v"), metadata.DefaultRegistrationOptions(), slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := r.Update(ctx, []byte("w")); !errors.Is(err, metadata.ErrRegistrationClosed) {
+		t.Fatalf("Update after the store closed: %v, want ErrRegistrationClosed", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

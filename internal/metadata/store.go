@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -73,7 +74,9 @@ type Store interface {
 	Close() error
 }
 
-// Session owns ephemeral keys and leadership. When the store stops hearing from it for its
+// Session owns ephemeral keys and leadership. A candidacy in an election is itself an
+// ephemeral key, "<election>/<session id in hex>", holding the campaign value (etcd's
+// concurrency.Election layout): it shows up in List and Watch of a prefix that covers it. When the store stops hearing from it for its
 // ttl, its keys are deleted and Done is closed.
 type Session interface {
 	// PutEphemeral is Put for a key bound to this session.
@@ -91,4 +94,25 @@ type Session interface {
 type Leadership interface {
 	Resign(ctx context.Context) error
 	Done() <-chan struct{}
+}
+
+// LeaderReader is implemented by stores that can say who leads an election (memstore and
+// etcdstore both do). It sits beside Store rather than in it so that wrappers and fakes of
+// Store written elsewhere keep compiling; call it through Leader.
+type LeaderReader interface {
+	// Leader returns the current leader's candidacy key and the value it campaigned with,
+	// or ErrNotFound when the election has no candidates.
+	Leader(ctx context.Context, election string) (KV, error)
+}
+
+// ErrNotSupported is returned by helpers whose optional interface a Store does not implement.
+var ErrNotSupported = errors.New("metadata: not supported by this store")
+
+// Leader returns the leader of election in s (see LeaderReader).
+func Leader(ctx context.Context, s Store, election string) (KV, error) {
+	lr, ok := s.(LeaderReader)
+	if !ok {
+		return KV{}, fmt.Errorf("%w: %T cannot read election leaders", ErrNotSupported, s)
+	}
+	return lr.Leader(ctx, election)
 }

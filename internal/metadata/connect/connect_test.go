@@ -3,6 +3,7 @@ package connect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -79,11 +80,13 @@ func FuzzParseURL(f *testing.F) {
 
 func TestOpenMemoryShared(t *testing.T) {
 	ctx := context.Background()
-	a, err := Open(ctx, "memory://TestOpenMemoryShared", slog.Default())
+	// Unique per run: memory stores live as long as the process (go test -count=N).
+	name := fmt.Sprintf("memory://shared-%d", time.Now().UnixNano())
+	a, err := Open(ctx, name, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Open(ctx, "memory://TestOpenMemoryShared", slog.Default())
+	b, err := Open(ctx, name, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +97,7 @@ func TestOpenMemoryShared(t *testing.T) {
 	if kv, err := b.Get(ctx, "/k"); err != nil || string(kv.Value) != "v" {
 		t.Fatalf("other handle: %v %v", kv, err)
 	}
-	other, _ := Open(ctx, "memory://TestOpenMemoryShared-other", slog.Default())
+	other, _ := Open(ctx, name+"-other", slog.Default())
 	if _, err := other.Get(ctx, "/k"); !errors.Is(err, metadata.ErrNotFound) {
 		t.Fatalf("different name shares data: %v", err)
 	}

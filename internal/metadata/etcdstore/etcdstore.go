@@ -186,6 +186,9 @@ func (s *Store) put(ctx context.Context, key string, value []byte, expected meta
 		if len(kvs) == 0 {
 			return 0, fmt.Errorf("%w: %s does not exist, expected version %d", metadata.ErrBadVersion, key, expected)
 		}
+		if expected == metadata.NotExists {
+			return 0, fmt.Errorf("%w: %s already exists (version %d)", metadata.ErrBadVersion, key, kvs[0].ModRevision)
+		}
 		return 0, fmt.Errorf("%w: %s is at version %d, expected %d", metadata.ErrBadVersion, key, kvs[0].ModRevision, expected)
 	}
 	return metadata.Version(resp.Header.Revision), nil

@@ -59,7 +59,9 @@ func (ss *session) close() error {
 		if wasLost {
 			return // the lease is gone already; revoking would only log a failure
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), ss.ttl)
+		// Bounded well below the TTL: Close must be prompt even when etcd is unreachable, and
+		// an unrevoked lease still expires on its own.
+		ctx, cancel := context.WithTimeout(context.Background(), min(ss.ttl, 2*time.Second))
 		defer cancel()
 		_, err := ss.store.client.Revoke(ctx, ss.cs.Lease())
 		if err != nil && !ss.lostErr(err) {
@@ -173,4 +175,20 @@ func (l *leadership) Resign(ctx context.Context) error {
 		return fmt.Errorf("etcdstore: resign %s: %w", l.el.Key(), err)
 	}
 	return nil
+}
+
+// Leader implements metadata.LeaderReader: the candidacy key with the lowest create revision
+// under the election's prefix leads, as in concurrency.Election.
+func (s *Store) Leader(ctx context.Context, name string) (metadata.KV, error) {
+	if err := s.check(); err != nil {
+		return metadata.KV{}, err
+	}
+	resp, err := s.client.Get(ctx, name+"/", clientv3.WithFirstCreate()...)
+	if err != nil {
+		return metadata.KV{}, s.mapErr("leader", name, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return metadata.KV{}, fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
+	}
+	return toKV(resp.Kvs[0]), nil
 }

@@ -158,6 +158,8 @@ func checkVersion(key string, e *entry, exists bool, expected metadata.Version, 
 			return fmt.Errorf("%w: %s", metadata.ErrNotFound, key)
 		}
 		return fmt.Errorf("%w: %s does not exist, expected version %d", metadata.ErrBadVersion, key, expected)
+	case expected == metadata.NotExists && isPut:
+		return fmt.Errorf("%w: %s already exists (version %d)", metadata.ErrBadVersion, key, e.version)
 	case e.version != int64(expected):
 		return fmt.Errorf("%w: %s is at version %d, expected %d", metadata.ErrBadVersion, key, e.version, expected)
 	}
@@ -188,13 +190,30 @@ func (st *state) remove(key string) {
 	delete(st.kvs, key)
 	st.rev++
 	st.notify(metadata.Event{Type: metadata.EventDelete, Key: key, Version: metadata.Version(st.rev)})
+	// Deleting a candidacy key ends that candidacy, as in etcd, where the election only sees
+	// keys: the leader loses leadership and the next candidate leads.
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		if el := st.elections[key[:i]]; el != nil {
+			for _, c := range el.candidates {
+				if c.key == key {
+					st.withdraw(c)
+					break
+				}
+			}
+		}
+	}
 }
 
-// notify hands an event to every matching watch. Values are shared between watchers and the
-// store: stored values are never mutated in place, and consumers must not modify them.
+// notify hands an event to every matching watch, each with its own copy of the value, as
+// etcd does: a consumer that modifies an event must not change the store or other watchers.
 func (st *state) notify(ev metadata.Event) {
 	for w := range st.watchers {
-		if w.matches(ev.Key) && !w.q.Push(ev) {
+		if !w.matches(ev.Key) {
+			continue
+		}
+		e := ev
+		e.Value = slices.Clone(ev.Value)
+		if !w.q.Push(e) {
 			delete(st.watchers, w)
 		}
 	}

@@ -76,12 +76,12 @@ type election struct {
 }
 
 type candidate struct {
-	el    *election
-	sess  *session
-	value []byte
-	won   chan struct{} // closed when this candidate becomes the leader
-	gone  chan struct{} // closed when it resigns or its session ends
-	out   bool
+	el   *election
+	sess *session
+	key  string        // its candidacy key, bound to sess
+	won  chan struct{} // closed when this candidate becomes the leader
+	gone chan struct{} // closed when it resigns or its session ends
+	out  bool
 }
 
 func (ss *session) Campaign(ctx context.Context, name string, value []byte) (metadata.Leadership, error) {
@@ -98,7 +98,13 @@ func (ss *session) Campaign(ctx context.Context, name string, value []byte) (met
 		el = &election{name: name}
 		ss.st.elections[name] = el
 	}
-	c := &candidate{el: el, sess: ss, value: clone(value), won: make(chan struct{}), gone: make(chan struct{})}
+	// The candidacy key, as etcd's concurrency.Election names it: election/<lease hex>.
+	key := fmt.Sprintf("%s/%x", name, ss.id)
+	if _, err := ss.st.put(key, value, metadata.AnyVersion, ss); err != nil {
+		ss.st.mu.Unlock()
+		return nil, err
+	}
+	c := &candidate{el: el, sess: ss, key: key, won: make(chan struct{}), gone: make(chan struct{})}
 	el.candidates = append(el.candidates, c)
 	if len(el.candidates) == 1 {
 		close(c.won)
@@ -124,6 +130,9 @@ func (st *state) withdraw(c *candidate) {
 		return
 	}
 	c.out = true
+	if e, ok := st.kvs[c.key]; ok && e.owner == c.sess {
+		st.remove(c.key)
+	}
 	el := c.el
 	for i, x := range el.candidates {
 		if x == c {
@@ -150,4 +159,23 @@ func (l *leadership) Resign(ctx context.Context) error {
 	st.withdraw(l.c)
 	st.mu.Unlock()
 	return nil
+}
+
+// Leader implements metadata.LeaderReader.
+func (s *Store) Leader(ctx context.Context, name string) (metadata.KV, error) {
+	if err := s.check(ctx); err != nil {
+		return metadata.KV{}, err
+	}
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	el := s.st.elections[name]
+	if el == nil || len(el.candidates) == 0 {
+		return metadata.KV{}, fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
+	}
+	c := el.candidates[0]
+	e, ok := s.st.kvs[c.key]
+	if !ok {
+		return metadata.KV{}, fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
+	}
+	return metadata.KV{Key: c.key, Value: clone(e.value), Version: metadata.Version(e.version)}, nil
 }

@@ -44,12 +44,14 @@ func Run(t *testing.T, newStore func(t *testing.T) metadata.Store) {
 		{"WatchKey", testWatchKey},
 		{"WatchPrefix", testWatchPrefix},
 		{"WatchCancel", testWatchCancel},
+		{"WatchNoGapUnderWrites", testWatchNoGap},
 		{"EphemeralVanishOnClose", testEphemeralClose},
 		{"EphemeralPersistentOverride", testEphemeralOverride},
 		{"SessionClosedOps", testSessionClosedOps},
 		{"ElectionOrder", testElectionOrder},
 		{"ElectionSessionClose", testElectionSessionClose},
 		{"CampaignCancel", testCampaignCancel},
+		{"LeaderKeyDeleted", testLeaderKeyDeleted},
 		{"SessionExpiry", testSessionExpiry},
 		{"StoreClosed", testStoreClosed},
 	}
@@ -268,6 +270,16 @@ func testValuesAreCopies(t *testing.T, s metadata.Store, ns string) {
 	kv, _ := s.Get(ctxFor(t), ns+"k2")
 	kv.Value[0] = 'Y'
 	mustGet(t, s, ns+"k2", "abc", 0)
+	// Nor do values received from a watch, initial state or change.
+	ch, err := s.Watch(ctxFor(t), ns+"k2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch).Value[0] = 'Z'
+	mustGet(t, s, ns+"k2", "abc", 0)
+	mustPut(t, s, ns+"k2", "def", metadata.AnyVersion)
+	next(t, ch).Value[0] = 'Z'
+	mustGet(t, s, ns+"k2", "def", 0)
 }
 
 func testConcurrentCAS(t *testing.T, s metadata.Store, ns string) {
@@ -398,6 +410,48 @@ func testWatchPrefix(t *testing.T, s metadata.Store, ns string) {
 	ev := next(t, ch)
 	if ev.Type != metadata.EventDelete || ev.Key != p+"a" || ev.Version <= last {
 		t.Fatalf("delete event = %+v", ev)
+	}
+}
+
+// testWatchNoGap starts watches while a writer keeps counting up one key: from whatever
+// current state a watch starts with, it must see every later value exactly once, in order.
+// This is the hand-off between the snapshot read and the change stream.
+func testWatchNoGap(t *testing.T, s metadata.Store, ns string) {
+	ctx := ctxFor(t)
+	k := ns + "counter"
+	const total = 300
+	mustPut(t, s, k, "0", metadata.AnyVersion)
+	writerDone := make(chan error, 1)
+	go func() {
+		for i := 1; i <= total; i++ {
+			if _, err := s.Put(ctx, k, []byte(strconv.Itoa(i)), metadata.AnyVersion); err != nil {
+				writerDone <- err
+				return
+			}
+		}
+		writerDone <- nil
+	}()
+	for w := 0; w < 3; w++ {
+		ch, err := s.Watch(ctx, ns, w%2 == 0) // prefix and exact-key watches alike
+		if w%2 == 1 {
+			ch, err = s.Watch(ctx, k, false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := next(t, ch)
+		want, _ := strconv.Atoi(string(first.Value))
+		for want < total {
+			ev := next(t, ch)
+			got, _ := strconv.Atoi(string(ev.Value))
+			if ev.Key != k || got != want+1 {
+				t.Fatalf("watch %d: after %d got %s=%q", w, want, ev.Key, ev.Value)
+			}
+			want = got
+		}
+	}
+	if err := <-writerDone; err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -571,6 +625,11 @@ func testElectionOrder(t *testing.T, s metadata.Store, ns string) {
 	pending(t, c2)
 	c3 := campaign(ctx, ss[2], el, "three")
 	pending(t, c3)
+	expectLeader(t, s, el, "one")
+	// Every candidacy is an ephemeral key under the election.
+	if kvs, err := s.List(ctx, el+"/"); err != nil || len(kvs) != 3 {
+		t.Fatalf("List of candidacies = %d keys, %v; want 3", len(kvs), err)
+	}
 	notClosed(t, "leadership Done", l1.Done())
 	if err := l1.Resign(ctx); err != nil {
 		t.Fatal(err)
@@ -578,6 +637,7 @@ func testElectionOrder(t *testing.T, s metadata.Store, ns string) {
 	closed(t, "resigned leadership Done", l1.Done())
 	l2 := won(t, c2)
 	pending(t, c3)
+	expectLeader(t, s, el, "two")
 	if err := l2.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -585,10 +645,25 @@ func testElectionOrder(t *testing.T, s metadata.Store, ns string) {
 	if err := l3.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := metadata.Leader(ctx, s, el); !errors.Is(err, metadata.ErrNotFound) && !errors.Is(err, metadata.ErrNotSupported) {
+		t.Fatalf("Leader of an empty election: %v, want ErrNotFound", err)
+	}
 	// Another election with the same sessions is independent.
 	l := won(t, campaign(ctx, ss[1], ns+"other", "x"))
 	if err := l.Resign(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// expectLeader checks metadata.Leader when the store supports it.
+func expectLeader(t *testing.T, s metadata.Store, el, want string) {
+	t.Helper()
+	kv, err := metadata.Leader(ctxFor(t), s, el)
+	if errors.Is(err, metadata.ErrNotSupported) {
+		return
+	}
+	if err != nil || string(kv.Value) != want || !strings.HasPrefix(kv.Key, el+"/") {
+		t.Fatalf("Leader(%s) = %s %q, %v; want value %q", el, kv.Key, kv.Value, err, want)
 	}
 }
 
@@ -638,6 +713,36 @@ func testCampaignCancel(t *testing.T, s metadata.Store, ns string) {
 	}
 }
 
+// Deleting the leader's candidacy key (an operator's fix, or a bug elsewhere) ends its
+// leadership: Done fires and the next candidate leads.
+func testLeaderKeyDeleted(t *testing.T, s metadata.Store, ns string) {
+	ctx := ctxFor(t)
+	ss := sessions(t, s, 2)
+	el := ns + "leader"
+	l1 := won(t, campaign(ctx, ss[0], el, "one"))
+	c2 := campaign(ctx, ss[1], el, "two")
+	pending(t, c2)
+	kv, err := metadata.Leader(ctx, s, el)
+	if errors.Is(err, metadata.ErrNotSupported) {
+		t.Skipf("%T cannot read election leaders", s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, kv.Key, kv.Version); err != nil {
+		t.Fatal(err)
+	}
+	closed(t, "leadership Done after its key was deleted", l1.Done())
+	l2 := won(t, c2)
+	expectLeader(t, s, el, "two")
+	if err := l2.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l1.Resign(ctx); err != nil {
+		t.Fatalf("Resign of a lost leadership: %v", err)
+	}
+}
+
 func testSessionExpiry(t *testing.T, s metadata.Store, ns string) {
 	ex, ok := s.(Expirer)
 	if !ok {
@@ -659,6 +764,7 @@ func testSessionExpiry(t *testing.T, s metadata.Store, ns string) {
 	closed(t, "expired session's leadership Done", l1.Done())
 	waitMissing(t, s, k)
 	won(t, c2)
+	expectLeader(t, s, ns+"leader", "two")
 	if _, err := ss[0].PutEphemeral(ctx, k, []byte("y"), metadata.AnyVersion); !errors.Is(err, metadata.ErrSessionLost) {
 		t.Fatalf("PutEphemeral on expired session: %v, want ErrSessionLost", err)
 	}
