@@ -16,6 +16,7 @@
 // publish time, batch size and properties in X-Pulsar-* headers (topics.go:rawResponse), as
 // Pulsar's Java broker does; a compressed entry is returned as stored.
 //
-// /metrics adds Pulsar's per-topic gauges (metrics.go), computed at scrape time from the
-// loaded topics, per topic or (NamespaceMetricsOnly) per namespace.
+// /metrics adds the Pulsar series the broker's own collector lacks (metrics.go:
+// pulsar_msg_backlog, pulsar_storage_backlog_size, pulsar_topics_count), computed at scrape
+// time from the loaded topics.
 package admin

@@ -343,9 +343,9 @@ func TestTopicMetrics(t *testing.T) {
 	body := string(b)
 	for _, want := range []string{
 		`pulsar_msg_backlog{cluster="standalone",namespace="public/default",topic="` + name + `"} 4`,
-		`pulsar_subscription_back_log{cluster="standalone",namespace="public/default",subscription="m1",topic="` + name + `"} 4`,
-		`pulsar_topics_count{cluster="standalone",namespace="public/default",topic="` + name + `"} 1`,
-		"pulsar_storage_size{", "pulsar_producers_count{", "pulsar_consumers_count{",
+		`pulsar_topics_count{cluster="standalone",namespace="public/default"}`,
+		`pulsar_in_messages_total{cluster="standalone",namespace="public/default",topic="` + name + `"} 4`,
+		"pulsar_storage_size{", "pulsar_producers_count{", "pulsar_consumers_count{", "pulsar_storage_backlog_size{",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -32,9 +32,6 @@ type Config struct {
 	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port.
 	Cluster        string
 	WebServiceAddr string
-	// NamespaceMetricsOnly aggregates the pulsar_* topic gauges per namespace instead of per
-	// topic, for deployments with many topics (Pulsar's exposeTopicLevelMetricsInPrometheus=false).
-	NamespaceMetricsOnly bool
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
@@ -50,7 +47,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	if cfg.Broker != nil {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(newTopicCollector(cfg.Broker, cfg.Cluster, cfg.NamespaceMetricsOnly))
+		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster})
 		g = prometheus.Gatherers{g, reg}
 	}
 	mux := http.NewServeMux()

@@ -239,18 +239,18 @@ func (a AdminAPI) LastMessageID(ctx context.Context, topic string) (admin.Messag
 	return id, nil
 }
 
-// Terminate implements admin.Broker: the log refuses further appends, producers get
-// TopicTerminated on their next send and consumers learn the end when they reach it.
+// Terminate implements admin.Broker (Server.TerminateTopic: producers are disconnected
+// for good, consumers drain).
 func (a AdminAPI) Terminate(ctx context.Context, topic string) (admin.MessageID, error) {
-	t, ml, err := a.ledgerOf(ctx, topic)
+	n, err := parse(topic)
 	if err != nil {
 		return admin.MessageID{}, err
 	}
-	p, err := ml.Terminate(ctx)
+	l, e, err := a.s.TerminateTopic(ctx, n)
 	if err != nil {
-		return admin.MessageID{}, adminErr(mlErr(err))
+		return admin.MessageID{}, adminErr(err)
 	}
-	return a.messageID(t, fromML(p)), nil
+	return admin.MessageID{LedgerID: l, EntryID: e, PartitionIndex: n.Partition}, nil
 }
 
 // Unload implements admin.Broker.
