@@ -129,6 +129,8 @@ type TopicStats struct {
 	MsgThroughputOut    float64                      `json:"msgThroughputOut"`
 	MsgInCounter        int64                        `json:"msgInCounter"`
 	MsgOutCounter       int64                        `json:"msgOutCounter"`
+	BytesInCounter      int64                        `json:"bytesInCounter"`
+	BytesOutCounter     int64                        `json:"bytesOutCounter"`
 	AverageMsgSize      float64                      `json:"averageMsgSize"`
 	StorageSize         int64                        `json:"storageSize"`
 	BacklogSize         int64                        `json:"backlogSize"`
@@ -157,6 +159,11 @@ func (s *TopicStats) add(o TopicStats) {
 	s.MsgThroughputOut += o.MsgThroughputOut
 	s.MsgInCounter += o.MsgInCounter
 	s.MsgOutCounter += o.MsgOutCounter
+	s.BytesInCounter += o.BytesInCounter
+	s.BytesOutCounter += o.BytesOutCounter
+	if s.MsgInCounter > 0 {
+		s.AverageMsgSize = float64(s.BytesInCounter) / float64(s.MsgInCounter)
+	}
 	s.StorageSize += o.StorageSize
 	s.BacklogSize += o.BacklogSize
 	s.Publishers = append(s.Publishers, o.Publishers...)

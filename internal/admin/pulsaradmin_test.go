@@ -185,6 +185,9 @@ func TestStatsAndSubscriptions(t *testing.T) {
 	if b := backlog("s1"); b != 10 {
 		t.Fatalf("s1 backlog %d", b)
 	}
+	if st, err := a.Topics().GetStats(*tn); err != nil || st.MsgCounterIn != 10 || st.AverageMsgSize == 0 {
+		t.Fatalf("in counters: %+v %v", st, err)
+	}
 	msgs, err := a.Subscriptions().PeekMessages(*tn, "s1", 2)
 	must(t, "peek", err)
 	if len(msgs) != 2 || string(msgs[1].Payload) != "m1" || msgs[1].Properties["i"] != "1" {

@@ -104,6 +104,11 @@ func (a AdminAPI) statsOf(ctx context.Context, t *topic) (admin.TopicStats, erro
 		return out, adminErr(err)
 	}
 	out.StorageSize = st.StorageSize
+	out.MsgInCounter, out.BytesInCounter = t.counters.msgsIn.Load(), t.counters.bytesIn.Load()
+	out.MsgOutCounter, out.BytesOutCounter = t.counters.msgsOut.Load(), t.counters.bytesOut.Load()
+	if out.MsgInCounter > 0 {
+		out.AverageMsgSize = float64(out.BytesInCounter) / float64(out.MsgInCounter)
+	}
 	// Access mode and client version are not in the broker's stats: read them from the
 	// producers themselves (tools read publishers[].clientVersion).
 	t.mu.Lock()
