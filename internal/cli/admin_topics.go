@@ -255,12 +255,17 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		for k := int64(1); k <= count; k++ {
+		// Positions count entries, --count counts messages: a batch entry holds several.
+		printed := int64(0)
+		for k := int64(1); printed < count; k++ {
 			b, h, err := ac.call(ctx, http.MethodGet, subPath("/admin/v2/"+tp)+"/position/"+strconv.FormatInt(k, 10), nil)
 			if err != nil {
+				if printed > 0 && strings.Contains(err.Error(), " 404 ") {
+					return nil // fewer messages than asked for
+				}
 				return err
 			}
-			printPeeked(cmd, ac.output, h, b)
+			printed += int64(printPeeked(cmd, ac.output, h, b, int(count-printed)))
 		}
 		return nil
 	}))
@@ -328,10 +333,10 @@ func (ac *adminCLI) verbRaw(use, short string, run func(ctx context.Context, cmd
 		RunE: func(cmd *cobra.Command, args []string) error { return run(cmd.Context(), cmd, args) }}
 }
 
-// printPeeked prints a peeked entry: id, publish time and, for each message (a batch is
+// printPeeked prints up to limit messages of a peeked entry and returns how many: id, publish time and, for each message (a batch is
 // split with its per-message properties), properties and payload as text when it is UTF-8,
 // else as hex. A batch that does not parse (compressed) is shown whole.
-func printPeeked(cmd *cobra.Command, output string, h http.Header, body []byte) {
+func printPeeked(cmd *cobra.Command, output string, h http.Header, body []byte, limit int) int {
 	out := cmd.OutOrStdout()
 	id, published := h.Get("X-Pulsar-Message-Id"), h.Get("X-Pulsar-Publish-Time")
 	var entryProps map[string]string
@@ -364,6 +369,9 @@ func printPeeked(cmd *cobra.Command, output string, h http.Header, body []byte) 
 	if msgs == nil {
 		msgs = []msg{{ID: id, Published: published, Properties: entryProps, Payload: printable(body)}}
 	}
+	if len(msgs) > limit {
+		msgs = msgs[:limit]
+	}
 	for _, m := range msgs {
 		if output == "json" {
 			b, _ := json.Marshal(m)
@@ -376,6 +384,7 @@ func printPeeked(cmd *cobra.Command, output string, h http.Header, body []byte) 
 		}
 		fmt.Fprintf(out, "%s\n\n", m.Payload)
 	}
+	return len(msgs)
 }
 
 func printable(b []byte) string {
