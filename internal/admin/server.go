@@ -117,6 +117,7 @@ type server struct {
 	broker         Broker
 	cluster        string
 	webServiceAddr string
+	rates          rateTracker
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

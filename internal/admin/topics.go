@@ -327,7 +327,11 @@ func (s *server) topicStats(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.broker.TopicStats(ctx, t.String())
+	st, err := s.broker.TopicStats(ctx, t.String())
+	if err == nil {
+		s.rates.apply(t.String(), &st, time.Now())
+	}
+	return st, err
 }
 
 func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, error) {
@@ -355,6 +359,7 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 		if err != nil {
 			return nil, err
 		}
+		s.rates.apply(t.partition(i), &st, time.Now())
 		out.add(st)
 		if per {
 			out.Partitions[t.partition(i)] = st
