@@ -22,6 +22,9 @@ func (s *server) registerBrokers(mux *http.ServeMux) {
 		"GET /admin/v2/brokers/configuration/runtime":                s.runtimeConfig,
 		"GET /admin/v2/brokers/internal-configuration":               s.internalConfig,
 		"GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}": s.lookup,
+		"POST /admin/v2/brokers/configuration/{name}/{value}":        s.updateDynamicConfig,
+		"DELETE /admin/v2/brokers/configuration/{name}":              s.updateDynamicConfig,
+		"GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces":   s.ownedNamespaces,
 		"GET /admin/v2/bookies/all":                                  s.bookies,
 		"GET /admin/v2/bookies/racks-info":                           s.bookieRacks,
 	} {
@@ -120,6 +123,43 @@ func (s *server) dynamicConfigNames(context.Context, *http.Request) (any, error)
 
 func (s *server) dynamicConfigValues(context.Context, *http.Request) (any, error) {
 	return map[string]string{}, nil
+}
+
+// updateDynamicConfig refuses every key, as Pulsar refuses a key that is not dynamic
+// (412): none can change at run time yet.
+func (s *server) updateDynamicConfig(_ context.Context, r *http.Request) (any, error) {
+	return nil, fmt.Errorf("%w: %s is not a dynamic configuration key", ErrNotAllowed, r.PathValue("name"))
+}
+
+// fullBundle is the one bundle of every namespace: a standalone does not split namespaces.
+const fullBundle = "0x00000000_0xffffffff"
+
+// ownedNamespaces lists every namespace's bundle as owned by this broker (a standalone
+// owns everything).
+func (s *server) ownedNamespaces(ctx context.Context, r *http.Request) (any, error) {
+	if c := r.PathValue("cluster"); c != s.cluster {
+		return nil, fmt.Errorf("%w: cluster %s does not exist", errNotFound, c)
+	}
+	tenants, err := s.res.Tenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type status struct {
+		Assignment   string `json:"broker_assignment"`
+		IsControlled bool   `json:"is_controlled"`
+		IsActive     bool   `json:"is_active"`
+	}
+	out := map[string]status{}
+	for _, t := range tenants {
+		nss, err := s.res.Namespaces(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range nss {
+			out[ns+"/"+fullBundle] = status{Assignment: "primary", IsActive: true}
+		}
+	}
+	return out, nil
 }
 
 func (s *server) runtimeConfig(context.Context, *http.Request) (any, error) {

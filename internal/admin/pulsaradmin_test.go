@@ -285,6 +285,14 @@ func TestBrokers(t *testing.T) {
 	if _, err := a.Brokers().GetDynamicConfigurationNames(); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.Brokers().UpdateDynamicConfiguration("nope", "1"); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("update dynamic config: %v", err)
+	}
+	owned, err := a.Brokers().GetOwnedNamespaces("standalone", sa.HTTPAddr())
+	must(t, "owned namespaces", err)
+	if _, ok := owned["public/default/0x00000000_0xffffffff"]; !ok {
+		t.Fatalf("owned namespaces %v", owned)
+	}
 }
 
 // TestHTTPServiceURL drives the Go client through the HTTP lookup service.
