@@ -31,7 +31,7 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.StringVar(&ac.url, "admin-url", "http://localhost:8080", "admin REST URL of a broker (pulsar-admin --admin-url)")
 	pf.StringVarP(&ac.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
-	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd())
+	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	return cmd
 }
 
@@ -288,6 +288,26 @@ func (ac *adminCLI) bookiesCmd() *cobra.Command {
 		ac.verb("racks-placement", "Show the bookies' rack placement", 0, func(ctx context.Context, _ []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/bookies/racks-info")
 		}),
+	)
+	return cmd
+}
+
+func (ac *adminCLI) schemasCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "schemas", Short: "Operations about schemas"}
+	// schemaPath is /admin/v2/schemas/<tenant>/<ns>/<topic> (no domain, as Pulsar's).
+	sVerb := func(use, short, method, suffix string) *cobra.Command {
+		return ac.verb(use+" <topic>", short, 1, func(ctx context.Context, args []string) ([]byte, error) {
+			tp, err := topicPath(args[0])
+			if err != nil {
+				return nil, err
+			}
+			_, rest, _ := strings.Cut(tp, "/")
+			return ac.send(ctx, method, "/admin/v2/schemas/"+rest+suffix, nil)
+		})
+	}
+	cmd.AddCommand(
+		sVerb("get", "Get the schema of a topic", http.MethodGet, "/schema"),
+		sVerb("delete", "Delete the schema of a topic", http.MethodDelete, "/schema"),
 	)
 	return cmd
 }

@@ -146,6 +146,9 @@ func TestAdminCLI(t *testing.T) {
 	if code, _, errOut := magnetarAdmin(t, "tenants", "get", "nosuch"); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("missing tenant: exit %d %q", code, errOut)
 	}
+	if code, _, errOut := magnetarAdmin(t, "schemas", "get", "public/default/nosuch"); code != 1 || !strings.Contains(errOut, "schema not found") {
+		t.Fatalf("schemas get: exit %d %q", code, errOut)
+	}
 	if code, _, errOut := magnetarAdmin(t, "topics", "stats", "a/b/c/d"); code != 2 || !strings.Contains(errOut, "invalid topic") {
 		t.Fatalf("bad topic: exit %d %q", code, errOut)
 	}
