@@ -197,7 +197,9 @@ func TestStatsAndSubscriptions(t *testing.T) {
 	if b := backlog("s1"); b != 7 {
 		t.Fatalf("after skip backlog %d", b)
 	}
-	must(t, "clear", a.Subscriptions().ClearBacklog(*tn, "s1"))
+	ns, err := utils.GetNamespaceName("public/default")
+	must(t, "namespace name", err)
+	must(t, "clear namespace backlog", a.Namespaces().ClearNamespaceBacklogForSubscription(*ns, "s1"))
 	if b := backlog("s1"); b != 0 {
 		t.Fatalf("after clear backlog %d", b)
 	}

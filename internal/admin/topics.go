@@ -28,6 +28,9 @@ func (t topicRef) partition(i int) string {
 // literal domain so they never overlap the /admin/v2/namespaces|brokers|... routes.
 func (s *server) registerTopics(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/topics", s.handle(s.namespaceTopics))
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", s.handle(s.unloadNamespace))
+	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{namespace}/clearBacklog", s.handle(s.clearNamespaceBacklog))
+	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{namespace}/clearBacklog/{sub}", s.handle(s.clearNamespaceBacklog))
 	for _, d := range []string{"persistent", "non-persistent"} {
 		ns := "/admin/v2/" + d + "/{tenant}/{namespace}"
 		t := ns + "/{topic}"
@@ -166,6 +169,53 @@ func (s *server) namespaceTopics(ctx context.Context, r *http.Request) (any, err
 		out = append(out, list...)
 	}
 	return out, nil
+}
+
+// forNamespaceTopics runs f on every persistent topic (partitions one by one) of the
+// namespace in the path.
+func (s *server) forNamespaceTopics(ctx context.Context, r *http.Request, f func(topic string) error) error {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
+		return err
+	}
+	if s.broker == nil {
+		return fmt.Errorf("%w: no broker in this process", ErrNotSupported)
+	}
+	topics, err := s.broker.ListTopics(ctx, tenant+"/"+ns, "persistent")
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if err := f(t); err != nil && statusFor(err) != http.StatusNotFound {
+			return err
+		}
+	}
+	return nil
+}
+
+// unloadNamespace unloads every topic of the namespace (pulsar-admin namespaces unload).
+func (s *server) unloadNamespace(ctx context.Context, r *http.Request) (any, error) {
+	return nil, s.forNamespaceTopics(ctx, r, func(topic string) error { return s.broker.Unload(ctx, topic) })
+}
+
+// clearNamespaceBacklog skips every message of every subscription (or of the one named)
+// of the namespace's topics (pulsar-admin namespaces clear-backlog).
+func (s *server) clearNamespaceBacklog(ctx context.Context, r *http.Request) (any, error) {
+	only := r.PathValue("sub")
+	return nil, s.forNamespaceTopics(ctx, r, func(topic string) error {
+		subs, err := s.broker.Subscriptions(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for _, sub := range subs {
+			if only == "" || sub == only {
+				if err := s.broker.Skip(ctx, topic, sub, -1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 func (s *server) listPartitioned(ctx context.Context, r *http.Request) (any, error) {

@@ -124,6 +124,8 @@ func TestAdminCLI(t *testing.T) {
 	}
 	ok("topics", "skip", "acme/app/events", "-s", "audit", "-n", "1")
 	ok("topics", "reset-cursor", "acme/app/events", "-s", "audit", "-t", "1h")
+	ok("namespaces", "clear-backlog", "acme/app")
+	ok("namespaces", "unload", "acme/app")
 	ok("topics", "unsubscribe", "acme/app/events", "-s", "audit")
 	if out := ok("brokers", "healthcheck"); strings.TrimSpace(out) != "ok" {
 		t.Fatalf("healthcheck: %q", out)

@@ -62,6 +62,14 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 	})
 	setDedup.Flags().BoolVarP(&enable, "enable", "e", false, "enable deduplication")
 	setDedup.Flags().BoolVarP(&disable, "disable", "d", false, "disable deduplication")
+	var clearSub string
+	clearNS := nsVerb("clear-backlog", "Clear the backlog of every subscription (or one, -s) of a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		if clearSub != "" {
+			return ac.send(ctx, http.MethodPost, p+"/clearBacklog/"+url.PathEscape(clearSub), nil)
+		}
+		return ac.send(ctx, http.MethodPost, p+"/clearBacklog", nil)
+	})
+	clearNS.Flags().StringVarP(&clearSub, "sub", "s", "", "only this subscription")
 	cmd.AddCommand(
 		ac.verb("list <tenant>", "List the namespaces of a tenant", 1, func(ctx context.Context, args []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/namespaces/"+url.PathEscape(args[0]))
@@ -78,6 +86,10 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		nsVerb("policies", "Get the policies of a namespace", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p)
 		}),
+		nsVerb("unload", "Unload every topic of a namespace", func(ctx context.Context, p string) ([]byte, error) {
+			return ac.send(ctx, http.MethodPut, p+"/unload", nil)
+		}),
+		clearNS,
 		nsVerb("get-retention", "Get the retention policy", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p+"/retention")
 		}),
