@@ -673,9 +673,6 @@ func TestSeekByTimeAndBatchedReader(t *testing.T) {
 	}
 	defer p.Close()
 	produce(t, p, "a", 20)
-	time.Sleep(20 * time.Millisecond)
-	mid := time.Now()
-	time.Sleep(20 * time.Millisecond)
 	produce(t, p, "b", 20)
 
 	// A reader over batched entries: HasNext relies on GET_LAST_MESSAGE_ID's batch index.
@@ -697,14 +694,24 @@ func TestSeekByTimeAndBatchedReader(t *testing.T) {
 		t.Fatalf("reader saw %d messages, want 40", n)
 	}
 
-	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
+	// Seek by time on unbatched messages, whose publish times are their send times.
+	topic2 := topic + "-unbatched"
+	p2, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic2, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	produce(t, p2, "a", 20)
+	time.Sleep(50 * time.Millisecond)
+	produce(t, p2, "b", 20)
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic2, SubscriptionName: "s",
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	receive(t, c, 40, true)
-	if err := c.SeekByTime(mid); err != nil {
+	all := receive(t, c, 40, true)
+	if err := c.SeekByTime(all[20].PublishTime()); err != nil {
 		t.Fatal(err)
 	}
 	got := receive(t, c, 20, true)

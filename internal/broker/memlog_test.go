@@ -111,6 +111,15 @@ func (l *memLog) readAt(_ context.Context, p position) (logEntry, error) {
 func (l *memLog) close(context.Context) error   { return nil }
 func (l *memLog) destroy(context.Context) error { return nil }
 func (l *memLog) terminated() bool              { return false }
+func (l *memLog) cursorNames() ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for n := range l.cursors {
+		out = append(out, n)
+	}
+	return out, nil
+}
 func (l *memLog) terminate(context.Context) (position, error) {
 	return l.lastConfirmed(), errors.New("memlog: terminate not supported")
 }

@@ -66,6 +66,8 @@ type topicLog interface {
 	terminate(ctx context.Context) (position, error)
 	// terminated tells whether the log was terminated.
 	terminated() bool
+	// cursorNames lists the durable cursors.
+	cursorNames() ([]string, error)
 }
 
 // logCursor tracks a subscription's read position and acknowledgements.

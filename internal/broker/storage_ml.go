@@ -134,6 +134,14 @@ func (l mlLog) close(ctx context.Context) error   { return mlErr(l.ml.Close(ctx)
 func (l mlLog) destroy(ctx context.Context) error { return mlErr(l.ml.Delete(ctx)) }
 func (l mlLog) terminated() bool                  { return l.ml.IsTerminated() }
 
+func (l mlLog) cursorNames() ([]string, error) {
+	var out []string
+	for _, c := range l.ml.Cursors() {
+		out = append(out, c.Name())
+	}
+	return out, nil
+}
+
 func (l mlLog) terminate(ctx context.Context) (position, error) {
 	p, err := l.ml.Terminate(ctx)
 	return fromML(p), mlErr(err)
