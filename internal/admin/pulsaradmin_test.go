@@ -171,6 +171,9 @@ func TestStatsAndSubscriptions(t *testing.T) {
 
 	must(t, "create sub", a.Subscriptions().Create(*tn, "s1", utils.Earliest))
 	must(t, "create sub latest", a.Subscriptions().Create(*tn, "s2", utils.Latest))
+	if err := a.Subscriptions().Create(*tn, "s2", utils.Latest); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("create existing sub: %v", err)
+	}
 	subs, err := a.Subscriptions().List(*tn)
 	must(t, "list subs", err)
 	if !contains(subs, "s1") || !contains(subs, "s2") {

@@ -33,7 +33,7 @@ func adminErr(err error) error {
 	case errors.Is(err, wire.ErrTopicNotFound), errors.Is(err, wire.ErrSubscriptionNotFound),
 		errors.Is(err, metadata.ErrNotFound), errors.Is(err, managedledger.ErrCursorNotFound):
 		return fmt.Errorf("%w: %w", resources.ErrNotFound, err)
-	case errors.Is(err, metadata.ErrBadVersion):
+	case errors.Is(err, metadata.ErrBadVersion), errors.Is(err, ErrSubscriptionExists):
 		return fmt.Errorf("%w: %w", resources.ErrAlreadyExists, err)
 	case errors.Is(err, wire.ErrNotAllowed), errors.Is(err, wire.ErrTopicTerminated):
 		return fmt.Errorf("%w: %w", admin.ErrNotAllowed, err)
@@ -297,68 +297,34 @@ func (a AdminAPI) Subscriptions(ctx context.Context, topic string) ([]string, er
 	return out, nil
 }
 
-// CreateSubscription implements admin.Broker: a durable cursor at the given position. Like
-// a subscribe, it creates the topic when auto-creation allows.
+// CreateSubscription implements admin.Broker with Server.CreateSubscription at the
+// earliest or latest message, then, for any other position, a reset to it. Like a
+// subscribe, it creates the topic when auto-creation allows.
 func (a AdminAPI) CreateSubscription(ctx context.Context, topic, sub string, at admin.MessageID) error {
 	t, ml, err := a.ledgerOfCreate(ctx, topic, true)
 	if err != nil {
 		return err
 	}
-	if _, ok := ml.Cursor(sub); ok {
+	if _, ok := ml.Cursor(sub); ok { // stored but not attached since the topic loaded
 		return fmt.Errorf("%w: subscription %s already exists on %s", resources.ErrAlreadyExists, sub, t.full)
 	}
 	p := managedledger.Position{LedgerID: at.LedgerID, EntryID: at.EntryID}
-	init := managedledger.InitialPositionLatest
-	if p == managedledger.Earliest {
-		init = managedledger.InitialPositionEarliest
-	}
-	c, err := ml.OpenCursor(ctx, sub, init)
-	if err != nil {
-		return adminErr(mlErr(err))
+	if err := a.s.CreateSubscription(ctx, t.name, sub, p == managedledger.Earliest); err != nil {
+		return adminErr(err)
 	}
 	if p != managedledger.Earliest && p != managedledger.Latest {
-		return adminErr(mlErr(c.ResetCursor(ctx, p)))
+		return adminErr(a.s.ResetSubscription(ctx, t.name, sub, at.LedgerID, at.EntryID, time.Time{}))
 	}
 	return nil
 }
 
-// disconnect closes the consumers of a loaded subscription (they reconnect) and returns it.
-func disconnect(t *topic, name string) *subscription {
-	t.mu.Lock()
-	sub := t.subs[name]
-	t.mu.Unlock()
-	if sub != nil {
-		for _, cs := range sub.consumersSnapshot() {
-			cs.c.closeConsumerFromBroker(cs)
-		}
-	}
-	return sub
-}
-
-// DeleteSubscription implements admin.Broker.
+// DeleteSubscription implements admin.Broker (Server.DeleteSubscription).
 func (a AdminAPI) DeleteSubscription(ctx context.Context, topic, sub string, force bool) error {
-	t, ml, err := a.ledgerOf(ctx, topic)
+	t, _, _, err := a.cursorOf(ctx, topic, sub) // a missing subscription is 404
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
-	loaded := t.subs[sub]
-	t.mu.Unlock()
-	if loaded != nil && len(loaded.consumersSnapshot()) > 0 && !force {
-		return fmt.Errorf("%w: subscription %s has active consumers", admin.ErrNotAllowed, sub)
-	}
-	if loaded != nil {
-		disconnect(t, sub)
-		t.removeSubscription(loaded)
-		loaded.stop()
-	}
-	if _, ok := ml.Cursor(sub); !ok {
-		if loaded != nil {
-			return nil
-		}
-		return fmt.Errorf("%w: subscription %s on %s", resources.ErrNotFound, sub, t.full)
-	}
-	return adminErr(mlErr(ml.DeleteCursor(ctx, sub)))
+	return adminErr(a.s.DeleteSubscription(ctx, t.name, sub, force))
 }
 
 // cursorOf returns the durable cursor of sub.
@@ -374,15 +340,16 @@ func (a AdminAPI) cursorOf(ctx context.Context, topic, sub string) (*topic, *man
 	return t, ml, c, nil
 }
 
-// Skip implements admin.Broker. Dispatch skips acknowledged entries on its own, so the
-// subscription needs no reset.
+// Skip implements admin.Broker: n < 0 is Server.ClearBacklog; otherwise the next n
+// unacknowledged entries are acknowledged on the cursor (dispatch skips acknowledged
+// entries by itself, so the subscription needs no reset).
 func (a AdminAPI) Skip(ctx context.Context, topic, sub string, n int64) error {
-	_, _, c, err := a.cursorOf(ctx, topic, sub)
+	t, _, c, err := a.cursorOf(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
 	if n < 0 {
-		return adminErr(mlErr(c.SkipToEnd()))
+		return adminErr(a.s.ClearBacklog(ctx, t.name, sub))
 	}
 	return adminErr(mlErr(c.Skip(n)))
 }
@@ -402,22 +369,18 @@ func (a AdminAPI) ExpireMessages(ctx context.Context, topic, sub string, age tim
 	return adminErr(mlErr(c.MarkDelete(managedledger.Position{LedgerID: p.LedgerID, EntryID: p.EntryID - 1})))
 }
 
-// ResetCursor implements admin.Broker, like a consumer's SEEK: consumers are disconnected
-// and the subscription's dispatch state is dropped with the cursor move.
+// ResetCursor implements admin.Broker with Server.ResetSubscription: consumers are
+// disconnected and the subscription's dispatch state is dropped with the cursor move.
 func (a AdminAPI) ResetCursor(ctx context.Context, topic, sub string, id *admin.MessageID, at time.Time) error {
-	t, _, c, err := a.cursorOf(ctx, topic, sub)
+	t, _, _, err := a.cursorOf(ctx, topic, sub)
 	if err != nil {
 		return err
 	}
-	move := func(cur logCursor) error { return cur.resetToTime(ctx, at) }
+	var l, e int64
 	if id != nil {
-		p := position{id.LedgerID, id.EntryID}
-		move = func(cur logCursor) error { return cur.resetTo(ctx, p) }
+		l, e, at = id.LedgerID, id.EntryID, time.Time{}
 	}
-	if loaded := disconnect(t, sub); loaded != nil && loaded.cursor != nil {
-		return adminErr(loaded.reset(move))
-	}
-	return adminErr(move(mlCursor{c}))
+	return adminErr(a.s.ResetSubscription(ctx, t.name, sub, l, e, at))
 }
 
 // Peek implements admin.Broker.
