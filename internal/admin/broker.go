@@ -47,6 +47,9 @@ type Broker interface {
 	// MessageIDAt is the id of the first message published at or after t (the position
 	// after the last message if there is none).
 	MessageIDAt(ctx context.Context, topic string, t time.Time) (MessageID, error)
+	// ExamineMessage returns the pos-th (from 1) stored entry counted from the oldest, or
+	// from the newest if latest.
+	ExamineMessage(ctx context.Context, topic string, latest bool, pos int64) (RawMessage, error)
 	// Message returns the entry with the given id.
 	Message(ctx context.Context, topic string, id MessageID) (RawMessage, error)
 	// LoadedTopicStats is the stats of each topic (partitions one by one) loaded on this

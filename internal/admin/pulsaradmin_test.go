@@ -231,6 +231,17 @@ func TestStatsAndSubscriptions(t *testing.T) {
 	if string(m.Payload) != "m3" {
 		t.Fatalf("message by id %q", m.Payload)
 	}
+	for _, tc := range []struct {
+		query string
+		want  pulsar.MessageID
+	}{{"initialPosition=earliest&messagePosition=2", ids[1]}, {"initialPosition=latest&messagePosition=1", ids[9]}} {
+		resp, err := http.Get("http://" + sa.HTTPAddr() + "/admin/v2/persistent/public/default/admin-subs/examinemessage?" + tc.query)
+		must(t, "examine", err)
+		resp.Body.Close()
+		if want := fmt.Sprintf("%d:%d", tc.want.LedgerID(), tc.want.EntryID()); resp.StatusCode != 200 || resp.Header.Get("X-Pulsar-Message-ID") != want {
+			t.Fatalf("examine %s: %d %s, want %s", tc.query, resp.StatusCode, resp.Header.Get("X-Pulsar-Message-ID"), want)
+		}
+	}
 	is, err := a.Topics().GetInternalStats(*tn)
 	must(t, "internal stats", err)
 	if is.NumberOfEntries != 10 || len(is.Cursors) < 2 {

@@ -58,6 +58,7 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 			{"DELETE " + t + "/properties", s.deleteProperty},
 			{"GET " + t + "/ledger/{ledger}/entry/{entry}", s.messageByID},
 			{"GET " + t + "/messageid/{timestamp}", s.messageIDAt},
+			{"GET " + t + "/examinemessage", s.examineMessage},
 			{"GET " + t + "/subscriptions", s.listSubscriptions},
 			{"POST " + t + "/all_subscription/expireMessages/{seconds}", s.expireAll},
 			{"PUT " + sub, s.createSubscription},
@@ -722,6 +723,34 @@ func (s *server) peek(ctx context.Context, r *http.Request) (any, error) {
 		return nil, fmt.Errorf("%w: position must be between 1 and %d", ErrBadRequest, 1<<20)
 	}
 	m, err := s.broker.Peek(ctx, t.String(), r.PathValue("sub"), int(k))
+	if err != nil {
+		return nil, err
+	}
+	return rawResponse(m), nil
+}
+
+// examineMessage is GET T/examinemessage?initialPosition=earliest|latest&messagePosition=n.
+func (s *server) examineMessage(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	latest := true
+	switch q.Get("initialPosition") {
+	case "", "latest":
+	case "earliest":
+		latest = false
+	default:
+		return nil, fmt.Errorf("%w: initialPosition must be earliest or latest", ErrBadRequest)
+	}
+	pos := int64(1)
+	if v := q.Get("messagePosition"); v != "" {
+		if pos, err = strconv.ParseInt(v, 10, 64); err != nil || pos < 1 {
+			return nil, fmt.Errorf("%w: messagePosition must be a positive integer, got %q", ErrBadRequest, v)
+		}
+	}
+	m, err := s.broker.ExamineMessage(ctx, t.String(), latest, pos)
 	if err != nil {
 		return nil, err
 	}

@@ -192,6 +192,9 @@ func TestPerfProduceConsume(t *testing.T) {
 	if code != 0 || strings.Count(out, `"messageId"`) != 2 {
 		t.Fatalf("peek: exit %d, %d messages, %.300q", code, strings.Count(out, `"messageId"`), errOut)
 	}
+	if code, out, errOut := magnetarAdmin(t, "topics", "examine-message", topic, "-i", "earliest", "-m", "1"); code != 0 || !strings.Contains(out, "Message ID: ") {
+		t.Fatalf("examine-message: exit %d %.200q %q", code, out, errOut)
+	}
 	code, out, errOut = magnetarRun(t, "perf", "consume", topic, "-u", svc, "-s", "perf", "-m", "300", "--interval", "0")
 	if code != 0 || !strings.Contains(out, "Aggregated throughput stats --- 300 records received") || !strings.Contains(out, "99.9pct") {
 		t.Fatalf("consume: exit %d %q %q", code, out, errOut)

@@ -282,6 +282,23 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		return nil
 	}))
 	peek.Flags().Int64VarP(&count, "count", "n", 1, "number of messages")
+	var initial string
+	var msgPos int64
+	examine := ac.verbRaw("examine-message <topic>", "Show the n-th message from the oldest or newest", func(ctx context.Context, cmd *cobra.Command, args []string) error {
+		tp, err := topicPath(args[0])
+		if err != nil {
+			return err
+		}
+		q := url.Values{"initialPosition": {initial}, "messagePosition": {strconv.FormatInt(msgPos, 10)}}
+		b, h, err := ac.call(ctx, http.MethodGet, "/admin/v2/"+tp+"/examinemessage?"+q.Encode(), nil)
+		if err != nil {
+			return err
+		}
+		printPeeked(cmd, ac.output, h, b, math.MaxInt)
+		return nil
+	})
+	examine.Flags().StringVarP(&initial, "initialPosition", "i", "latest", "count from earliest or latest")
+	examine.Flags().Int64VarP(&msgPos, "messagePosition", "m", 1, "position from the initial position (from 1)")
 
 	cmd.AddCommand(
 		ac.verb("list <tenant/namespace>", "List the topics of a namespace", 1, func(ctx context.Context, args []string) ([]byte, error) {
@@ -334,7 +351,7 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		subFlag(tVerb("clear-backlog", "Same as skip-all", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodPost, subPath(p)+"/skip_all", nil)
 		})),
-		expire, reset, peek,
+		expire, reset, peek, examine,
 	)
 	return cmd
 }
