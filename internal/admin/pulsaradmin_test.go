@@ -134,13 +134,22 @@ func TestTopicsLifecycle(t *testing.T) {
 		t.Fatalf("properties after update %v", props)
 	}
 
+	np := topicName(t, "non-persistent://public/default/admin-np")
+	must(t, "create non-persistent", a.Topics().Create(*np, 0))
 	ns, err := utils.GetNamespaceName("public/default")
 	must(t, "namespace name", err)
 	partitioned, nonPartitioned, err := a.Topics().List(*ns)
 	must(t, "list", err)
-	if !contains(partitioned, part.String()) || !contains(nonPartitioned, plain.String()) {
+	if !contains(partitioned, part.String()) || !contains(nonPartitioned, plain.String()) || !contains(nonPartitioned, np.String()) {
 		t.Fatalf("list: %v %v", partitioned, nonPartitioned)
 	}
+	if _, err := a.Topics().GetStats(*np); err != nil {
+		t.Fatalf("non-persistent stats: %v", err)
+	}
+	if _, err := a.Topics().GetInternalStats(*np); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("non-persistent internal stats: %v", err)
+	}
+	must(t, "delete non-persistent", a.Topics().Delete(*np, false, true))
 
 	c := pulsarClient(t)
 	produce(t, c, part.String(), 8)
