@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,15 +16,25 @@ import (
 // numbers are the protocol and dispatch cost, the ceiling the full stack can reach.
 //
 //	go test -tags pebblegozstd -run '^$' -bench . -benchtime 200000x ./internal/broker/
+//
+// With MAGNETAR_BENCH_URL=pulsar://host:6650 the same benchmarks run against that broker
+// (e.g. `magnetar standalone`, with bookie and fsync) instead of the in-process one.
+
+// benchURL is the broker to benchmark: MAGNETAR_BENCH_URL, or an in-process one.
+func benchURL(b *testing.B) string {
+	if u := os.Getenv("MAGNETAR_BENCH_URL"); u != "" {
+		return u
+	}
+	return startBroker(b, nil).url
+}
 
 func benchPublish(b *testing.B, size int, batching bool) {
-	tb := startBroker(b, nil)
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: tb.url, Logger: quietLogger()})
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: benchURL(b), Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer client.Close()
-	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: fmt.Sprintf("bench-%d-%v", size, batching),
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: fmt.Sprintf("bench-%d-%v-%d", size, batching, time.Now().UnixNano()),
 		DisableBatching: !batching, MaxPendingMessages: 10000, BatchingMaxMessages: 1000})
 	if err != nil {
 		b.Fatal(err)
@@ -56,13 +67,12 @@ func BenchmarkPublish100BUnbatched(b *testing.B) { benchPublish(b, 100, false) }
 // BenchmarkEndToEnd100B publishes and consumes b.N messages (batched) through one
 // subscription.
 func BenchmarkEndToEnd100B(b *testing.B) {
-	tb := startBroker(b, nil)
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: tb.url, Logger: quietLogger()})
+	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: benchURL(b), Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer client.Close()
-	topic := "bench-e2e"
+	topic := fmt.Sprint("bench-e2e-", time.Now().UnixNano())
 	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
 	if err != nil {
 		b.Fatal(err)
