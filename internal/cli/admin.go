@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // adminCmd is `magnetar admin <group> <verb>`: pulsar-admin's command groups, verbs and
@@ -28,15 +29,20 @@ func (a *app) adminCmd() *cobra.Command {
 			"pulsar-admin; output is a table for people or JSON with -o json.",
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&ac.url, "admin-url", "http://localhost:8080", "admin REST URL of a broker (pulsar-admin --admin-url)")
+	pf.StringVar(&ac.url, "admin-url", "http://localhost:8080", "admin REST URL of a broker (pulsar-admin --admin-url; env "+adminURLEnv+")")
+	ac.urlFlag = pf.Lookup("admin-url")
 	pf.StringVarP(&ac.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	return cmd
 }
 
+// adminURLEnv names the environment variable that sets --admin-url when the flag is not given.
+const adminURLEnv = "MAGNETAR_ADMIN_URL"
+
 type adminCLI struct {
 	app     *app
+	urlFlag *pflag.Flag
 	url     string
 	output  string
 	timeout time.Duration
@@ -57,7 +63,15 @@ func (ac *adminCLI) call(ctx context.Context, method, path string, body any) ([]
 	}
 	ctx, cancel := context.WithTimeout(ctx, ac.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(ac.url, "/")+path, rd)
+	base := ac.url
+	if !ac.urlFlag.Changed {
+		for _, kv := range ac.app.env.Environ {
+			if v, ok := strings.CutPrefix(kv, adminURLEnv+"="); ok && v != "" {
+				base = v
+			}
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {
 		return nil, nil, usageError(fmt.Errorf("--admin-url: %w", err))
 	}

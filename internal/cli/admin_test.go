@@ -144,6 +144,14 @@ func TestAdminCLI(t *testing.T) {
 	ok("namespaces", "delete", "acme/app")
 	ok("tenants", "delete", "acme")
 
+	// MAGNETAR_ADMIN_URL stands in for --admin-url.
+	bin, u := adminSetup(t)
+	env := exec.Command(bin, "admin", "clusters", "list")
+	env.Env = append(os.Environ(), "MAGNETAR_ADMIN_URL="+u)
+	if out, err := env.Output(); err != nil || strings.TrimSpace(string(out)) != "standalone" {
+		t.Fatalf("MAGNETAR_ADMIN_URL: %v %q", err, out)
+	}
+
 	// Errors: the REST reason reaches the user with exit 1; bad arguments exit 2.
 	if code, _, errOut := magnetarAdmin(t, "tenants", "get", "nosuch"); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("missing tenant: exit %d %q", code, errOut)
