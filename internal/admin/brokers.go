@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+
+	"github.com/magnetar-io/magnetar/internal/ledger"
 )
 
 // registerBrokers adds the broker endpoints and the HTTP lookups the Go client uses with an
@@ -27,6 +29,8 @@ func (s *server) registerBrokers(mux *http.ServeMux) {
 		"GET /admin/v2/brokers/{cluster}/{broker}/ownedNamespaces":   s.ownedNamespaces,
 		"GET /admin/v2/bookies/all":                                  s.bookies,
 		"GET /admin/v2/bookies/racks-info":                           s.bookieRacks,
+		"GET /admin/v2/bookies/state":                                s.bookieStates,
+		"GET /admin/v2/bookies/under-replicated":                     s.underReplicated,
 	} {
 		mux.HandleFunc(pattern, s.handle(f))
 	}
@@ -92,6 +96,44 @@ func (s *server) bookies(ctx context.Context, _ *http.Request) (any, error) {
 	}{Bookies: []bookie{}}
 	for _, r := range regs {
 		out.Bookies = append(out.Bookies, bookie{r.Address})
+	}
+	return out, nil
+}
+
+// bookieStates lists registered and decommissioned bookies with their state (writable,
+// readonly, gone), as the ledger client sees them.
+func (s *server) bookieStates(ctx context.Context, _ *http.Request) (any, error) {
+	bs, err := ledger.ListBookies(ctx, s.res.Store())
+	if err != nil {
+		return nil, err
+	}
+	type state struct {
+		Address        string `json:"address"`
+		Rack           string `json:"rack"`
+		State          string `json:"state"`
+		Decommissioned bool   `json:"decommissioned"`
+	}
+	out := []state{}
+	for _, b := range bs {
+		out = append(out, state{b.Address, b.Rack, b.State, b.Decommissioned})
+	}
+	return out, nil
+}
+
+// underReplicated lists the ledgers with a fragment on a bookie that is not registered now:
+// what the auditor still has to re-replicate.
+func (s *server) underReplicated(ctx context.Context, _ *http.Request) (any, error) {
+	ls, err := ledger.UnderReplicated(ctx, s.res.Store())
+	if err != nil {
+		return nil, err
+	}
+	type entry struct {
+		LedgerID int64    `json:"ledgerId"`
+		Missing  []string `json:"missingBookies"`
+	}
+	out := []entry{}
+	for _, l := range ls {
+		out = append(out, entry{l.LedgerID, l.Missing})
 	}
 	return out, nil
 }

@@ -302,6 +302,12 @@ func (ac *adminCLI) bookiesCmd() *cobra.Command {
 		ac.verb("racks-placement", "Show the bookies' rack placement", 0, func(ctx context.Context, _ []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/bookies/racks-info")
 		}),
+		ac.verb("list", "List bookies with their state (writable, readonly, gone) and rack", 0, func(ctx context.Context, _ []string) ([]byte, error) {
+			return ac.get(ctx, "/admin/v2/bookies/state")
+		}),
+		ac.verb("under-replicated", "List ledgers with fragments on lost bookies (the auditor's backlog)", 0, func(ctx context.Context, _ []string) ([]byte, error) {
+			return ac.get(ctx, "/admin/v2/bookies/under-replicated")
+		}),
 	)
 	return cmd
 }

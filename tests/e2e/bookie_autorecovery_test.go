@@ -5,19 +5,23 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/admin"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/logging"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // startEtcd runs an embedded etcd member on free ports for the test and returns its URL in
@@ -189,5 +193,22 @@ func TestAuditorInBookieProcessesRereplicatesLostBookie(t *testing.T) {
 	}
 	if len(entries) != n {
 		t.Fatalf("read %d entries, want %d", len(entries), n)
+	}
+
+	// With one bookie left the ledger (E=2) cannot be repaired: the admin CLI must list it as
+	// under-replicated, missing the bookie just killed, and list the remaining bookie.
+	srv := httptest.NewServer(admin.Handler(admin.Config{Resources: resources.New(store)}))
+	defer srv.Close()
+	adminCLI := func(args ...string) (string, error) {
+		out, err := exec.Command(binary, append([]string{"admin", "--admin-url", srv.URL, "-o", "json"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	waitFor(t, "admin bookies under-replicated lists the ledger", func() (bool, error) {
+		out, err := adminCLI("bookies", "under-replicated")
+		return err == nil && strings.Contains(out, fmt.Sprintf(`"ledgerId": %d`, w.ID())) && strings.Contains(out, survivor), fmt.Errorf("%v: %s", err, out)
+	})
+	out, err := adminCLI("bookies", "list")
+	if err != nil || strings.Count(out, `"writable"`) != 1 {
+		t.Fatalf("admin bookies list: %v\n%s", err, out)
 	}
 }
