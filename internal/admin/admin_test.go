@@ -81,7 +81,7 @@ func TestClustersTenantsNamespaces(t *testing.T) {
 	if code, _ := do(t, srv, "GET", "/admin/v2/namespaces/nobody", ""); code != 404 {
 		t.Fatalf("namespaces of missing tenant: %d", code)
 	}
-	if code, _ := do(t, srv, "DELETE", "/admin/v2/tenants/acme", ""); code != 412 {
+	if code, _ := do(t, srv, "DELETE", "/admin/v2/tenants/acme", ""); code != 409 {
 		t.Fatalf("delete non-empty tenant: %d", code)
 	}
 	if code, _ := do(t, srv, "DELETE", "/admin/v2/namespaces/acme/ns1", ""); code != 204 {

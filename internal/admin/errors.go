@@ -8,6 +8,12 @@ import (
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
+// errNotFound is a 404 for things that are not metadata records (a cluster name in a path).
+var errNotFound = resources.ErrNotFound
+
+// ErrUnavailable marks a process that cannot serve yet (503).
+var ErrUnavailable = errors.New("admin: unavailable")
+
 // ErrBadRequest marks malformed input (bad JSON, bad path) that is the caller's fault.
 var ErrBadRequest = errors.New("bad request")
 
@@ -16,12 +22,17 @@ func statusFor(err error) int {
 	switch {
 	case errors.Is(err, resources.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, resources.ErrAlreadyExists):
+	case errors.Is(err, resources.ErrAlreadyExists), errors.Is(err, resources.ErrNotEmpty):
+		// Pulsar answers "still has active namespaces" / "non empty namespace" with 409.
 		return http.StatusConflict
-	case errors.Is(err, resources.ErrNotEmpty):
+	case errors.Is(err, ErrNotAllowed):
 		return http.StatusPreconditionFailed
 	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest):
 		return http.StatusBadRequest
+	case errors.Is(err, ErrNotSupported):
+		return http.StatusNotImplemented
+	case errors.Is(err, ErrUnavailable):
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

@@ -27,17 +27,28 @@ type Config struct {
 	Logger    *slog.Logger
 	// Ready reports whether the process can serve; /status.html answers 503 until it does.
 	Ready func() bool
+	// Broker serves the topic and subscription endpoints; nil answers them 501.
+	Broker Broker
+	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port.
+	Cluster        string
+	WebServiceAddr string
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
-	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready}
+	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, broker: cfg.Broker,
+		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	g := cfg.Gatherer
 	if g == nil {
 		g = prometheus.DefaultGatherer
+	}
+	if cfg.Broker != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster})
+		g = prometheus.Gatherers{g, reg}
 	}
 	mux := http.NewServeMux()
 	metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
@@ -57,11 +68,15 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.createNamespace))
 	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.deleteNamespace))
 	s.registerPolicies(mux)
+	s.registerTopics(mux)
+	s.registerBrokers(mux)
+	s.registerSchemas(mux)
 	return cleanPath(mux)
 }
 
-// cleanPath tolerates "//" and trailing slashes in request paths, as Pulsar's server does.
-func cleanPath(next http.Handler) http.Handler {
+// cleanPath tolerates "//" and trailing slashes in request paths, as Pulsar's server does,
+// and turns the mux's own plain-text 404 and 405 answers into {"reason"} bodies.
+func cleanPath(next *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; p != "/" && p != "/metrics/" {
 			if c := path.Clean(p); c != p {
@@ -69,14 +84,45 @@ func cleanPath(next http.Handler) http.Handler {
 				r.URL.RawPath = ""
 			}
 		}
+		if _, pattern := next.Handler(r); pattern == "" {
+			rec := &statusRecorder{header: http.Header{}}
+			next.ServeHTTP(rec, r)
+			if rec.code == 0 {
+				rec.code = http.StatusNotFound
+			}
+			if allow := rec.header.Get("Allow"); allow != "" {
+				w.Header().Set("Allow", allow)
+			}
+			writeJSON(w, rec.code, map[string]string{"reason": fmt.Sprintf("%s %s: %s", r.Method, r.URL.Path, http.StatusText(rec.code))})
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
 
+// statusRecorder captures the status of the mux's built-in error answers.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header         { return s.header }
+func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusRecorder) WriteHeader(code int)        { s.code = code }
+
 type server struct {
-	res   *resources.Resources
-	log   *slog.Logger
-	ready func() bool
+	res            *resources.Resources
+	log            *slog.Logger
+	ready          func() bool
+	broker         Broker
+	cluster        string
+	webServiceAddr string
+	rates          rateTracker
+}
+
+// bodyWriter is a handler result that writes its own body (raw messages, plain text).
+type bodyWriter interface {
+	writeTo(w http.ResponseWriter)
 }
 
 // handlerFunc returns the value to encode as JSON (nil: 204 No Content) or an error.
@@ -94,6 +140,10 @@ func (s *server) handle(f handlerFunc) http.HandlerFunc {
 		}
 		if v == nil {
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if bw, ok := v.(bodyWriter); ok {
+			bw.writeTo(w)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)

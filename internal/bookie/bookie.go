@@ -52,7 +52,8 @@ type Bookie struct {
 	addr   string // advertised
 	reg    *registrar
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the Serve goroutine
+	regWG  sync.WaitGroup // the registrar
 	once   sync.Once
 }
 
@@ -128,9 +129,9 @@ func Start(ctx context.Context, cfg config.BookieConfig, opts Options) (*Bookie,
 			log:     logger.With("component", "bookie-registration"),
 			metrics: srv.metrics,
 		}
-		b.wg.Add(1)
+		b.regWG.Add(1)
 		go func() {
-			defer b.wg.Done()
+			defer b.regWG.Done()
 			b.reg.run(runCtx)
 		}()
 	}
@@ -171,7 +172,10 @@ func (b *Bookie) Storage() storage.Storage { return b.st }
 func (b *Bookie) Close() error {
 	var err error
 	b.once.Do(func() {
-		b.cancel() // the registrar closes its session: the key goes away now
+		// Deregister first and wait for it (the registrar closes its session, so the key goes
+		// away now): clients stop picking this bookie before its connections drain.
+		b.cancel()
+		b.regWG.Wait()
 		_ = b.srv.Shutdown(context.Background())
 		b.wg.Wait()
 		err = b.closeResources()

@@ -63,25 +63,30 @@ func (a *ackedLog) verify(t *testing.T, c bookieproto.Client, addr string) {
 			ids = append(ids, id)
 		}
 		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-		// Acknowledged entries are a prefix 0..n-1 (adds complete in order), so range reads
-		// cover them; read one by one where a range stops early.
+		// Range reads cover the acknowledged ids in batches; each batch continues where the
+		// previous one stopped (at the size budget).
 		next := 0
 		for next < len(ids) {
 			got, err := c.ReadRange(ctx, addr, ledger, ids[next], ids[len(ids)-1], 4<<20)
 			if err != nil {
 				t.Fatalf("ledger %d entry %d acknowledged but unreadable: %v", ledger, ids[next], err)
 			}
+			if len(got) == 0 {
+				t.Fatalf("ledger %d: empty range from entry %d", ledger, ids[next])
+			}
+			seen := make(map[int64]bool, len(got))
 			for _, e := range got {
+				seen[e.EntryID] = true
 				if want, ok := es[e.EntryID]; ok && !bytes.Equal(e.Payload, want) {
 					t.Fatalf("ledger %d entry %d: %d bytes differ from the %d acknowledged", ledger, e.EntryID, len(e.Payload), len(want))
 				}
 			}
-			if len(got) == 0 {
-				t.Fatalf("ledger %d: empty range from entry %d", ledger, ids[next])
-			}
+			// Every acknowledged id the range spans must be in it: a range never skips.
 			last := got[len(got)-1].EntryID
-			for next < len(ids) && ids[next] <= last {
-				next++
+			for ; next < len(ids) && ids[next] <= last; next++ {
+				if !seen[ids[next]] {
+					t.Fatalf("ledger %d entry %d acknowledged but missing from a range up to %d", ledger, ids[next], last)
+				}
 			}
 		}
 	}

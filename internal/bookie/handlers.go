@@ -50,13 +50,26 @@ func (s *Server) dispatch(c *serverConn, req bookieproto.Request, cost int64) {
 	}
 	if req.Op == bookieproto.OpAddEntry {
 		recovery := req.Flags&bookieproto.FlagRecovery != 0
+		ledgerID, entryID := req.LedgerID, req.EntryID
+		// The callback copies resp instead of writing to it, so the closure captures it by
+		// value: one allocation per add fewer on the hot path.
 		s.st.AddEntry(req.LedgerID, req.EntryID, req.MasterKey, req.LAC, req.Payload, recovery, func(err error) {
-			resp.Status = statusOf(err)
-			s.logFailure(c, req, resp.Status, err)
-			c.respond(resp, cost, start)
+			r := resp
+			r.Status = statusOf(err)
+			if r.Status != bookieproto.StatusOK {
+				s.logFailure(c, bookieproto.OpAddEntry, ledgerID, entryID, r.Status, err)
+			}
+			c.respond(r, cost, start)
 		})
 		return
 	}
+	s.runAsync(c, req, resp, cost, start)
+}
+
+// runAsync runs a non-add request on its own goroutine. It is a separate function so that
+// the goroutine's captures do not force dispatch's request and response onto the heap for
+// every add.
+func (s *Server) runAsync(c *serverConn, req bookieproto.Request, resp bookieproto.Response, cost int64, start time.Time) {
 	c.handlers.Add(1)
 	go func() {
 		defer c.handlers.Done()
@@ -65,18 +78,18 @@ func (s *Server) dispatch(c *serverConn, req bookieproto.Request, cost int64) {
 		if resp.Status != bookieproto.StatusOK {
 			resp.Payload, resp.Entries = nil, nil
 		}
-		s.logFailure(c, req, resp.Status, err)
+		s.logFailure(c, req.Op, req.LedgerID, req.EntryID, resp.Status, err)
 		c.respond(resp, cost, start)
 	}()
 }
 
 // logFailure logs errors that point at the bookie rather than at the request.
-func (s *Server) logFailure(c *serverConn, req bookieproto.Request, st bookieproto.Status, err error) {
+func (s *Server) logFailure(c *serverConn, op bookieproto.Op, ledgerID, entryID int64, st bookieproto.Status, err error) {
 	switch st {
 	case bookieproto.StatusCorrupt:
-		c.log.Error("entry corrupt or unreadable", "op", req.Op, "ledger", req.LedgerID, "entry", req.EntryID, "err", err)
+		c.log.Error("entry corrupt or unreadable", "op", op, "ledger", ledgerID, "entry", entryID, "err", err)
 	case bookieproto.StatusServerError:
-		c.log.Warn("request failed", "op", req.Op, "ledger", req.LedgerID, "entry", req.EntryID, "err", err)
+		c.log.Warn("request failed", "op", op, "ledger", ledgerID, "entry", entryID, "err", err)
 	}
 }
 

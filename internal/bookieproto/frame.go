@@ -105,11 +105,10 @@ type Response struct {
 // length costs nothing. io.EOF means a clean end between frames; a frame cut short is
 // io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxFrameSize int) ([]byte, error) {
-	var lb [lengthSize]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
+	n, err := readLength(r)
+	if err != nil {
 		return nil, err
 	}
-	n := binary.BigEndian.Uint32(lb[:])
 	if n < headerSize {
 		return nil, fmt.Errorf("%w: length %d is shorter than the %d-byte header", ErrMalformed, n, headerSize)
 	}
@@ -124,6 +123,35 @@ func ReadFrame(r io.Reader, maxFrameSize int) ([]byte, error) {
 		return nil, err
 	}
 	return buf, nil
+}
+
+// peeker is what *bufio.Reader offers: reading the length prefix through it needs no
+// allocation, where a local array passed to an io.Reader escapes to the heap.
+type peeker interface {
+	Peek(n int) ([]byte, error)
+	Discard(n int) (int, error)
+}
+
+// readLength reads the 4-byte length prefix with io.ReadFull's error contract: io.EOF when
+// nothing was read, io.ErrUnexpectedEOF when the prefix was cut.
+func readLength(r io.Reader) (uint32, error) {
+	if p, ok := r.(peeker); ok {
+		b, err := p.Peek(lengthSize)
+		if len(b) == lengthSize {
+			n := binary.BigEndian.Uint32(b)
+			_, _ = p.Discard(lengthSize)
+			return n, nil
+		}
+		if len(b) > 0 && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	var lb [lengthSize]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(lb[:]), nil
 }
 
 // decoder walks a frame body; the first short read sticks as err.

@@ -1,8 +1,10 @@
 package bookieproto
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"reflect"
@@ -250,6 +252,8 @@ func FuzzFrameDecoder(f *testing.F) {
 		for _, got := range [][]string{
 			decodeStream(iotest.OneByteReader(bytes.NewReader(data)), maxFrame),
 			decodeStream(&unevenReader{data: data, step: int(split%13) + 1}, maxFrame),
+			// bufio.Reader takes the Peek path for the length prefix.
+			decodeStream(bufio.NewReaderSize(&unevenReader{data: data, step: int(split%7) + 1}, 16), maxFrame),
 		} {
 			if !reflect.DeepEqual(got, whole) {
 				t.Fatalf("split reads decoded differently:\n%v\n%v", got, whole)
@@ -279,4 +283,24 @@ func (u *unevenReader) Read(p []byte) (int, error) {
 	copy(p, u.data[:k])
 	u.data = u.data[k:]
 	return k, nil
+}
+
+// TestWireFormatPinned pins the bytes of one request and one response: a change here is a
+// wire-format change and needs a new ProtocolVersion (doc.go, "Version history").
+func TestWireFormatPinned(t *testing.T) {
+	add := Request{Op: OpAddEntry, Flags: FlagRecovery, RequestID: 0x0102, LedgerID: 7, EntryID: 3, LAC: 2, MasterKey: []byte("k"), Payload: []byte("hi")}
+	wantAdd := "00000029" + // length 41
+		"01" + "01" + "0002" + "0000000000000102" + // version, ADD_ENTRY, RECOVERY, request id
+		"0000000000000007" + "0000000000000003" + "0000000000000002" + // ledger, entry, lac
+		"0001" + "6b" + "6869" // key length, key, payload
+	if got := hex.EncodeToString(AppendRequest(nil, &add)); got != wantAdd {
+		t.Errorf("add request\n got %s\nwant %s", got, wantAdd)
+	}
+	read := Response{Op: OpReadEntry, RequestID: 9, Status: StatusCorrupt, LedgerID: 7, EntryID: 3, LAC: 2}
+	wantRead := "00000026" + // length 38
+		"01" + "82" + "0000" + "0000000000000009" + // version, READ_ENTRY|response, flags, id
+		"0006" + "0000000000000007" + "0000000000000003" + "0000000000000002" // status, ledger, entry, lac
+	if got := hex.EncodeToString(AppendResponse(nil, &read)); got != wantRead {
+		t.Errorf("read response\n got %s\nwant %s", got, wantRead)
+	}
 }

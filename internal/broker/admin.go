@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -22,7 +23,7 @@ type PublisherStats struct {
 type ConsumerStats struct {
 	ConsumerName     string `json:"consumerName"`
 	AvailablePermits int    `json:"availablePermits"`
-	UnackedMessages  int    `json:"unackedMessages"` // entries dispatched and not acknowledged
+	UnackedMessages  int    `json:"unackedMessages"` // messages dispatched and not acknowledged
 	Address          string `json:"address"`
 }
 
@@ -75,13 +76,9 @@ func (s *Server) TopicStats(ctx context.Context, name TopicName) (TopicStats, er
 		}
 		sub.mu.Lock()
 		ss.Type = sub.typ.String()
-		unacked := map[*consumer]int{}
-		for _, owner := range sub.pending {
-			unacked[owner]++
-		}
 		for _, cs := range sub.consumers {
 			ss.Consumers = append(ss.Consumers, ConsumerStats{ConsumerName: cs.name, AvailablePermits: cs.permits,
-				UnackedMessages: unacked[cs], Address: cs.c.remote})
+				UnackedMessages: cs.unacked, Address: cs.c.remote})
 		}
 		sub.mu.Unlock()
 		st.Subscriptions[sub.name] = ss
@@ -149,6 +146,34 @@ func (s *Server) unload(ctx context.Context, t *topic) error {
 	return err
 }
 
+// TerminateTopic makes a persistent topic refuse further messages (producers are
+// disconnected and cannot come back: TopicTerminatedError) and returns the id of its last
+// message; consumers can still drain it.
+func (s *Server) TerminateTopic(ctx context.Context, name TopicName) (ledgerID, entryID int64, err error) {
+	if !name.Persistent() {
+		return 0, 0, fmt.Errorf("%w: only persistent topics can be terminated", wire.ErrNotAllowed)
+	}
+	t, err := s.getTopic(ctx, name, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	p, err := t.log.terminate(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	t.mu.Lock()
+	producers := make([]*producer, 0, len(t.producers))
+	for _, pr := range t.producers {
+		producers = append(producers, pr)
+	}
+	t.mu.Unlock()
+	for _, pr := range producers {
+		t.removeProducer(pr)
+		pr.c.closeProducerFromBroker(pr)
+	}
+	return p.ledger, p.entry, nil
+}
+
 // DeleteTopic deletes a non-partitioned topic or a partition: its log, cursors and record.
 // With connected producers or consumers it fails (wire.ErrNotAllowed) unless force, which
 // disconnects them first.
@@ -186,6 +211,52 @@ func (s *Server) DeleteTopic(ctx context.Context, name TopicName, force bool) er
 		}
 	}
 	if err := s.store.Delete(ctx, TopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
+		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
+	}
+	return nil
+}
+
+// UpdatePartitions grows a partitioned topic to n partitions (Pulsar never shrinks them;
+// clients pick new partitions up within a minute).
+func (s *Server) UpdatePartitions(ctx context.Context, name TopicName, n int) error {
+	key := PartitionedTopicKey(name)
+	kv, err := s.store.Get(ctx, key)
+	if errors.Is(err, metadata.ErrNotFound) {
+		return fmt.Errorf("%w: %s is not a partitioned topic", wire.ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", wire.ErrMetadata, err)
+	}
+	var pm partitionedMeta
+	if err := json.Unmarshal(kv.Value, &pm); err != nil {
+		return fmt.Errorf("%w: partitioned topic %s: %w", wire.ErrMetadata, name, err)
+	}
+	if n <= pm.Partitions {
+		return fmt.Errorf("%w: %s has %d partitions; the count can only grow", wire.ErrNotAllowed, name, pm.Partitions)
+	}
+	v, _ := json.Marshal(partitionedMeta{Partitions: n})
+	if _, err := s.store.Put(ctx, key, v, kv.Version); err != nil {
+		return fmt.Errorf("%w: update %s: %w", wire.ErrMetadata, name, err)
+	}
+	return nil
+}
+
+// DeletePartitionedTopic deletes every partition (see DeleteTopic) and the partitioned
+// topic's metadata.
+func (s *Server) DeletePartitionedTopic(ctx context.Context, name TopicName, force bool) error {
+	n, err := s.Partitions(ctx, name)
+	if errors.Is(err, metadata.ErrNotFound) || (err == nil && n == 0) {
+		return fmt.Errorf("%w: %s is not a partitioned topic", wire.ErrTopicNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", wire.ErrMetadata, err)
+	}
+	for i := 0; i < n; i++ {
+		if err := s.DeleteTopic(ctx, name.PartitionName(i), force); err != nil && !errors.Is(err, wire.ErrTopicNotFound) {
+			return err
+		}
+	}
+	if err := s.store.Delete(ctx, PartitionedTopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
 	return nil

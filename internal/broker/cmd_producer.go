@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -15,9 +16,14 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	rid, pid := cmd.GetRequestId(), cmd.GetProducerId()
 	c.mu.Lock()
 	if p, ok := c.producers[pid]; ok {
-		// The same producer id again on this connection: it exists, answer success again.
+		// The same producer id again on this connection: answer success again if it is
+		// ready; one still waiting or being created is not ready yet.
 		c.mu.Unlock()
-		c.sendProducerSuccess(rid, p)
+		if p.ready.Load() {
+			c.sendProducerSuccess(rid, p)
+		} else {
+			c.sendError(rid, fmt.Errorf("%w: producer %d is still being created", wire.ErrServiceNotReady, pid))
+		}
 		return
 	}
 	c.mu.Unlock()
@@ -27,10 +33,6 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, err)
 		return
 	}
-	if mode := cmd.GetProducerAccessMode(); mode != pb.ProducerAccessMode_Shared {
-		c.sendError(rid, fmt.Errorf("%w: producer access mode %s is not supported yet", wire.ErrNotAllowed, mode))
-		return
-	}
 	ctx, cancel := c.opContext()
 	defer cancel()
 	t, err := c.s.getTopic(ctx, name, true)
@@ -38,24 +40,50 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, err)
 		return
 	}
-	p := &producer{c: c, topic: t, id: pid, name: cmd.GetProducerName(), epoch: cmd.GetEpoch()}
+	if t.log != nil && t.log.terminated() {
+		c.sendError(rid, fmt.Errorf("%w: %s", wire.ErrTopicTerminated, t.full))
+		return
+	}
+	p := &producer{c: c, topic: t, id: pid, rid: rid, name: cmd.GetProducerName(), epoch: cmd.GetEpoch(),
+		mode: cmd.GetProducerAccessMode()}
 	if p.name == "" {
 		p.name = c.s.nextProducerName()
 	}
-	if err := t.addProducer(p); err != nil {
-		c.sendError(rid, err)
-		return
-	}
+	// Register on the connection first, so a waiting producer can be closed by the client
+	// and a grant that races with this handler finds it.
 	c.mu.Lock()
 	if c.isClosed() {
 		c.mu.Unlock()
-		t.removeProducer(p)
 		return
 	}
 	c.producers[pid] = p
 	c.mu.Unlock()
+	err = t.addProducer(p)
+	switch {
+	case errors.Is(err, errProducerWaiting):
+		c.log.Debug("producer waits for exclusive access", "topic", t.full, "producer", p.name, "id", pid)
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
+			RequestId: proto.Uint64(rid), ProducerName: proto.String(p.name), LastSequenceId: proto.Int64(-1),
+			ProducerReady: proto.Bool(false)}})
+		return
+	case err != nil:
+		c.mu.Lock()
+		if c.producers[pid] == p {
+			delete(c.producers, pid)
+		}
+		c.mu.Unlock()
+		c.sendError(rid, err)
+		return
+	}
 	c.log.Debug("producer created", "topic", t.full, "producer", p.name, "id", pid)
-	c.sendProducerSuccess(rid, p)
+	c.producerReady(p)
+}
+
+// producerReady marks p ready and answers its PRODUCER (again, for a producer that was
+// waiting for exclusive access). Called under topic.mu for grants.
+func (c *conn) producerReady(p *producer) {
+	p.ready.Store(true)
+	c.sendProducerSuccess(p.rid, p)
 }
 
 func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
@@ -64,6 +92,7 @@ func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
 		ProducerName:   proto.String(p.name),
 		LastSequenceId: proto.Int64(-1),
 		ProducerReady:  proto.Bool(true),
+		TopicEpoch:     proto.Uint64(p.topicEpoch),
 	}})
 }
 

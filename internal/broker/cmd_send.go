@@ -29,18 +29,24 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
 	if hp == nil {
 		return fmt.Errorf("%w: SEND without a payload", errProtocol)
 	}
+	if !p.ready.Load() {
+		p.reject(seq, fmt.Errorf("%w: producer %q has no access to the topic yet", wire.ErrNotAllowed, p.name))
+		return nil
+	}
 	_, entry, err := wire.SplitHeadersAndPayload(hp)
 	if err != nil {
 		return fmt.Errorf("%w: SEND: %w", errProtocol, err)
-	}
-	if len(entry) > c.s.cfg.MaxMessageSize {
-		p.reject(seq, fmt.Errorf("%w: %d bytes, limit %d", wire.ErrMessageTooLarge, len(entry), c.s.cfg.MaxMessageSize))
-		return nil
 	}
 	e, err := wire.ParseEntry(entry, true)
 	if err != nil {
 		// A checksum mismatch is a transmission problem: the client reconnects and resends.
 		p.reject(seq, err)
+		return nil
+	}
+	// maxMessageSize bounds the (compressed) payload, as clients apply it; the metadata
+	// rides in the frame padding. The frame limit already bounded the whole entry.
+	if len(e.Payload) > c.s.cfg.MaxMessageSize {
+		p.reject(seq, fmt.Errorf("%w: %d bytes, limit %d", wire.ErrMessageTooLarge, len(e.Payload), c.s.cfg.MaxMessageSize))
 		return nil
 	}
 	md, err := wire.ParseMetadata(e.Metadata)

@@ -25,10 +25,6 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(rid, err)
 		return
 	}
-	if cmd.GetSubType() == pb.CommandSubscribe_Key_Shared {
-		c.sendError(rid, fmt.Errorf("%w: Key_Shared subscriptions are not supported yet", wire.ErrNotAllowed))
-		return
-	}
 	if cmd.GetSubscription() == "" {
 		c.sendError(rid, fmt.Errorf("%w: empty subscription name", wire.ErrNotAllowed))
 		return
@@ -87,7 +83,7 @@ func (t *topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, cs *con
 		t.subs[name] = sub
 	}
 	cs.sub = sub
-	if err := sub.addConsumer(cs, cmd.GetSubType()); err != nil {
+	if err := sub.addConsumer(cs, cmd.GetSubType(), cmd.GetKeySharedMeta()); err != nil {
 		return nil, err
 	}
 	return sub, nil

@@ -18,5 +18,5 @@
 //	/admin/partitioned-topics/<tenant>/<namespace>/<domain>/<topic>  {"partitions": N}
 //	/admin/topics/<tenant>/<namespace>/<domain>/<topic>              {} (non-partitioned)
 //
-// See docs/design-broker.md for the publish and consume paths.
+// See docs/design/broker.md for the publish and consume paths.
 package broker

@@ -8,18 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/config"
-	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
-	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
 )
 
 // testBroker is an in-process broker on 127.0.0.1:0 over real TCP, backed by the real
-// managed ledger over in-memory ledgers and the in-memory metadata store.
+// managed ledger over the storage newTestStorage chooses: by default embedded etcd, a
+// bookie on disk and the replicated ledger client, as standalone runs them.
 type testBroker struct {
 	s   *Server
 	url string
 	ln  net.Listener
+	reg *prometheus.Registry
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -29,7 +31,7 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// startBroker runs a broker on the real managed ledger over in-memory ledgers.
+// startBroker runs a broker on the real managed ledger.
 func startBroker(t testing.TB, mutate func(*config.BrokerConfig)) *testBroker {
 	t.Helper()
 	return startBrokerOn(t, true, mutate)
@@ -39,10 +41,12 @@ func startBroker(t testing.TB, mutate func(*config.BrokerConfig)) *testBroker {
 // own in-memory storage twin (memlog_test.go).
 func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.BrokerConfig)) *testBroker {
 	t.Helper()
-	store := memstore.New(memstore.DefaultOptions())
 	logger := testLogger(t)
+	store, ledgers := newTestStorage(t, logger)
+	mlCfg := config.DefaultManagedLedgerConfig()
+	mlCfg.EnsembleSize, mlCfg.WriteQuorum, mlCfg.AckQuorum = 1, 1, 1 // one bookie
 	f, err := managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: memledger.New(), Store: store, Config: config.DefaultManagedLedgerConfig(), Logger: logger,
+		Ledger: ledgers, Store: store, Config: mlCfg, Logger: logger,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +57,12 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	reg := prometheus.NewRegistry()
 	var s *Server
 	if useManagedLedger {
-		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger})
+		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger, Registerer: reg})
 	} else {
-		s, err = newServer(cfg, store, newMemStorage(), logger, nil)
+		s, err = newServer(cfg, store, newMemStorage(), logger, reg)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -77,5 +82,5 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 			t.Errorf("managed ledger factory close: %v", err)
 		}
 	})
-	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln}
+	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg}
 }

@@ -110,6 +110,19 @@ func (l *memLog) readAt(_ context.Context, p position) (logEntry, error) {
 
 func (l *memLog) close(context.Context) error   { return nil }
 func (l *memLog) destroy(context.Context) error { return nil }
+func (l *memLog) terminated() bool              { return false }
+func (l *memLog) cursorNames() ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for n := range l.cursors {
+		out = append(out, n)
+	}
+	return out, nil
+}
+func (l *memLog) terminate(context.Context) (position, error) {
+	return l.lastConfirmed(), errors.New("memlog: terminate not supported")
+}
 func (l *memLog) storageSize() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -148,6 +161,18 @@ func (c *memCursor) read(ctx context.Context, max int) ([]logEntry, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+func (c *memCursor) readPositions(_ context.Context, ps []position) ([]logEntry, error) {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	var out []logEntry
+	for _, p := range ps {
+		if p.entry > c.md && !c.acked[p.entry] && p.entry < int64(len(c.l.entries)) {
+			out = append(out, logEntry{pos: p, data: c.l.entries[p.entry]})
+		}
+	}
+	return out, nil
 }
 
 func (c *memCursor) seek(p position) {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 
@@ -21,6 +22,12 @@ type producer struct {
 	id    uint64
 	name  string
 	epoch uint64
+	mode  pb.ProducerAccessMode
+	rid   uint64 // request id of its PRODUCER, answered again when a waiting producer is granted access
+
+	// Guarded by topic.mu.
+	topicEpoch uint64
+	ready      atomic.Bool // false while waiting for exclusive access
 
 	mu      sync.Mutex
 	pending []*sendOp
@@ -45,6 +52,8 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int) {
 	p.mu.Unlock()
 	p.c.s.m.msgsIn.Add(float64(count))
 	p.c.s.m.bytesIn.Add(float64(len(data)))
+	p.topic.counters.msgsIn.Add(int64(count))
+	p.topic.counters.bytesIn.Add(int64(len(data)))
 	p.topic.publish(data, count, func(pos position, err error) {
 		p.mu.Lock()
 		op.done, op.pos, op.err = true, pos, err

@@ -178,7 +178,7 @@ func TestSendErrors(t *testing.T) {
 	}
 	send(0, []byte("fine"), false)
 	send(1, []byte("flipped"), true)
-	send(2, make([]byte, 1<<20), false)
+	send(2, make([]byte, 1<<20+1), false)
 	send(3, []byte("fine again"), false)
 	want := []struct {
 		typ  pb.BaseCommand_Type

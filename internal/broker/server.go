@@ -94,22 +94,23 @@ func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, l
 	}
 	var id [3]byte
 	_, _ = rand.Read(id[:])
-	m, err := newMetrics(reg)
-	if err != nil {
-		return nil, err
-	}
-	return &Server{
+	s := &Server{
 		cfg:        cfg,
 		store:      store,
 		logs:       logs,
 		log:        logger.With("component", "broker"),
-		m:          m,
 		maxFrame:   cfg.MaxMessageSize + 10*1024,
 		publishMem: newByteLimiter(cfg.MaxMessagePublishBufferSizeMB << 20),
 		nameID:     hex.EncodeToString(id[:]),
 		conns:      map[*conn]struct{}{},
 		topics:     map[string]*topicFuture{},
-	}, nil
+	}
+	m, err := newMetrics(s, reg)
+	if err != nil {
+		return nil, fmt.Errorf("broker: metrics: %w", err)
+	}
+	s.m = m
+	return s, nil
 }
 
 // Addr is the advertised host:port (set once Serve has been called).

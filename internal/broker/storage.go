@@ -62,6 +62,12 @@ type topicLog interface {
 	destroy(ctx context.Context) error
 	// storageSize is the bytes stored.
 	storageSize() int64
+	// terminate refuses further appends and returns the last entry's position.
+	terminate(ctx context.Context) (position, error)
+	// terminated tells whether the log was terminated.
+	terminated() bool
+	// cursorNames lists the durable cursors.
+	cursorNames() ([]string, error)
 }
 
 // logCursor tracks a subscription's read position and acknowledgements.
@@ -69,6 +75,9 @@ type logCursor interface {
 	// read returns up to max entries from the read position on, waiting until at least one
 	// is available or ctx ends. Entries already acknowledged are skipped.
 	read(ctx context.Context, max int) ([]logEntry, error)
+	// readPositions reads the given entries again (skipping acknowledged ones) without
+	// moving the read position.
+	readPositions(ctx context.Context, ps []position) ([]logEntry, error)
 	// seek moves the read position so the next read starts at p (no acks change).
 	seek(p position)
 	// rewind moves the read position back to the first entry after the mark-delete

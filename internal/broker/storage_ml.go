@@ -70,8 +70,8 @@ func (l mlLog) append(data []byte, done func(position, error)) error {
 
 func (l mlLog) lastConfirmed() position {
 	lc := l.ml.LastConfirmedEntry()
-	if l.ml.NumberOfEntries() == 0 {
-		return position{-1, -1}
+	if lc.EntryID < 0 || l.ml.NumberOfEntries() == 0 {
+		return position{-1, -1} // empty, or everything trimmed
 	}
 	return fromML(lc)
 }
@@ -132,7 +132,22 @@ func (l mlLog) readAt(ctx context.Context, p position) (logEntry, error) {
 
 func (l mlLog) close(ctx context.Context) error   { return mlErr(l.ml.Close(ctx)) }
 func (l mlLog) destroy(ctx context.Context) error { return mlErr(l.ml.Delete(ctx)) }
-func (l mlLog) storageSize() int64                { return l.ml.TotalSize() }
+func (l mlLog) terminated() bool                  { return l.ml.IsTerminated() }
+
+func (l mlLog) cursorNames() ([]string, error) {
+	var out []string
+	for _, c := range l.ml.Cursors() {
+		out = append(out, c.Name())
+	}
+	return out, nil
+}
+
+func (l mlLog) terminate(ctx context.Context) (position, error) {
+	p, err := l.ml.Terminate(ctx)
+	return fromML(p), mlErr(err)
+}
+
+func (l mlLog) storageSize() int64 { return l.ml.TotalSize() }
 
 type mlCursor struct {
 	c *managedledger.Cursor
@@ -140,6 +155,18 @@ type mlCursor struct {
 
 func (c mlCursor) read(ctx context.Context, max int) ([]logEntry, error) {
 	es, err := c.c.ReadEntriesOrWait(ctx, max, 0)
+	if err != nil {
+		return nil, mlErr(err)
+	}
+	return fromMLEntries(es), nil
+}
+
+func (c mlCursor) readPositions(ctx context.Context, ps []position) ([]logEntry, error) {
+	mps := make([]managedledger.Position, len(ps))
+	for i, p := range ps {
+		mps[i] = toML(p)
+	}
+	es, err := c.c.ReadPositions(ctx, mps)
 	if err != nil {
 		return nil, mlErr(err)
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -25,6 +26,8 @@ type consumer struct {
 	// Guarded by sub.mu.
 	permits int // may go negative: a batch is never split
 	removed bool
+	unacked int            // messages dispatched and not acknowledged
+	ranges  []*pb.IntRange // Key_Shared STICKY: the hash slots it takes
 }
 
 // subscription is a named cursor on a topic and the consumers it dispatches to.
@@ -44,6 +47,9 @@ type consumer struct {
 // re-reading skips acknowledged entries and entries still pending at other consumers, so
 // exactly the released ones are delivered again. gen counts rewinds and resets: a read that
 // started before one is discarded.
+//
+// Key_Shared routing and its held-back entries are in keyshared.go and replayLocked; the
+// unacknowledged-message limits that bound pending are in canReceiveLocked.
 type subscription struct {
 	t       *topic
 	name    string
@@ -56,9 +62,14 @@ type subscription struct {
 	consumers    []*consumer // in connection order
 	active       *consumer   // Exclusive and Failover
 	rr           int
-	pending      map[position]*consumer
+	pending      map[position]pendingAck
+	unacked      int // messages in pending
 	redeliveries map[position]uint32
 	rewindReq    bool
+	ksMode       pb.KeySharedMode // Key_Shared only (keyshared.go)
+	ring         []ringPoint
+	stalled      bool         // last round dispatched nothing although consumers had permits
+	replay       []replayItem // Key_Shared entries held back, in position order
 	gen          uint64
 	stopped      bool
 	started      bool
@@ -72,7 +83,7 @@ func newSubscription(t *topic, name string, typ pb.CommandSubscribe_SubType, dur
 	return &subscription{
 		t: t, name: name, typ: typ, durable: durable, cursor: cur,
 		log:          t.logg.With("subscription", name),
-		pending:      map[position]*consumer{},
+		pending:      map[position]pendingAck{},
 		redeliveries: map[position]uint32{},
 		wake:         make(chan struct{}, 1),
 		stopCh:       make(chan struct{}),
@@ -88,7 +99,7 @@ func (s *subscription) poke() {
 
 // addConsumer attaches cs. Exclusive admits one consumer; a type different from that of
 // the connected consumers is ConsumerBusy.
-func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType) error {
+func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType, ks *pb.KeySharedMeta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -100,6 +111,11 @@ func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType
 		}
 		if typ == pb.CommandSubscribe_Exclusive {
 			return fmt.Errorf("%w: exclusive subscription %s already has a consumer", wire.ErrConsumerBusy, s.name)
+		}
+	}
+	if typ == pb.CommandSubscribe_Key_Shared {
+		if err := s.addKeySharedLocked(cs, ks); err != nil {
+			return err
 		}
 	}
 	s.typ = typ
@@ -127,6 +143,7 @@ func (s *subscription) removeConsumer(cs *consumer) {
 			break
 		}
 	}
+	s.removeKeySharedLocked(cs)
 	s.releaseLocked(cs, nil)
 	s.updateActiveLocked(nil)
 	last := len(s.consumers) == 0
@@ -141,9 +158,9 @@ func (s *subscription) removeConsumer(cs *consumer) {
 // delivered again, and schedules the rewind that re-reads them.
 func (s *subscription) releaseLocked(cs *consumer, only map[position]bool) {
 	n := 0
-	for p, owner := range s.pending {
-		if owner == cs && (only == nil || only[p]) {
-			delete(s.pending, p)
+	for p, pa := range s.pending {
+		if pa.c == cs && (only == nil || only[p]) {
+			s.dropPendingLocked(p)
 			s.redeliveries[p]++
 			n++
 		}
@@ -232,6 +249,10 @@ func (s *subscription) notifyActive(cs *consumer) {
 func (s *subscription) flow(cs *consumer, n uint32) {
 	s.mu.Lock()
 	cs.permits += int(n)
+	if len(s.replay) > 0 && s.cancelRead != nil {
+		// The dispatcher may be waiting at the tail while held-back entries could now go.
+		s.cancelRead()
+	}
 	s.mu.Unlock()
 	s.poke()
 }
@@ -239,7 +260,7 @@ func (s *subscription) flow(cs *consumer, n uint32) {
 // pickLocked chooses the consumer for the next entry, or nil if none may receive now.
 func (s *subscription) pickLocked() *consumer {
 	if s.active != nil {
-		if s.active.permits > 0 {
+		if s.canReceiveLocked(s.active) {
 			return s.active
 		}
 		return nil
@@ -249,7 +270,7 @@ func (s *subscription) pickLocked() *consumer {
 	}
 	for i := range s.consumers {
 		cs := s.consumers[(s.rr+i)%len(s.consumers)]
-		if cs.permits > 0 {
+		if s.canReceiveLocked(cs) {
 			s.rr = (s.rr + i + 1) % len(s.consumers)
 			return cs
 		}
@@ -257,16 +278,23 @@ func (s *subscription) pickLocked() *consumer {
 	return nil
 }
 
+// permitsLocked is the number of messages the subscription may dispatch now: the permits
+// of the consumers that can receive.
 func (s *subscription) permitsLocked() int {
 	if s.active != nil {
-		return max(s.active.permits, 0)
+		if s.canReceiveLocked(s.active) {
+			return s.active.permits
+		}
+		return 0
 	}
 	if s.typ == pb.CommandSubscribe_Exclusive || s.typ == pb.CommandSubscribe_Failover {
 		return 0
 	}
 	n := 0
 	for _, cs := range s.consumers {
-		n += max(cs.permits, 0)
+		if s.canReceiveLocked(cs) {
+			n += cs.permits
+		}
 	}
 	return n
 }
@@ -274,65 +302,127 @@ func (s *subscription) permitsLocked() int {
 // run is the dispatcher of a persistent subscription (see the type comment).
 func (s *subscription) run() {
 	backoff := 10 * time.Millisecond
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
-		s.mu.Lock()
 		for !s.stopped && s.permitsLocked() == 0 {
-			s.mu.Unlock()
-			select {
-			case <-s.wake:
-			case <-s.stopCh:
-			}
-			s.mu.Lock()
+			s.waitLocked(0)
 		}
 		if s.stopped {
-			s.mu.Unlock()
 			return
+		}
+		if s.stalled {
+			// Key_Shared: nothing could go out last round although consumers had permits
+			// (every entry was for a consumer without any). Wait for a FLOW or a consumer
+			// change, or a little while for new entries.
+			s.stalled = false
+			s.waitLocked(50 * time.Millisecond)
+			continue
 		}
 		if s.rewindReq {
 			s.rewindReq = false
+			s.replay = s.replay[:0] // re-read by the rewind anyway
 			s.cursor.rewind()
 		}
-		n := min(s.t.s.cfg.DispatcherMaxReadBatchSize, s.permitsLocked())
-		gen := s.gen
-		ctx, cancel := context.WithCancel(context.Background())
-		s.cancelRead = cancel
-		s.mu.Unlock()
-
-		entries, err := s.cursor.read(ctx, n)
-		cancel()
-
-		s.mu.Lock()
-		s.cancelRead = nil
-		switch {
-		case s.stopped:
-			s.mu.Unlock()
-			return
-		case err != nil && ctx.Err() != nil:
-			// Canceled by a rewind or reset: go round.
-			s.mu.Unlock()
-			continue
-		case err != nil:
-			s.mu.Unlock()
-			s.log.Warn("reading for dispatch failed; retrying", "err", err, "in", backoff)
-			select {
-			case <-time.After(backoff):
-			case <-s.stopCh:
+		sent := 0
+		if len(s.replay) > 0 {
+			ps := make([]position, len(s.replay))
+			for i, r := range s.replay {
+				ps[i] = r.pos
+			}
+			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]logEntry, error) {
+				return s.cursor.readPositions(ctx, ps)
+			})
+			if st == readStop {
 				return
 			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		case gen != s.gen:
-			s.mu.Unlock()
-			continue
+			if st == readAgain {
+				continue
+			}
+			sent += s.replayLocked(entries)
 		}
-		backoff = 10 * time.Millisecond
-		s.dispatchLocked(entries)
-		s.mu.Unlock()
+		if len(s.replay) < maxReplay(s.t.s.cfg.DispatcherMaxReadBatchSize) {
+			n := min(s.t.s.cfg.DispatcherMaxReadBatchSize, max(s.permitsLocked(), 1))
+			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]logEntry, error) {
+				return s.cursor.read(ctx, n)
+			})
+			if st == readStop {
+				return
+			}
+			if st == readAgain {
+				continue
+			}
+			sent += s.dispatchLocked(entries)
+		}
+		if s.typ == pb.CommandSubscribe_Key_Shared && sent == 0 {
+			s.stalled = true
+		}
 	}
 }
 
-// dispatchLocked hands entries out in order; see the type comment.
-func (s *subscription) dispatchLocked(entries []logEntry) {
+// waitLocked releases s.mu until a poke, the stop, or (if d > 0) d has passed.
+func (s *subscription) waitLocked(d time.Duration) {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	var timeout <-chan time.Time
+	if d > 0 {
+		timeout = time.After(d)
+	}
+	select {
+	case <-s.wake:
+	case <-s.stopCh:
+	case <-timeout:
+	}
+}
+
+type readStatus int
+
+const (
+	readOK    readStatus = iota
+	readAgain            // canceled, superseded by a rewind/reset, or failed: go round
+	readStop             // the subscription stopped
+)
+
+// readLocked runs read without s.mu (reads may wait for new entries), cancelable through
+// s.cancelRead, and classifies the outcome. A read that started before a rewind or reset
+// (s.gen moved) is discarded.
+func (s *subscription) readLocked(backoff *time.Duration, read func(context.Context) ([]logEntry, error)) ([]logEntry, readStatus) {
+	gen := s.gen
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancelRead = cancel
+	s.mu.Unlock()
+	entries, err := read(ctx)
+	cancel()
+	s.mu.Lock()
+	s.cancelRead = nil
+	switch {
+	case s.stopped:
+		return nil, readStop
+	case err != nil && ctx.Err() != nil:
+		return nil, readAgain
+	case errors.Is(err, wire.ErrTopicTerminated):
+		// Everything of a terminated topic was read: nothing more will come unless a
+		// rewind or reset (which pokes) moves the cursor back. REACHED_END_OF_TOPIC is not
+		// sent: the Go client drops its connection on it.
+		s.waitLocked(0)
+		return nil, readAgain
+	case err != nil:
+		s.log.Warn("reading for dispatch failed; retrying", "err", err, "in", *backoff)
+		s.waitLocked(*backoff)
+		*backoff = min(2**backoff, 5*time.Second)
+		return nil, readAgain
+	case gen != s.gen:
+		return nil, readAgain
+	}
+	*backoff = 10 * time.Millisecond
+	return entries, readOK
+}
+
+// dispatchLocked hands entries out in order and returns how many it sent; see the type
+// comment. For Key_Shared, entries whose key's consumer cannot take them now (or whose key
+// already has entries waiting) join s.replay.
+func (s *subscription) dispatchLocked(entries []logEntry) int {
+	sent := 0
 	for _, e := range entries {
 		if s.cursor.isAcked(e.pos) {
 			continue
@@ -340,30 +430,112 @@ func (s *subscription) dispatchLocked(entries []logEntry) {
 		if _, ok := s.pending[e.pos]; ok {
 			continue
 		}
-		count := entryMessageCount(e.data)
-		cs := s.pickLocked()
-		if cs == nil {
+		count, key := entryInfo(e.data)
+		var cs *consumer
+		if s.typ == pb.CommandSubscribe_Key_Shared {
+			slot := keyHashSlot(key)
+			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) {
+				s.replay = append(s.replay, replayItem{e.pos, slot})
+				continue
+			}
+		} else if cs = s.pickLocked(); cs == nil {
 			s.cursor.seek(e.pos)
-			return
+			return sent
 		}
-		cs.permits -= count
-		s.pending[e.pos] = cs
-		cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count)
+		s.sendLocked(cs, e, count)
+		sent++
+	}
+	return sent
+}
+
+func (s *subscription) sendLocked(cs *consumer, e logEntry, count int) {
+	cs.permits -= count
+	cs.unacked += count
+	s.unacked += count
+	s.pending[e.pos] = pendingAck{cs, count}
+	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count)
+}
+
+// pendingAck is a dispatched, unacknowledged entry: its consumer and message count.
+type pendingAck struct {
+	c *consumer
+	n int
+}
+
+// dropPendingLocked forgets a pending entry (acknowledged or released). A consumer blocked
+// on its unacknowledged-message limit may now receive again.
+func (s *subscription) dropPendingLocked(p position) {
+	pa, ok := s.pending[p]
+	if !ok {
+		return
+	}
+	delete(s.pending, p)
+	pa.c.unacked -= pa.n
+	s.unacked -= pa.n
+	if pa.c.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerConsumer || s.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerSubscription {
+		s.poke()
 	}
 }
 
-// entryMessageCount is the number of messages in a stored entry (1 if it is unreadable:
-// the consumer will report it and ack it with a validation error).
-func entryMessageCount(data []byte) int {
-	e, err := wire.ParseEntry(data, false)
-	if err != nil {
-		return 1
+// canReceiveLocked tells whether cs may be sent an entry now: it has permits and neither
+// it nor the subscription is at its unacknowledged-message limit (Pulsar's
+// maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit).
+func (s *subscription) canReceiveLocked(cs *consumer) bool {
+	cfg := &s.t.s.cfg
+	return cs.permits > 0 &&
+		(cfg.MaxUnackedMessagesPerConsumer <= 0 || cs.unacked < cfg.MaxUnackedMessagesPerConsumer) &&
+		(cfg.MaxUnackedMessagesPerSubscription <= 0 || s.unacked < cfg.MaxUnackedMessagesPerSubscription)
+}
+
+// replayItem is a Key_Shared entry held back for a consumer without permits.
+type replayItem struct {
+	pos  position
+	slot int
+}
+
+// maxReplay bounds the Key_Shared held-back entries; beyond it the dispatcher stops reading
+// new entries until some go out.
+func maxReplay(readBatch int) int { return 10 * readBatch }
+
+func (s *subscription) slotWaitingLocked(slot int) bool {
+	for _, r := range s.replay {
+		if r.slot == slot {
+			return true
+		}
 	}
-	md, err := wire.ParseMetadata(e.Metadata)
-	if err != nil {
-		return 1
+	return false
+}
+
+// replayLocked retries held-back Key_Shared entries, oldest first; an entry of a key stays
+// held while an older entry of the same key does, which keeps per-key order.
+func (s *subscription) replayLocked(entries []logEntry) int {
+	byPos := make(map[position]logEntry, len(entries))
+	for _, e := range entries {
+		byPos[e.pos] = e
 	}
-	return wire.MessageCount(md)
+	held := s.replay
+	s.replay = nil
+	blocked := map[int]bool{}
+	sent := 0
+	for _, r := range held {
+		e, ok := byPos[r.pos]
+		if !ok {
+			continue // acknowledged or trimmed meanwhile
+		}
+		if _, busy := s.pending[r.pos]; busy {
+			continue
+		}
+		cs := s.keyConsumerLocked(r.slot)
+		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) {
+			blocked[r.slot] = true
+			s.replay = append(s.replay, r)
+			continue
+		}
+		count, _ := entryInfo(e.data)
+		s.sendLocked(cs, e, count)
+		sent++
+	}
+	return sent
 }
 
 // dispatchNonPersistent hands a just-published message to one consumer with permits, or
@@ -371,7 +543,14 @@ func entryMessageCount(data []byte) int {
 func (s *subscription) dispatchNonPersistent(e logEntry, count int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cs := s.pickLocked(); cs != nil {
+	cs := s.pickLocked()
+	if s.typ == pb.CommandSubscribe_Key_Shared {
+		_, key := entryInfo(e.data)
+		if cs = s.keyConsumerLocked(keyHashSlot(key)); cs != nil && cs.permits <= 0 {
+			cs = nil
+		}
+	}
+	if cs != nil {
 		cs.permits -= count
 		cs.c.sendMessage(cs, e, 0, count)
 	}
@@ -390,7 +569,7 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 			continue
 		}
 		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
-		delete(s.pending, p)
+		s.dropPendingLocked(p)
 		delete(s.redeliveries, p)
 		ps = append(ps, p)
 	}
@@ -424,7 +603,7 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 	s.mu.Lock()
 	for q := range s.pending {
 		if !p.less(q) {
-			delete(s.pending, q)
+			s.dropPendingLocked(q)
 		}
 	}
 	for q := range s.redeliveries {
@@ -472,8 +651,11 @@ func (s *subscription) reset(move func(logCursor) error) error {
 	if s.stopped {
 		return nil
 	}
-	clear(s.pending)
+	for p := range s.pending {
+		s.dropPendingLocked(p)
+	}
 	clear(s.redeliveries)
+	s.replay = nil
 	s.gen++
 	s.rewindReq = false
 	if s.cancelRead != nil {
@@ -509,6 +691,8 @@ func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count 
 	}}
 	c.s.m.msgsOut.Add(float64(count))
 	c.s.m.bytesOut.Add(float64(len(e.data)))
+	cs.sub.t.counters.msgsOut.Add(int64(count))
+	cs.sub.t.counters.bytesOut.Add(int64(len(e.data)))
 	c.sendPayload(cmd, e.data)
 }
 

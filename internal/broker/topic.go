@@ -19,10 +19,15 @@ type topic struct {
 	log  topicLog // nil for non-persistent topics
 	logg *slog.Logger
 
+	counters topicCounters
+
 	mu        sync.Mutex
 	producers map[string]*producer // by producer name
 	subs      map[string]*subscription
-	closed    bool // no new producers or consumers
+	exclusive *producer   // holder of exclusive access, if any
+	waiters   []*producer // WaitForExclusive producers, in arrival order
+	epoch     uint64      // topic epoch, bumped by each exclusive grant
+	closed    bool        // no new producers or consumers
 	// resourcesClosed: dispatchers stopped and the log closed.
 	resourcesClosed bool
 
@@ -47,9 +52,21 @@ func newTopic(s *Server, name TopicName) *topic {
 	}
 }
 
-// addProducer registers p under its name: a name already connected is ProducerBusy unless
-// the newcomer is the same producer reconnecting with a higher epoch (its old connection
-// is then dead but not yet noticed), which replaces it.
+// errProducerWaiting is addProducer's answer to a WaitForExclusive producer that must
+// wait: the handler sends PRODUCER_SUCCESS{producer_ready: false} and the topic sends the
+// final PRODUCER_SUCCESS when the producer gets exclusive access.
+var errProducerWaiting = errors.New("broker: producer waits for exclusive access")
+
+// addProducer registers p under its name, applying the access modes:
+//   - a name already connected is ProducerBusy, unless the newcomer is the same producer
+//     reconnecting with a higher epoch (its old connection is dead but not yet noticed),
+//     which replaces it;
+//   - Shared while an exclusive producer holds the topic: ProducerBusy;
+//   - Exclusive while any other producer is connected: ProducerFenced;
+//   - ExclusiveWithFencing: the other producers are disconnected;
+//   - WaitForExclusive while others are connected: queued (errProducerWaiting).
+//
+// Exclusive modes bump the topic epoch, returned in PRODUCER_SUCCESS.
 func (t *topic) addProducer(p *producer) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -60,18 +77,75 @@ func (t *topic) addProducer(p *producer) error {
 		if p.epoch <= old.epoch {
 			return fmt.Errorf("%w: producer %q is already connected to %s", wire.ErrProducerBusy, p.name, t.full)
 		}
+		delete(t.producers, old.name)
+		if t.exclusive == old {
+			t.exclusive = nil
+		}
 		old.c.closeProducerFromBroker(old)
 	}
-	t.producers[p.name] = p
+	switch p.mode {
+	case pb.ProducerAccessMode_Shared:
+		if t.exclusive != nil {
+			return fmt.Errorf("%w: topic %s has an exclusive producer", wire.ErrProducerBusy, t.full)
+		}
+	case pb.ProducerAccessMode_Exclusive:
+		if len(t.producers) > 0 {
+			return fmt.Errorf("%w: topic %s already has producers; exclusive access refused", wire.ErrProducerFenced, t.full)
+		}
+	case pb.ProducerAccessMode_ExclusiveWithFencing:
+		for _, other := range t.producers {
+			delete(t.producers, other.name)
+			other.c.closeProducerFromBroker(other)
+		}
+		t.exclusive = nil
+	case pb.ProducerAccessMode_WaitForExclusive:
+		if len(t.producers) > 0 {
+			t.waiters = append(t.waiters, p)
+			return errProducerWaiting
+		}
+	default:
+		return fmt.Errorf("%w: unknown producer access mode %d", wire.ErrNotAllowed, p.mode)
+	}
+	t.attachLocked(p)
 	return nil
 }
 
+func (t *topic) attachLocked(p *producer) {
+	if p.mode != pb.ProducerAccessMode_Shared {
+		t.exclusive = p
+		t.epoch++
+	}
+	p.topicEpoch = t.epoch
+	t.producers[p.name] = p
+}
+
+// removeProducer detaches p (or drops it from the wait queue). When the exclusive holder
+// leaves, the first waiting producer still connected gets the topic.
 func (t *topic) removeProducer(p *producer) {
 	t.mu.Lock()
-	if t.producers[p.name] == p {
-		delete(t.producers, p.name)
+	defer t.mu.Unlock()
+	for i, w := range t.waiters {
+		if w == p {
+			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+			return
+		}
 	}
-	t.mu.Unlock()
+	if t.producers[p.name] != p {
+		return
+	}
+	delete(t.producers, p.name)
+	if t.exclusive == p {
+		t.exclusive = nil
+	}
+	for len(t.waiters) > 0 && len(t.producers) == 0 {
+		w := t.waiters[0]
+		t.waiters = t.waiters[1:]
+		if w.c.isClosed() {
+			continue
+		}
+		t.attachLocked(w)
+		w.c.producerReady(w)
+	}
 }
 
 // publish stores one entry (persistent) or hands it to connected consumers

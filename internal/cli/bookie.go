@@ -18,7 +18,9 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/bookie"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
+	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 )
@@ -68,12 +70,55 @@ func (a *app) bookieCmd() *cobra.Command {
 			stopMetrics()
 			return err
 		}
+		stopAuditor, err := startAuditor(ctx, cfg, bk.AdvertisedAddr(), reg, logger)
+		if err != nil {
+			stopMetrics()
+			_ = bk.Close()
+			return err
+		}
 		<-ctx.Done()
 		logger.Info("shutting down", "cause", context.Cause(ctx))
+		stopAuditor()
 		stopMetrics()
 		return bk.Close()
 	}
 	return cmd
+}
+
+// startAuditor runs the auto-recovery auditor candidate of this bookie when enabled and a
+// metadata store is configured; the returned stop ends it. Only the elected candidate works.
+func startAuditor(ctx context.Context, cfg config.BookieConfig, name string, reg prometheus.Registerer, logger *slog.Logger) (func(), error) {
+	if !cfg.AutoRecoveryDaemonEnabled || cfg.MetadataStoreURL == "" {
+		return func() {}, nil
+	}
+	store, err := openMetadataStore(ctx, cfg.MetadataStoreURL, logger)
+	if err != nil {
+		return nil, err
+	}
+	bookies := bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger, MaxFrameSize: cfg.MaxFrameSizeBytes})
+	aud, err := ledger.NewAuditor(ctx, ledger.AuditorOptions{
+		Config: cfg.Ledger, Store: store, Bookies: bookies, Logger: logger, Registerer: reg, Name: name,
+	})
+	if err != nil {
+		_ = bookies.Close()
+		_ = store.Close()
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := aud.Run(runCtx); err != nil && runCtx.Err() == nil {
+			logger.Error("auditor stopped", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		_ = aud.Close()
+		_ = bookies.Close()
+		_ = store.Close()
+	}, nil
 }
 
 // memoryHeadroom is what the bookie may use beyond its configured caches: buffers of

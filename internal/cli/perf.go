@@ -14,7 +14,7 @@ import (
 )
 
 // perfCmd is `magnetar perf`: load generators. `perf bookie` drives one bookie over TCP;
-// produce/consume (pulsar-perf style) arrive with the broker.
+// produce and consume (pulsar-perf style, perf_client.go) drive a broker.
 func (a *app) perfCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "perf",
@@ -29,7 +29,7 @@ func (a *app) perfCmd() *cobra.Command {
 			return errNotAvailable("perf " + strings.Join(args, " "))
 		},
 	}
-	cmd.AddCommand(a.perfBookieCmd())
+	cmd.AddCommand(a.perfBookieCmd(), a.perfProduceCmd(), a.perfConsumeCmd())
 	return cmd
 }
 

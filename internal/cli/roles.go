@@ -16,7 +16,7 @@ func roles(a *app) []*cobra.Command {
 		a.bookieCmd(),
 		notYet("broker", "Run a broker: serves the Pulsar binary protocol and admin REST API"),
 		notYet("proxy", "Run a proxy: a stateless gateway that forwards clients to owner brokers"),
-		notYet("admin", "Administer clusters, tenants, namespaces, topics (pulsar-admin style)"),
+		a.adminCmd(),
 		a.clientCmd(),
 		a.perfCmd(),
 		versionCmd(),

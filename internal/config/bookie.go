@@ -45,6 +45,13 @@ type BookieConfig struct {
 
 	// Storage is the journal, caches and directories (internal/bookie/storage).
 	Storage BookieStorageConfig
+
+	// AutoRecoveryDaemonEnabled runs the auditor in this bookie process (BookKeeper's
+	// autoRecoveryDaemonEnabled): the bookies elect one auditor through the metadata store,
+	// which re-replicates the fragments of bookies gone longer than lostBookieRecoveryDelay.
+	AutoRecoveryDaemonEnabled bool `key:"autoRecoveryDaemonEnabled" help:"run the auto-recovery auditor in this bookie (needs metadataStoreUrl)"`
+	// Ledger configures the auditor's ledger client (timeouts, lostBookieRecoveryDelay).
+	Ledger LedgerClientConfig
 }
 
 // DefaultBookieConfig returns the bookie defaults.
@@ -59,6 +66,8 @@ func DefaultBookieConfig() BookieConfig {
 		MaxLongPollTimeout:               2 * time.Minute,
 		ShutdownTimeout:                  5 * time.Second,
 		Storage:                          DefaultBookieStorageConfig(),
+		AutoRecoveryDaemonEnabled:        true,
+		Ledger:                           DefaultLedgerClientConfig(),
 	}
 }
 
@@ -84,5 +93,6 @@ func (c *BookieConfig) Validate() error {
 	if u := c.MetadataStoreURL; u != "" && !strings.HasPrefix(u, "etcd://") && !strings.HasPrefix(u, "memory://") {
 		errs = append(errs, &FieldError{Key: "metadataStoreUrl", Value: u, Reason: "must start with etcd:// or memory://"})
 	}
+	errs = append(errs, c.Ledger.Validate())
 	return errors.Join(errs...)
 }

@@ -26,6 +26,7 @@ type BookieStorageConfig struct {
 	// JournalBufferedWritesThreshold ends a group early once this many bytes are queued.
 	JournalBufferedWritesThreshold int64 `key:"journalBufferedWritesThreshold" help:"bytes that end a journal group commit early"`
 	// JournalQueueSizeBytes bounds the journal's in-memory queue; adds block beyond it.
+	// Recycled batch buffers add at most twice this.
 	JournalQueueSizeBytes int64 `key:"journalQueueSizeBytes" help:"max bytes of adds queued for the journal writer (adds block beyond)"`
 	// JournalMaxSizeMB rotates the journal file past this size.
 	JournalMaxSizeMB int64 `key:"journalMaxSizeMB" help:"journal file size (MiB) that triggers rotation"`
@@ -34,7 +35,8 @@ type BookieStorageConfig struct {
 	JournalPreAllocSizeMB int64 `key:"journalPreAllocSizeMB" help:"journal preallocation step (MiB)"`
 
 	// WriteCacheMaxSizeMB bounds the write cache (both halves: the one taking adds and the
-	// one being flushed). Adds block while it is full.
+	// one being flushed; payload chunks plus ~96 bytes per entry). Adds block while it is
+	// full. A single entry may be at most a quarter of it.
 	WriteCacheMaxSizeMB int64 `key:"dbStorage_writeCacheMaxSizeMb" help:"write cache size (MiB); adds block while it is full"`
 	// ReadAheadCacheMaxSizeMB bounds the read cache filled by read-ahead.
 	ReadAheadCacheMaxSizeMB int64 `key:"dbStorage_readAheadCacheMaxSizeMb" help:"read cache size (MiB)"`
@@ -75,7 +77,7 @@ func DefaultBookieStorageConfig() BookieStorageConfig {
 		JournalSyncData:                true,
 		JournalMaxGroupWait:            time.Millisecond,
 		JournalBufferedWritesThreshold: 512 << 10,
-		JournalQueueSizeBytes:          16 << 20,
+		JournalQueueSizeBytes:          8 << 20,
 		JournalMaxSizeMB:               2048,
 		JournalPreAllocSizeMB:          16,
 		WriteCacheMaxSizeMB:            64,

@@ -44,6 +44,12 @@ type BrokerConfig struct {
 	// DispatcherMaxReadBatchSize is the most entries a subscription reads from storage at
 	// once (dispatch reads ahead in batches of this size, bounded by consumer permits).
 	DispatcherMaxReadBatchSize int `key:"dispatcherMaxReadBatchSize" help:"most entries a subscription reads from storage at once"`
+	// Unacknowledged-message limits: a consumer (or a whole subscription) with this many
+	// messages dispatched and not acknowledged gets nothing more until it acknowledges.
+	// They bound the broker's per-subscription tracking memory. 0 disables a limit.
+	MaxUnackedMessagesPerConsumer     int `key:"maxUnackedMessagesPerConsumer" help:"unacknowledged messages after which a consumer gets no more (0: no limit)"`
+	MaxUnackedMessagesPerSubscription int `key:"maxUnackedMessagesPerSubscription" help:"unacknowledged messages after which a subscription dispatches no more (0: no limit)"`
+
 	// MaxConnections bounds client connections; further ones are closed on accept.
 	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
 
@@ -68,6 +74,8 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxPendingPublishBytesPerConnection: 32 << 20,
 		MaxMessagePublishBufferSizeMB:       512,
 		DispatcherMaxReadBatchSize:          100,
+		MaxUnackedMessagesPerConsumer:       50000,
+		MaxUnackedMessagesPerSubscription:   200000,
 		MaxConnections:                      0,
 		ManagedLedger:                       DefaultManagedLedgerConfig(),
 	}
@@ -92,6 +100,8 @@ func (c *BrokerConfig) Validate() error {
 		AtLeast("maxPendingPublishBytesPerConnection", c.MaxPendingPublishBytesPerConnection, int64(c.MaxMessageSize)),
 		AtLeast("maxMessagePublishBufferSizeInMB", c.MaxMessagePublishBufferSizeMB, int64(1)),
 		Between("dispatcherMaxReadBatchSize", c.DispatcherMaxReadBatchSize, 1, 10000),
+		AtLeast("maxUnackedMessagesPerConsumer", c.MaxUnackedMessagesPerConsumer, 0),
+		AtLeast("maxUnackedMessagesPerSubscription", c.MaxUnackedMessagesPerSubscription, 0),
 		AtLeast("brokerMaxConnections", c.MaxConnections, 0),
 		c.ManagedLedger.Validate(),
 	)

@@ -15,6 +15,7 @@ var (
 	ErrCorrupt            = errors.New("ledger: entry failed its digest check")
 	ErrRecoveryIncomplete = errors.New("ledger: recovery could not decide an entry") // never truncate on doubt
 	ErrBadArgument        = errors.New("ledger: bad argument")
+	ErrUnauthorized       = errors.New("ledger: wrong ledger password") // Open with another password
 )
 
 // DigestType is how each entry is checksummed by the writer and verified by readers.
@@ -85,10 +86,8 @@ type Reader interface {
 	Read(ctx context.Context, first, last int64) ([]Entry, error)
 	// ReadLastAddConfirmed asks the bookies for the current LAC and returns it.
 	ReadLastAddConfirmed(ctx context.Context) (int64, error)
-	// WaitLastAddConfirmed long-polls until the LAC exceeds previous or ctx is done.
+	// WaitLastAddConfirmed long-polls until the LAC exceeds previous or ctx is done. On a
+	// closed ledger whose last entry is not above previous it returns ErrClosed at once.
 	WaitLastAddConfirmed(ctx context.Context, previous int64) (int64, error)
 	Close() error
 }
-
-// ErrUnauthorized is returned by Open when the password does not match the ledger's.
-var ErrUnauthorized = errors.New("ledger: wrong ledger password")

@@ -22,8 +22,8 @@ import (
 
 // Auto-recovery. One auditor in the cluster, elected through the metadata store, scans the
 // ledger metadata every AuditorPeriodicCheckInterval. A bookie named in some fragment whose
-// registration has been gone for LostBookieRecoveryDelay (or that was decommissioned) is
-// lost: for each fragment holding it, the auditor picks a replacement bookie, copies the
+// registration has been gone for LostBookieRecoveryDelay, or that is marked by Decommission
+// (bookies.go), is lost: for each fragment holding it, the auditor picks a replacement bookie, copies the
 // entries of the lost bookie's positions from surviving replicas with recovery adds, and
 // only then swaps the bookie in the fragment by CAS. A crash between copy and CAS leaves
 // harmless extra copies on the replacement.
@@ -57,9 +57,8 @@ type Auditor struct {
 	gauge  prometheus.Gauge
 	under  atomic.Int64 // what gauge was last set to, for tests and admin
 
-	mu             sync.Mutex
-	missingSince   map[string]time.Time
-	decommissioned map[string]bool
+	mu           sync.Mutex
+	missingSince map[string]time.Time
 }
 
 // UnderReplicatedLedger is a ledger with at least one fragment on a bookie that is not
@@ -83,8 +82,7 @@ func NewAuditor(ctx context.Context, opts AuditorOptions) (*Auditor, error) {
 			Name: "magnetar_auditor_under_replicated_ledgers",
 			Help: "Ledgers with a fragment on a bookie that is not registered, as of the auditor's last scan.",
 		}),
-		missingSince:   map[string]time.Time{},
-		decommissioned: map[string]bool{},
+		missingSince: map[string]time.Time{},
 	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(a.gauge); err != nil {
@@ -100,15 +98,6 @@ func (a *Auditor) Close() error { return a.c.Close() }
 
 // UnderReplicatedCount is the number of under-replicated ledgers found by the last Check.
 func (a *Auditor) UnderReplicatedCount() int64 { return a.under.Load() }
-
-// Decommission marks a bookie as lost now, without the grace period: the next check moves
-// every fragment off it. Stop the bookie (or make it read-only) first so no new fragment
-// lands on it.
-func (a *Auditor) Decommission(addr string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.decommissioned[addr] = true
-}
 
 // Run campaigns for the auditor election and, while elected, checks every
 // AuditorPeriodicCheckInterval. It returns when ctx is done.
@@ -161,6 +150,10 @@ func (a *Auditor) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	decommissioned, err := a.c.store.List(ctx, decommissionPrefix)
+	if err != nil {
+		return fmt.Errorf("ledger: list decommissioned bookies: %w", err)
+	}
 	now := time.Now()
 	a.mu.Lock()
 	lost := map[string]bool{}
@@ -186,8 +179,8 @@ func (a *Auditor) Check(ctx context.Context) error {
 			lost[addr] = true
 		}
 	}
-	for addr := range a.decommissioned {
-		lost[addr] = true
+	for _, kv := range decommissioned {
+		lost[strings.TrimPrefix(kv.Key, decommissionPrefix)] = true
 	}
 	a.mu.Unlock()
 	a.gauge.Set(float64(under))

@@ -152,9 +152,37 @@ func TestUnderReplicatedAndDecommission(t *testing.T) {
 	}
 	// Decommissioning takes the same path without waiting; a live bookie can be
 	// decommissioned too.
-	a.Decommission(victim)
 	live := m.Fragments[0].Ensemble[0]
-	a.Decommission(live)
+	for _, addr := range []string{victim, live} {
+		if err := Decommission(ctx, fc.store, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := ListBookies(ctx, fc.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, b := range st {
+		if b.Decommissioned {
+			states[b.Address] = b.State
+		}
+	}
+	if len(states) != 2 || states[victim] != "gone" || states[live] != bookieproto.StateWritable {
+		t.Fatalf("ListBookies: %+v", st)
+	}
+	// New ensembles avoid a decommissioned bookie even while it is writable.
+	waitFor(t, func() bool { return !c.placement().bookies[live].Writable })
+	for range 10 {
+		w, err := c.Create(ctx, CreateOptions{EnsembleSize: 2, WriteQuorum: 2, AckQuorum: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble, live) {
+			t.Fatal("new ensemble on a decommissioned bookie")
+		}
+		_ = c.Delete(ctx, w.ID())
+	}
 	if err := a.Check(ctx); err == nil {
 		// Two of four bookies out with E=3: only one spare exists.
 		t.Fatal("expected not enough bookies for two replacements")
@@ -171,4 +199,60 @@ func TestUnderReplicatedAndDecommission(t *testing.T) {
 	if !fullyReplicated(fc, m3, id, map[string]bool{victim: true}) {
 		t.Fatal("not fully replicated after decommission")
 	}
+	if err := Recommission(ctx, fc.store, live); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return c.placement().bookies[live].Writable })
+}
+
+// The auditor repairs an older fragment of a ledger that is still being written; the
+// writer's own ensemble changes and close go through CAS conflicts with it and lose nothing.
+func TestAuditorAndWriterShareOpenLedger(t *testing.T) {
+	fc := newFakeCluster(t)
+	fc.addBookies(6)
+	c := newTestClient(t, fc.store, fc.client())
+	ctx := testCtx(t)
+	w, err := c.Create(ctx, CreateOptions{EnsembleSize: 3, WriteQuorum: 3, AckQuorum: 2, Password: testPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := int64(0)
+	appendN := func(n int64) {
+		for range n {
+			if _, err := w.Append(ctx, entryData(next)); err != nil {
+				t.Fatal(err)
+			}
+			next++
+		}
+	}
+	appendN(50)
+	first := mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble
+	waitFor(t, func() bool {
+		return fullyReplicated(fc, closedView(mustMeta(t, fc.store, w.ID()), next-1), w.ID(), nil)
+	})
+	fc.kill(first[0])
+	appendN(50) // the writer moves to a second fragment
+	a := newTestAuditor(t, fc.store, fc.client(), "a")
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go a.Run(actx)
+	// While the auditor copies fragment 0, the writer keeps going and changes ensembles again.
+	m := mustMeta(t, fc.store, w.ID())
+	fc.kill(m.Fragments[len(m.Fragments)-1].Ensemble[2])
+	appendN(100)
+	waitFor(t, func() bool {
+		m := mustMeta(t, fc.store, w.ID())
+		return !slices.Contains(m.Fragments[0].Ensemble, first[0])
+	})
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkReadsBack(t, c, w.ID(), next-1)
+}
+
+// closedView is m as if closed at last, for checks on an open ledger.
+func closedView(m *ledgerMetadata, last int64) *ledgerMetadata {
+	c := m.clone()
+	c.State, c.LastEntryID = stateClosed, last
+	return c
 }

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -24,38 +25,50 @@ type bookieInfo struct {
 	Writable bool
 }
 
-// bookieSet tracks the bookies registered under bookieproto.RegistrationPrefix: a List at
-// start, then a watch that is re-established (with a fresh List, since a watch that was
-// cut may have missed deletions) whenever the store closes it.
+// decommissionPrefix holds one key per bookie being decommissioned (Decommission): new
+// ensembles avoid it and the auditor moves every fragment off it.
+const decommissionPrefix = "/ledger-decommissioned/"
+
+// bookieSet tracks the bookies registered under bookieproto.RegistrationPrefix and the
+// decommission markers: a List at start, then watches that are re-established (with a
+// fresh List, since a watch that was cut may have missed deletions) whenever the store
+// closes them.
 type bookieSet struct {
 	store  metadata.Store
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	bookies map[string]bookieInfo
-	changed chan struct{} // closed and replaced on every change; waiters select on it
+	mu             sync.Mutex
+	bookies        map[string]bookieInfo
+	decommissioned map[string]bool
+	changed        chan struct{} // closed and replaced on every change; waiters select on it
 }
 
 func newBookieSet(store metadata.Store, logger *slog.Logger) *bookieSet {
-	return &bookieSet{store: store, logger: logger, bookies: map[string]bookieInfo{}, changed: make(chan struct{})}
+	return &bookieSet{store: store, logger: logger, bookies: map[string]bookieInfo{},
+		decommissioned: map[string]bool{}, changed: make(chan struct{})}
 }
 
-// load replaces the known set with what the store lists now.
+// load replaces the known sets with what the store lists now.
 func (s *bookieSet) load(ctx context.Context) error {
-	kvs, err := s.store.List(ctx, bookieproto.RegistrationPrefix)
+	return errors.Join(s.loadPrefix(ctx, bookieproto.RegistrationPrefix), s.loadPrefix(ctx, decommissionPrefix))
+}
+
+func (s *bookieSet) loadPrefix(ctx context.Context, prefix string) error {
+	kvs, err := s.store.List(ctx, prefix)
 	if err != nil {
-		return fmt.Errorf("ledger: list bookies: %w", err)
-	}
-	m := make(map[string]bookieInfo, len(kvs))
-	for _, kv := range kvs {
-		if b, ok := s.parse(kv.Key, kv.Value); ok {
-			m[b.Address] = b
-		}
+		return fmt.Errorf("ledger: list %s: %w", prefix, err)
 	}
 	s.mu.Lock()
-	s.bookies = m
+	defer s.mu.Unlock()
+	if prefix == decommissionPrefix {
+		s.decommissioned = map[string]bool{}
+	} else {
+		s.bookies = map[string]bookieInfo{}
+	}
+	for _, kv := range kvs {
+		s.applyLocked(prefix, metadata.Event{Type: metadata.EventPut, Key: kv.Key, Value: kv.Value})
+	}
 	s.notifyLocked()
-	s.mu.Unlock()
 	return nil
 }
 
@@ -81,52 +94,76 @@ func (s *bookieSet) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
-// run keeps the set current until ctx is done.
+// run keeps the sets current until ctx is done.
 func (s *bookieSet) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, prefix := range []string{bookieproto.RegistrationPrefix, decommissionPrefix} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.watch(ctx, prefix)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *bookieSet) watch(ctx context.Context, prefix string) {
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		ch, err := s.store.Watch(ctx, bookieproto.RegistrationPrefix, true)
+		ch, err := s.store.Watch(ctx, prefix, true)
 		if err == nil {
 			backoff = 50 * time.Millisecond
 			for ev := range ch {
-				s.apply(ev)
+				s.mu.Lock()
+				s.applyLocked(prefix, ev)
+				s.notifyLocked()
+				s.mu.Unlock()
 			}
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		s.logger.Warn("bookie registration watch ended; re-listing and watching again", "err", err)
+		s.logger.Warn("bookie watch ended; re-listing and watching again", "prefix", prefix, "err", err)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 5*time.Second)
-		if err := s.load(ctx); err != nil {
-			s.logger.Warn("re-listing bookies failed; retrying", "err", err)
+		if err := s.loadPrefix(ctx, prefix); err != nil {
+			s.logger.Warn("re-listing failed; retrying", "prefix", prefix, "err", err)
 		}
 	}
 }
 
-func (s *bookieSet) apply(ev metadata.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch ev.Type {
-	case metadata.EventPut:
+func (s *bookieSet) applyLocked(prefix string, ev metadata.Event) {
+	addr := strings.TrimPrefix(ev.Key, prefix)
+	switch {
+	case prefix == decommissionPrefix && ev.Type == metadata.EventPut:
+		s.decommissioned[addr] = true
+	case prefix == decommissionPrefix:
+		delete(s.decommissioned, addr)
+	case ev.Type == metadata.EventPut:
 		if b, ok := s.parse(ev.Key, ev.Value); ok {
 			s.bookies[b.Address] = b
 		}
-	case metadata.EventDelete:
-		delete(s.bookies, strings.TrimPrefix(ev.Key, bookieproto.RegistrationPrefix))
+	default:
+		delete(s.bookies, addr)
 	}
-	s.notifyLocked()
 }
 
-// snapshot returns the known bookies.
+// snapshot returns the known bookies; decommissioned ones count as not writable.
 func (s *bookieSet) snapshot() map[string]bookieInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return maps.Clone(s.bookies)
+	m := maps.Clone(s.bookies)
+	for addr := range s.decommissioned {
+		if b, ok := m[addr]; ok {
+			b.Writable = false
+			m[addr] = b
+		}
+	}
+	return m
 }
 
 // isRegistered reports whether addr currently has a registration.
@@ -254,4 +291,58 @@ func pickByRack(c []bookieInfo, avoid map[string]bool) int {
 		return 0
 	}
 	return best
+}
+
+// BookieStatus is one bookie as `magnetar admin bookies` lists it.
+type BookieStatus struct {
+	Address        string
+	Rack           string
+	State          string // bookieproto.StateWritable, StateReadOnly, or "gone" (decommissioned, no registration)
+	Decommissioned bool
+}
+
+// ListBookies lists the registered bookies and the decommissioned ones, sorted by address.
+func ListBookies(ctx context.Context, store metadata.Store) ([]BookieStatus, error) {
+	s := newBookieSet(store, slog.New(slog.DiscardHandler))
+	if err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	var out []BookieStatus
+	for addr, b := range s.bookies {
+		state := bookieproto.StateReadOnly
+		if b.Writable {
+			state = bookieproto.StateWritable
+		}
+		out = append(out, BookieStatus{Address: addr, Rack: b.Rack, State: state, Decommissioned: s.decommissioned[addr]})
+	}
+	for addr := range s.decommissioned {
+		if _, ok := s.bookies[addr]; !ok {
+			out = append(out, BookieStatus{Address: addr, State: "gone", Decommissioned: true})
+		}
+	}
+	slices.SortFunc(out, func(a, b BookieStatus) int { return strings.Compare(a.Address, b.Address) })
+	return out, nil
+}
+
+// Decommission marks a bookie for decommissioning: from now on no client places new
+// ensembles on it, and the auditor moves every fragment off it without waiting for the
+// grace period, as for a lost bookie. Stop the bookie once no ledger names it any more;
+// stopping it earlier works too (the copies are then read from the other replicas).
+func Decommission(ctx context.Context, store metadata.Store, addr string) error {
+	if addr == "" || strings.Contains(addr, "/") {
+		return fmt.Errorf("%w: bookie address %q", ErrBadArgument, addr)
+	}
+	if _, err := store.Put(ctx, decommissionPrefix+addr, []byte("{}"), metadata.AnyVersion); err != nil {
+		return fmt.Errorf("ledger: decommission %s: %w", addr, err)
+	}
+	return nil
+}
+
+// Recommission removes a decommission mark.
+func Recommission(ctx context.Context, store metadata.Store, addr string) error {
+	err := store.Delete(ctx, decommissionPrefix+addr, metadata.AnyVersion)
+	if err != nil && !errors.Is(err, metadata.ErrNotFound) {
+		return fmt.Errorf("ledger: recommission %s: %w", addr, err)
+	}
+	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -20,6 +22,9 @@ type ClientOptions struct {
 	Store   metadata.Store
 	Bookies bookieproto.Client
 	Logger  *slog.Logger // nil discards
+	// Registerer receives the client's metrics (bookkeeper_client_*); nil: not exported.
+	// Clients sharing a registerer share the metrics.
+	Registerer prometheus.Registerer
 }
 
 // client implements Client over a metadata store and a bookie client.
@@ -29,6 +34,7 @@ type client struct {
 	bk      bookieproto.Client
 	logger  *slog.Logger
 	bookies *bookieSet
+	metrics *clientMetrics
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -52,7 +58,11 @@ func newClient(ctx context.Context, opts ClientOptions) (*client, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("component", "ledger")
-	c := &client{cfg: opts.Config, store: opts.Store, bk: opts.Bookies, logger: logger}
+	metrics, err := newClientMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{cfg: opts.Config, store: opts.Store, bk: opts.Bookies, logger: logger, metrics: metrics}
 	c.bookies = newBookieSet(opts.Store, logger)
 	if err := c.bookies.load(ctx); err != nil {
 		return nil, err
@@ -151,8 +161,10 @@ func (c *client) Open(ctx context.Context, id int64, opts OpenOptions) (Reader, 
 	}
 	if opts.Recovery && m.State != stateClosed {
 		if m, err = c.recover(ctx, id, m, version); err != nil {
+			c.metrics.recoveries.WithLabelValues("error").Inc()
 			return nil, err
 		}
+		c.metrics.recoveries.WithLabelValues("ok").Inc()
 	}
 	return newReader(c, id, m), nil
 }

@@ -4,7 +4,8 @@
 // and fences ledgers of a dead writer, and deletes them. The Auditor re-replicates the
 // fragments of lost bookies. Brokers import this package, never internal/bookie.
 //
-// Entry points: NewClient (Create, Open, Delete), NewAuditor, UnderReplicated. The add
+// Entry points: NewClient (Create, Open, Delete), NewAuditor, UnderReplicated, ListBookies,
+// Decommission and Recommission. The add
 // pipeline is described on the writer type (writer.go), recovery at the top of
 // recovery.go, auto-recovery at the top of autorecovery.go.
 //
@@ -13,6 +14,7 @@
 //	/ledgers/<id, 20 decimal digits, zero-padded>   ledger metadata (JSON, below)
 //	/ledger-id-counter                               next ledger id, decimal; bumped by CAS
 //	/ledger-auditor                                  auditor election
+//	/ledger-decommissioned/<host:port>               decommission marks ("{}"; Decommission)
 //	/bookies/available/<host:port>                   bookie registrations (bookieproto)
 //
 // # Ledger metadata (JSON, formatVersion 1)

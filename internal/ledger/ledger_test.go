@@ -565,7 +565,7 @@ func TestTailingReaderLongPoll(t *testing.T) {
 		}
 	}
 	// The LAC travels on the next add, so the last entry is learned from the close.
-	if next != 20 && r.LastAddConfirmed() != 19 {
+	if next != 20 || r.LastAddConfirmed() != 19 {
 		t.Fatalf("tailed %d entries, lac %d", next, r.LastAddConfirmed())
 	}
 	if lac, err := r.ReadLastAddConfirmed(ctx); err != nil || lac != 19 {

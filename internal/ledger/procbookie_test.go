@@ -85,6 +85,8 @@ type procCluster struct {
 	store *etcdstore.Store
 	probe bookieproto.Client
 
+	bin string // when set, bookies are `bin bookie` processes instead of this test binary
+
 	mu     sync.Mutex
 	procs  map[string]*bookieProc
 	killed []string
@@ -96,6 +98,10 @@ type bookieProc struct {
 }
 
 func newProcCluster(t testing.TB, n int) (*procCluster, []string) {
+	return newProcClusterWith(t, n, "")
+}
+
+func newProcClusterWith(t testing.TB, n int, bin string) (*procCluster, []string) {
 	t.Helper()
 	mcfg := config.DefaultMetadataConfig()
 	mcfg.DataDir = filepath.Join(t.TempDir(), "etcd")
@@ -115,11 +121,14 @@ func newProcCluster(t testing.TB, n int) (*procCluster, []string) {
 		m.Close()
 		t.Fatal(err)
 	}
-	pc := &procCluster{t: t, etcd: m, store: store, probe: bookieproto.NewClient(bookieproto.ClientOptions{}), procs: map[string]*bookieProc{}}
+	pc := &procCluster{t: t, etcd: m, store: store, probe: bookieproto.NewClient(bookieproto.ClientOptions{}), procs: map[string]*bookieProc{}, bin: bin}
 	t.Cleanup(func() {
 		pc.mu.Lock()
 		for _, p := range pc.procs {
 			p.stdin.Close()
+			if pc.bin != "" {
+				_ = p.cmd.Process.Signal(os.Interrupt)
+			}
 			_ = p.cmd.Wait()
 		}
 		pc.mu.Unlock()
@@ -135,6 +144,9 @@ func newProcCluster(t testing.TB, n int) (*procCluster, []string) {
 }
 
 func (pc *procCluster) start() string {
+	if pc.bin != "" {
+		return pc.startBinary()
+	}
 	t := pc.t
 	t.Helper()
 	exe, err := os.Executable()
@@ -144,6 +156,7 @@ func (pc *procCluster) start() string {
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), envBookieDir+"="+t.TempDir(), envEtcdURLs+"="+strings.Join(pc.etcd.ClientURLs(), ","))
 	cmd.Stderr = os.Stderr
+	setParentDeathSignal(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +199,60 @@ func (pc *procCluster) start() string {
 	return addr
 }
 
+// startBinary runs `magnetar bookie` on a free port and learns its address from the
+// registration that appears.
+func (pc *procCluster) startBinary() string {
+	t := pc.t
+	t.Helper()
+	ctx := context.Background()
+	before := map[string]bool{}
+	kvs, err := pc.store.List(ctx, bookieproto.RegistrationPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range kvs {
+		before[kv.Key] = true
+	}
+	dir := t.TempDir()
+	var hosts []string
+	for _, u := range pc.etcd.ClientURLs() {
+		hosts = append(hosts, strings.TrimPrefix(u, "http://"))
+	}
+	cmd := exec.Command(pc.bin, "bookie", "--listen", "127.0.0.1:0", "--metadata-url", "etcd://"+strings.Join(hosts, ","),
+		"--journal-directories", filepath.Join(dir, "journal"), "--ledger-directories", filepath.Join(dir, "ledgers"),
+		"--metadata-store-session-timeout-millis", "2000", "--shutdown-timeout", "1s", "--log-level", "warn",
+		// The test runs its own auditor with short grace periods; a bookie-process candidate
+		// with the 30 s default must not win the election.
+		"--auto-recovery-daemon-enabled=false")
+	cmd.Stderr = os.Stderr
+	setParentDeathSignal(cmd)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var addr string
+	waitFor(t, func() bool {
+		kvs, err := pc.store.List(ctx, bookieproto.RegistrationPrefix)
+		if err != nil {
+			return false
+		}
+		for _, kv := range kvs {
+			if !before[kv.Key] {
+				addr = strings.TrimPrefix(kv.Key, bookieproto.RegistrationPrefix)
+				return true
+			}
+		}
+		return false
+	})
+	pc.mu.Lock()
+	pc.procs[addr] = &bookieProc{cmd: cmd, stdin: stdin}
+	pc.mu.Unlock()
+	return addr
+}
+
 func (pc *procCluster) metaStore() metadata.Store { return pc.store }
 
 func (pc *procCluster) newBookieClient() bookieproto.Client {
@@ -221,7 +288,25 @@ func TestBookieProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bookie processes: not in -short")
 	}
-	pc, _ := newProcCluster(t, 5)
+	runProcessScenarios(t, newProcCluster)
+}
+
+// TestMagnetarBookieProcesses runs the same scenarios on `magnetar bookie` processes built
+// from ./cmd/magnetar, so the role's wiring (flags, storage, etcd registration) is covered.
+func TestMagnetarBookieProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("magnetar processes: not in -short")
+	}
+	bin := filepath.Join(t.TempDir(), "magnetar")
+	build := exec.Command("go", "build", "-tags", "pebblegozstd", "-o", bin, "../../cmd/magnetar")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building magnetar: %v\n%s", err, out)
+	}
+	runProcessScenarios(t, func(t testing.TB, n int) (*procCluster, []string) { return newProcClusterWith(t, n, bin) })
+}
+
+func runProcessScenarios(t *testing.T, newCluster func(testing.TB, int) (*procCluster, []string)) {
+	pc, _ := newCluster(t, 5)
 	// One cluster for all scenarios (etcd and process start-up dominate otherwise); each
 	// scenario's kill takes one bookie away, so start a fresh one after it.
 	for _, sc := range []struct {

@@ -273,6 +273,7 @@ func (c *client) readEntry(ctx context.Context, m *ledgerMetadata, id, e int64) 
 			return nil, entryHeader{}, ctx.Err()
 		case <-spec:
 			if next < len(ws) {
+				c.metrics.specReads.Inc()
 				launch()
 			}
 		case res := <-results:

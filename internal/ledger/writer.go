@@ -71,6 +71,7 @@ type writer struct {
 }
 
 type pendingAdd struct {
+	start   time.Time // AppendAsync, for the add latency metric
 	entryID int64
 	payload []byte
 	dataLen int
@@ -150,7 +151,7 @@ func (w *writer) AppendAsync(data []byte, done func(int64, error)) {
 		return
 	}
 	w.lengthAll += int64(len(data))
-	p := &pendingAdd{entryID: w.nextEntry, dataLen: len(data), done: done}
+	p := &pendingAdd{start: time.Now(), entryID: w.nextEntry, dataLen: len(data), done: done}
 	p.payload = encodeEntry(w.digest, entryHeader{LedgerID: w.id, EntryID: p.entryID, LAC: w.lac, Length: w.lengthAll}, data)
 	w.nextEntry++
 	w.pending = append(w.pending, p)
@@ -243,12 +244,17 @@ func (w *writer) completeLocked() {
 		p.over = true
 		w.lac = p.entryID
 		w.length += int64(p.dataLen)
+		w.c.metrics.addLatency.Observe(time.Since(p.start).Seconds())
 		<-w.inflight
 		w.enqueueLocked(callback{done: p.done, entryID: p.entryID})
 		n++
 	}
 	if n > 0 {
-		w.pending = slices.Delete(w.pending, 0, n)
+		// Reslice rather than shift: O(1) per completion; append reallocates (copying only
+		// the live tail) once the spare capacity is used up. Clear the popped slots so the
+		// payloads can be collected now.
+		clear(w.pending[:n])
+		w.pending = w.pending[n:]
 		w.notifyLocked()
 	}
 }
@@ -361,21 +367,22 @@ func (w *writer) changeEnsemble() {
 		}
 		w.meta, w.version = next, nextVersion
 		replaced := map[int]bool{}
-		var clear uint64
+		var forget uint64
 		for pos := range old {
 			if old[pos] != ens[pos] {
 				replaced[pos] = true
-				clear |= 1 << pos
+				forget |= 1 << pos
 				if w.failedPos[pos] == old[pos] {
 					delete(w.failedPos, pos)
 				}
 			}
 		}
 		w.ensemble = ens
+		w.c.metrics.ensembleChanges.Inc()
 		w.logger.Info("ensemble changed", "from_entry", first, "ensemble", ens, "replaced", failed)
 		var sends []addSend
 		for _, p := range w.pending {
-			p.acked &^= clear
+			p.acked &^= forget
 			if !p.sent {
 				sends = append(sends, w.sendsLocked(p, nil)...)
 			} else {

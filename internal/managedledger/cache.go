@@ -1,7 +1,6 @@
 package managedledger
 
 import (
-	"container/list"
 	"sync"
 	"time"
 )
@@ -22,17 +21,20 @@ type entryCache struct {
 	maxAge    time.Duration
 	now       func() time.Time
 
-	size  int64
-	order *list.List // of *cacheItem, oldest at the front
-	items map[Position]*list.Element
+	size      int64
+	head      *cacheItem // oldest; items form an intrusive list (one allocation per entry)
+	tail      *cacheItem // newest
+	items     map[Position]*cacheItem
+	perLedger map[int64]int // cached entries per ledger, so invalidating an absent ledger is free
 
 	hits, misses, evictions int64
 }
 
 type cacheItem struct {
-	pos      Position
-	data     []byte
-	inserted time.Time
+	pos        Position
+	data       []byte
+	inserted   time.Time
+	prev, next *cacheItem
 }
 
 func newEntryCache(maxBytes int64, watermark float64, maxAge time.Duration, now func() time.Time) *entryCache {
@@ -41,8 +43,8 @@ func newEntryCache(maxBytes int64, watermark float64, maxAge time.Duration, now 
 		watermark: int64(float64(maxBytes) * watermark),
 		maxAge:    maxAge,
 		now:       now,
-		order:     list.New(),
-		items:     map[Position]*list.Element{},
+		items:     map[Position]*cacheItem{},
+		perLedger: map[int64]int{},
 	}
 }
 
@@ -57,7 +59,15 @@ func (c *entryCache) insert(p Position, data []byte) {
 	if _, ok := c.items[p]; ok {
 		return
 	}
-	c.items[p] = c.order.PushBack(&cacheItem{pos: p, data: data, inserted: c.now()})
+	it := &cacheItem{pos: p, data: data, inserted: c.now(), prev: c.tail}
+	if c.tail != nil {
+		c.tail.next = it
+	} else {
+		c.head = it
+	}
+	c.tail = it
+	c.items[p] = it
+	c.perLedger[p.LedgerID]++
 	c.size += sz
 	if c.size > c.maxBytes {
 		c.evictLocked(c.watermark, time.Time{})
@@ -68,9 +78,9 @@ func (c *entryCache) insert(p Position, data []byte) {
 func (c *entryCache) get(p Position) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[p]; ok {
+	if it, ok := c.items[p]; ok {
 		c.hits++
-		return e.Value.(*cacheItem).data, true
+		return it.data, true
 	}
 	c.misses++
 	return nil, false
@@ -79,19 +89,31 @@ func (c *entryCache) get(p Position) ([]byte, bool) {
 // evictLocked drops the oldest entries while the size is above target or while they were
 // inserted before cutoff (zero: no age limit).
 func (c *entryCache) evictLocked(target int64, cutoff time.Time) {
-	for e := c.order.Front(); e != nil; e = c.order.Front() {
-		it := e.Value.(*cacheItem)
+	for it := c.head; it != nil; it = c.head {
 		if c.size <= target && (cutoff.IsZero() || !it.inserted.Before(cutoff)) {
 			return
 		}
-		c.removeLocked(e)
+		c.removeLocked(it)
 		c.evictions++
 	}
 }
 
-func (c *entryCache) removeLocked(e *list.Element) {
-	it := c.order.Remove(e).(*cacheItem)
+func (c *entryCache) removeLocked(it *cacheItem) {
+	if it.prev != nil {
+		it.prev.next = it.next
+	} else {
+		c.head = it.next
+	}
+	if it.next != nil {
+		it.next.prev = it.prev
+	} else {
+		c.tail = it.prev
+	}
+	it.prev, it.next = nil, nil
 	delete(c.items, it.pos)
+	if c.perLedger[it.pos.LedgerID]--; c.perLedger[it.pos.LedgerID] <= 0 {
+		delete(c.perLedger, it.pos.LedgerID)
+	}
 	c.size -= int64(len(it.data))
 }
 
@@ -103,16 +125,20 @@ func (c *entryCache) evictByAge() {
 }
 
 // invalidateLedger drops every entry of a ledger (deleted or trimmed). It walks the whole
-// cache, which is fine at the rate ledgers are trimmed.
+// cache when the ledger has entries in it, which is fine at the rate ledgers are trimmed;
+// cursor ledgers never do, so deleting them costs nothing here.
 func (c *entryCache) invalidateLedger(ledgerID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := c.order.Front(); e != nil; {
-		next := e.Next()
-		if e.Value.(*cacheItem).pos.LedgerID == ledgerID {
-			c.removeLocked(e)
+	if c.perLedger[ledgerID] == 0 {
+		return
+	}
+	for it := c.head; it != nil; {
+		next := it.next
+		if it.pos.LedgerID == ledgerID {
+			c.removeLocked(it)
 		}
-		e = next
+		it = next
 	}
 }
 

@@ -2,6 +2,7 @@ package managedledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -42,13 +43,18 @@ type Cursor struct {
 	closed     bool
 	lastActive time.Time
 
+	// Copies of persistState fields for stats, updated under mu after each flush.
+	statLedgerID      int64
+	statLedgerEntries int64
+	statLedgerCreated time.Time
+
 	waiting atomic.Int32 // reads parked in ReadEntriesOrWait
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
 	c := &Cursor{ml: ml, name: name, durable: durable, markDelete: md, lastActive: ml.f.now()}
 	c.log = ml.log.With("cursor", name)
-	c.p.ledgerID, c.p.recoveredLedgerID = -1, -1
+	c.p.ledgerID, c.p.recoveredLedgerID, c.statLedgerID = -1, -1, -1
 	return c
 }
 
@@ -88,11 +94,24 @@ func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial In
 	c := newCursor(ml, name, true, md)
 	c.readPos = ml.next(md)
 	info := &cursorInfo{CursorsLedgerID: -1, MarkDelete: md, State: encodeCursorState(md, &c.acked, 1), LastActive: ml.f.now().UnixMilli()}
-	ver, err := ml.f.store.Put(ctx, ml.f.cursorKey(ml.name, name), encodeCursorInfo(info), metadata.NotExists)
-	if err != nil {
+	key := ml.f.cursorKey(ml.name, name)
+	ver, err := ml.f.store.Put(ctx, key, encodeCursorInfo(info), metadata.NotExists)
+	switch {
+	case errors.Is(err, metadata.ErrBadVersion):
+		// The key exists though this instance does not know the cursor (a failed
+		// DeleteCursor left it, or it was created after we opened): adopt it.
+		kv, err := ml.f.store.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("managedledger: %s: reading cursor %q: %w", ml.name, name, err)
+		}
+		if c, err = ml.recoverAndClaimCursor(ctx, name, kv); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, fmt.Errorf("managedledger: %s: creating cursor %q: %w", ml.name, name, err)
+	default:
+		c.p.version = ver
 	}
-	c.p.version = ver
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if err := ml.stateErrLocked(); err != nil {
@@ -224,6 +243,18 @@ func (c *Cursor) ReadEntries(ctx context.Context, max int, maxBytes int64) ([]En
 	if max <= 0 {
 		return nil, fmt.Errorf("%w: read of %d entries", ErrInvalidPosition, max)
 	}
+	for attempt := 0; ; attempt++ {
+		es, err := c.readEntries(ctx, max, maxBytes)
+		// A reader (non-durable cursor) can lose a race with retention; the next attempt
+		// starts from the oldest entry still stored.
+		if errors.Is(err, errTrimmed) && attempt < 3 {
+			continue
+		}
+		return es, err
+	}
+}
+
+func (c *Cursor) readEntries(ctx context.Context, max int, maxBytes int64) ([]Entry, error) {
 	c.mu.Lock()
 	if err := c.checkOpenLocked(); err != nil {
 		c.mu.Unlock()
@@ -243,6 +274,9 @@ func (c *Cursor) ReadEntries(ctx context.Context, max int, maxBytes int64) ([]En
 		return nil, nil
 	}
 	entries, err := c.ml.readPositions(ctx, positions)
+	if err != nil {
+		c.ml.readErrors.Add(1)
+	}
 	if maxBytes > 0 {
 		var sum int64
 		for i, e := range entries {
@@ -527,6 +561,7 @@ func (c *Cursor) ResetCursor(ctx context.Context, pos Position) error {
 	c.acked.Clear()
 	c.readEpoch++
 	c.changedLocked()
+	ml.notifyLocked() // wake parked reads: there may be entries to read again
 	ml.mu.Unlock()
 	c.mu.Unlock()
 	ml.metaMu.Unlock()
@@ -551,6 +586,15 @@ func (c *Cursor) Rewind() {
 	defer c.mu.Unlock()
 	c.readPos = c.ml.next(c.markDelete)
 	c.readEpoch++
+	c.ml.wakeReaders()
+}
+
+// wakeReaders wakes parked reads so that they look again after a cursor moved back: entries
+// it can read again are not "new entries" and would otherwise wait for the next add.
+func (ml *ManagedLedger) wakeReaders() {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	ml.notifyLocked()
 }
 
 // Seek moves the read position to pos (never before the first unacknowledged entry).
@@ -559,6 +603,7 @@ func (c *Cursor) Seek(pos Position) {
 	defer c.mu.Unlock()
 	c.readPos = maxPos(pos, c.ml.next(c.markDelete))
 	c.readEpoch++
+	c.ml.wakeReaders()
 }
 
 // ---- state ----

@@ -25,7 +25,8 @@ import (
 // Recovery reads the metadata snapshot, then the last entry of the cursor ledger it names
 // (opened with recovery, which also fences a previous owner still appending). The cursor
 // ledger's last entry is never older than the snapshot. If the cursor ledger cannot be read
-// the snapshot is used: older state only means redelivery, never loss.
+// the snapshot is used: older state only means redelivery, never loss. The new owner then
+// claims the key (recoverAndClaimCursor) so a previous owner's later writes fail.
 //
 // A clean close writes the final state into the metadata snapshot itself and deletes the
 // cursor ledger, so the next open needs no ledger read.
@@ -42,6 +43,7 @@ type persistState struct {
 	lastSnapshot      time.Time
 	persistedSeq      uint64
 	lastFlushErr      error
+	fenceErr          error // set once a newer owner took the cursor (under pmu)
 
 	// Under Cursor.mu: flush scheduling (real time, not the injected clock: it is a rate).
 	scheduled bool
@@ -106,6 +108,9 @@ func (c *Cursor) Flush(ctx context.Context) error {
 	c.mu.Lock()
 	if c.p.stopped {
 		c.mu.Unlock()
+		if c.p.fenceErr != nil {
+			return c.p.fenceErr
+		}
 		return fmt.Errorf("%w: cursor %s", ErrClosed, c.name)
 	}
 	seq := c.seq
@@ -115,7 +120,12 @@ func (c *Cursor) Flush(ctx context.Context) error {
 	}
 	data, md := c.encodeLocked()
 	c.mu.Unlock()
-	if err := c.persist(ctx, data, md); err != nil {
+	err := c.persist(ctx, data, md)
+	c.mu.Lock()
+	// Stats read these under mu, so they never wait for a flush in progress.
+	c.statLedgerID, c.statLedgerEntries, c.statLedgerCreated = c.p.ledgerID, c.p.ledgerEntries, c.p.ledgerCreated
+	c.mu.Unlock()
+	if err != nil {
 		c.p.lastFlushErr = err
 		return err
 	}
@@ -215,9 +225,11 @@ func (c *Cursor) writeInfo(ctx context.Context, ledgerID int64, data []byte, md 
 	return nil
 }
 
+// fenced stops the cursor's persistence for good: a newer owner has it. Caller holds pmu.
 func (c *Cursor) fenced(cause error) error {
 	c.stopTimers()
-	return fmt.Errorf("%w: %s: cursor %s: %w", ErrFenced, c.ml.name, c.name, cause)
+	c.p.fenceErr = fmt.Errorf("%w: %s: cursor %s: %w", ErrFenced, c.ml.name, c.name, cause)
+	return c.p.fenceErr
 }
 
 func (c *Cursor) stopTimers() {
@@ -296,7 +308,7 @@ func (ml *ManagedLedger) recoverCursors(ctx context.Context) error {
 			ml.log.Error("skipping cursor with a malformed key", "key", kv.Key)
 			continue
 		}
-		c, err := ml.recoverCursor(ctx, name, kv)
+		c, err := ml.recoverAndClaimCursor(ctx, name, kv)
 		if err != nil {
 			return err
 		}
@@ -305,6 +317,38 @@ func (ml *ManagedLedger) recoverCursors(ctx context.Context) error {
 		ml.mu.Unlock()
 	}
 	return nil
+}
+
+// recoverAndClaimCursor recovers a cursor and then claims its metadata key: the recovered
+// state is written inline (CursorsLedgerID -1) by CAS on the version it was read at. A
+// previous owner still running could otherwise switch to a new cursor ledger and CAS the key
+// after our read, leaving us with a stale version and every later flush refused as fenced.
+// If the claim loses, the key changed under us: read it again and recover again. After the
+// claim the old cursor ledger (fenced by recovery, its state now in metadata) is deleted.
+func (ml *ManagedLedger) recoverAndClaimCursor(ctx context.Context, name string, kv metadata.KV) (*Cursor, error) {
+	for attempt := 0; ; attempt++ {
+		c, err := ml.recoverCursor(ctx, name, kv)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		data, md := c.encodeLocked()
+		c.mu.Unlock()
+		err = c.writeInfo(ctx, -1, data, md)
+		if err == nil {
+			if id := c.p.recoveredLedgerID; id >= 0 {
+				ml.deleteLedgerQuietly(id)
+			}
+			c.p.ledgerID, c.statLedgerID, c.p.recoveredLedgerID = -1, -1, -1
+			return c, nil
+		}
+		if !errors.Is(err, ErrFenced) || attempt == 2 {
+			return nil, fmt.Errorf("managedledger: %s: claiming cursor %s: %w", ml.name, name, err)
+		}
+		if kv, err = ml.f.store.Get(ctx, kv.Key); err != nil {
+			return nil, fmt.Errorf("managedledger: %s: re-reading cursor %s: %w", ml.name, name, err)
+		}
+	}
 }
 
 func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv metadata.KV) (*Cursor, error) {
@@ -328,7 +372,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv meta
 	}
 	c := newCursor(ml, name, true, st.MarkDelete)
 	c.p.version = kv.Version
-	c.p.ledgerID = ci.CursorsLedgerID
+	c.p.ledgerID, c.statLedgerID = ci.CursorsLedgerID, ci.CursorsLedgerID
 	c.p.recoveredLedgerID = ci.CursorsLedgerID
 	ml.mu.Lock()
 	defer ml.mu.Unlock()

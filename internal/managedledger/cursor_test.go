@@ -225,6 +225,7 @@ func TestDeleteCursorReleasesLedgers(t *testing.T) {
 	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
 	must(t, err)
 	addN(t, ml, 6, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 4 && !ml.rollingNow() })
 	must(t, c.Delete(Position{ml.LedgerIDs()[0], 0}))
 	must(t, c.Flush(ctxT(t)))
 	cl := c.p.ledger.ID()
@@ -264,4 +265,69 @@ func TestManagedLedgerDelete(t *testing.T) {
 	if err := f.Delete(ctxT(t), "t/del"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delete of a deleted ledger: %v", err)
 	}
+}
+
+func TestCursorExpireMessagesByLedgerAge(t *testing.T) {
+	e := newEnv(t)
+	ml := open(t, e.factory(), "t/ttl", func(c *Config) { c.MaxEntriesPerLedger = 3 })
+	c1, err := ml.OpenCursor(ctxT(t), "a", InitialPositionEarliest)
+	must(t, err)
+	c2, err := ml.OpenCursor(ctxT(t), "b", InitialPositionEarliest)
+	must(t, err)
+	ps := addN(t, ml, 6, "x") // two closed ledgers of 3
+	waitFor(t, "rollover", func() bool { return len(ml.LedgerIDs()) == 3 && !ml.rollingNow() })
+	e.clock.Advance(time.Hour)
+	n, err := c1.ExpireMessages(ctxT(t), 30*time.Minute, nil)
+	must(t, err)
+	if n != 6 || c1.Backlog() != 0 || c2.Backlog() != 6 {
+		t.Fatalf("expired %d; backlogs %d and %d", n, c1.Backlog(), c2.Backlog())
+	}
+	wantPos(t, "expired cursor", c1.MarkDeletePosition(), ps[5])
+}
+
+// TestRewindWakesParkedRead: a dispatcher's read parked at the end must return the
+// unacknowledged entries when the cursor is rewound (consumer change), not wait for a new add.
+func TestRewindWakesParkedRead(t *testing.T) {
+	e := newEnv(t)
+	ml := open(t, e.factory(), "t/rewind", nil)
+	ps := addN(t, ml, 3, "x")
+	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
+	must(t, err)
+	readAll(t, c)
+	must(t, c.Delete(ps[1]))
+	got := make(chan []Entry, 1)
+	go func() {
+		es, err := c.ReadEntriesOrWait(ctxT(t), 10, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- es
+	}()
+	waitFor(t, "read parked", func() bool { return c.waiting.Load() == 1 })
+	c.Rewind()
+	es := <-got
+	if len(es) != 2 || es[0].Position != ps[0] || es[1].Position != ps[2] {
+		t.Fatalf("after rewind read %v", es)
+	}
+}
+
+func TestOpenCursorAdoptsExistingKey(t *testing.T) {
+	e := newEnv(t)
+	f := e.factory()
+	ml := open(t, f, "t/adopt", nil)
+	ps := addN(t, ml, 5, "x")
+	// Another instance (same store) creates the cursor after ml was opened.
+	other, err := NewFactory(FactoryOptions{Ledger: e.lc, Store: e.store, Config: e.cfg, Now: e.clock.Now, DisableBackground: true})
+	must(t, err)
+	mlo, err := other.Open(ctxT(t), "t/adopt-other", other.DefaultConfig())
+	must(t, err)
+	_ = mlo
+	info := &cursorInfo{CursorsLedgerID: -1, MarkDelete: ps[2], State: encodeCursorState(ps[2], &RangeSet{}, 10)}
+	_, err = e.store.Put(ctxT(t), f.cursorKey("t/adopt", "late"), encodeCursorInfo(info), 0)
+	must(t, err)
+	c, err := ml.OpenCursor(ctxT(t), "late", InitialPositionEarliest)
+	must(t, err)
+	wantPos(t, "adopted cursor", c.MarkDeletePosition(), ps[2])
+	must(t, c.MarkDelete(ps[3]))
+	must(t, c.Flush(ctxT(t)))
 }

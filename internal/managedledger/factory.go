@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -27,11 +29,16 @@ type FactoryOptions struct {
 	Now func() time.Time
 	// MetadataRoot overrides DefaultMetadataRoot.
 	MetadataRoot string
+	// Registerer receives the factory's metrics (pulsar_ml_*); nil: not exported.
+	Registerer prometheus.Registerer
 	// DisableBackground turns off the periodic retention/rollover/cache-age pass; tests that
 	// drive it by hand (CheckRollover, Trim, EvictCache) set it.
 	DisableBackground bool
 }
 
+// Lock order: Factory.mu before ManagedLedger.mu (Open checks an instance's state); nothing
+// takes Factory.mu while holding ManagedLedger.mu.
+//
 // Factory opens managed ledgers of one broker and owns what they share: the entry cache and
 // the background pass that enforces rollover age, retention and cache age.
 type Factory struct {
@@ -83,6 +90,11 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 	}
 	f.cache = newEntryCache(f.cfg.CacheSizeMB<<20, f.cfg.CacheEvictionWatermark,
 		time.Duration(f.cfg.CacheEvictionTimeThresholdMillis)*time.Millisecond, f.now)
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(newFactoryCollector(f)); err != nil {
+			return nil, fmt.Errorf("managedledger: registering metrics: %w", err)
+		}
+	}
 	if !opts.DisableBackground {
 		f.wg.Add(1)
 		go f.background()
@@ -117,8 +129,12 @@ func (f *Factory) Open(ctx context.Context, name string, cfg Config) (*ManagedLe
 			return nil, ErrClosed
 		}
 		if ml, ok := f.ledgers[name]; ok {
-			f.mu.Unlock()
-			return ml, nil
+			if ml.usable() {
+				f.mu.Unlock()
+				return ml, nil
+			}
+			// Fenced or closing: a fresh instance recovers from the newer owner's state.
+			delete(f.ledgers, name)
 		}
 		wait, busy := f.opening[name]
 		if !busy {
@@ -219,7 +235,7 @@ func (f *Factory) RunMaintenance(ctx context.Context) {
 	f.cache.evictByAge()
 	for _, ml := range f.openLedgers() {
 		ml.CheckRollover()
-		if err := ml.Trim(ctx); err != nil && !errors.Is(err, ErrClosed) {
+		if err := ml.Trim(ctx); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFenced) {
 			ml.log.Warn("retention trim failed; retrying at the next check", "err", err)
 		}
 	}

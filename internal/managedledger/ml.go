@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/ledger"
@@ -71,10 +72,13 @@ type ManagedLedger struct {
 	tail          []tailEntry // see ml_add.go: entries bookies may not know are confirmed
 	tailLedger    int64
 	pending       []*addOp
-	cbQueue       []func()
+	cbQueue       []completion
+	cbSpare       []completion
 	draining      bool
 
 	entriesAdded    int64
+	addErrors       int64 // adds that completed with an error
+	readErrors      atomic.Int64
 	numberOfEntries int64
 	totalSize       int64
 	lastCreated     time.Time
@@ -87,6 +91,8 @@ type ManagedLedger struct {
 	// nonDurableSeq names readers ("reader-N").
 	nonDurableSeq int64
 	readers       map[int64]ledger.Reader
+	// deleteRetries are ledgers whose deletion failed; Trim retries them.
+	deleteRetries []int64
 }
 
 // Name is the managed ledger's name (for topics, "tenant/namespace/domain/topic").
@@ -123,16 +129,48 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		nonDurable: map[*Cursor]struct{}{},
 		readers:    map[int64]ledger.Reader{},
 	}
+	// A previous owner still running (a zombie) may rewrite the ledger list between our
+	// read and our CAS, e.g. by rolling over; then recover again: the next attempt fences
+	// its new ledger, after which it cannot change the list any more.
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = ml.recoverLedgerList(ctx)
+		if err == nil || !errors.Is(err, metadata.ErrBadVersion) || attempt == 4 {
+			break
+		}
+		ml.log.Info("ledger list changed while opening; recovering again", "attempt", attempt+1)
+	}
+	if err != nil {
+		if errors.Is(err, metadata.ErrBadVersion) {
+			return nil, fmt.Errorf("%w: %s keeps being changed by another owner: %w", ErrFenced, name, err)
+		}
+		return nil, err
+	}
+	if err := ml.recoverCursors(ctx); err != nil {
+		ml.abandon()
+		return nil, err
+	}
+	ml.log.Info("managed ledger opened", "ledgers", len(ml.ledgers), "entries", ml.numberOfEntries,
+		"cursors", len(ml.cursors), "lastConfirmed", ml.LastConfirmedEntry().String())
+	return ml, nil
+}
+
+// recoverLedgerList reads the ledger list, recovers (fences) its last ledger, and writes the
+// list with a new ledger of our own by CAS. A lost CAS is returned wrapping
+// metadata.ErrBadVersion.
+func (ml *ManagedLedger) recoverLedgerList(ctx context.Context) error {
+	ml.closeReaders()
+	ml.ledgers, ml.numberOfEntries, ml.totalSize, ml.terminated = nil, 0, 0, false
 	info, ver, err := ml.loadOrCreateInfo(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var drop []int64
 	if n := len(info.Ledgers); n > 0 {
 		dropped, err := ml.recoverLastLedger(ctx, &info.Ledgers[n-1])
 		if err != nil {
 			ml.closeReaders()
-			return nil, err
+			return err
 		}
 		if dropped {
 			drop = append(drop, info.Ledgers[n-1].LedgerID)
@@ -152,40 +190,31 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		w, err := ml.createLedger(ctx)
 		if err != nil {
 			ml.closeReaders()
-			return nil, err
+			return err
 		}
-		now := f.now()
+		now := ml.f.now()
 		list := append(append([]ledgerInfo(nil), ml.ledgers...), ledgerInfo{LedgerID: w.ID(), Timestamp: now.UnixMilli()})
-		nv, err := f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: list}), ml.version)
+		nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: list}), ml.version)
 		if err != nil {
 			ml.deleteLedgerQuietly(w.ID())
 			ml.closeReaders()
-			if errors.Is(err, metadata.ErrBadVersion) {
-				return nil, fmt.Errorf("%w: %s was opened concurrently by another owner: %w", ErrFenced, name, err)
-			}
-			return nil, fmt.Errorf("managedledger: %s: writing ledger list: %w", name, err)
+			return fmt.Errorf("managedledger: %s: writing ledger list: %w", ml.name, err)
 		}
 		ml.ledgers, ml.version = list, nv
 		ml.writer, ml.writerCreated, ml.lastCreated = w, now, now
 		ml.tailLedger, ml.ackedEntry = w.ID(), -1
 	} else if len(drop) > 0 {
-		nv, err := f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: ml.ledgers, Terminated: info.Terminated}), ml.version)
+		nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: ml.ledgers, Terminated: info.Terminated}), ml.version)
 		if err != nil {
 			ml.closeReaders()
-			return nil, fmt.Errorf("managedledger: %s: writing ledger list: %w", name, err)
+			return fmt.Errorf("managedledger: %s: writing ledger list: %w", ml.name, err)
 		}
 		ml.version = nv
 	}
 	for _, id := range drop {
 		ml.deleteLedgerQuietly(id)
 	}
-	if err := ml.recoverCursors(ctx); err != nil {
-		ml.abandon()
-		return nil, err
-	}
-	ml.log.Info("managed ledger opened", "ledgers", len(ml.ledgers), "entries", ml.numberOfEntries,
-		"cursors", len(ml.cursors), "lastConfirmed", ml.LastConfirmedEntry().String())
-	return ml, nil
+	return nil
 }
 
 func (ml *ManagedLedger) loadOrCreateInfo(ctx context.Context) (*mlInfo, metadata.Version, error) {
@@ -288,13 +317,40 @@ func (ml *ManagedLedger) createLedger(ctx context.Context) (ledger.Writer, error
 	return w, nil
 }
 
+// deleteLedgerQuietly deletes a ledger no longer referenced by any metadata. A failure is
+// remembered and retried by the next Trim (bounded: beyond maxDeleteRetries ids the oldest
+// are given up, logged, and stay on the bookies until deleted by hand).
 func (ml *ManagedLedger) deleteLedgerQuietly(id int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerOpTimeout)
 	defer cancel()
-	if err := ml.f.lc.Delete(ctx, id); err != nil && !errors.Is(err, ledger.ErrNoSuchLedger) {
-		ml.log.Warn("deleting ledger failed; its storage stays until deleted by hand", "ledger", id, "err", err)
-	}
 	ml.f.cache.invalidateLedger(id)
+	err := ml.f.lc.Delete(ctx, id)
+	if err == nil || errors.Is(err, ledger.ErrNoSuchLedger) {
+		return
+	}
+	ml.log.Warn("deleting ledger failed; retrying at the next retention check", "ledger", id, "err", err)
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	ml.deleteRetries = append(ml.deleteRetries, id)
+	if n := len(ml.deleteRetries); n > maxDeleteRetries {
+		ml.log.Error("too many ledgers waiting for deletion; giving up on the oldest, which stay on the bookies",
+			"ledgers", ml.deleteRetries[:n-maxDeleteRetries])
+		ml.deleteRetries = append([]int64(nil), ml.deleteRetries[n-maxDeleteRetries:]...)
+	}
+}
+
+// maxDeleteRetries bounds the ledgers remembered for another deletion attempt.
+const maxDeleteRetries = 1000
+
+// retryDeletes tries again to delete ledgers whose deletion failed.
+func (ml *ManagedLedger) retryDeletes() {
+	ml.mu.Lock()
+	ids := ml.deleteRetries
+	ml.deleteRetries = nil
+	ml.mu.Unlock()
+	for _, id := range ids {
+		ml.deleteLedgerQuietly(id)
+	}
 }
 
 // notifyLocked wakes every waiting read. The channel is replaced only if someone took it,
@@ -585,6 +641,14 @@ func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
 	return pos, nil
 }
 
+// usable reports whether the instance can still serve the topic (not fenced, closing or
+// closed).
+func (ml *ManagedLedger) usable() bool {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	return ml.state == stateOpen && !ml.closing
+}
+
 // stateErrLocked is the error an operation gets in the current state (nil when open).
 func (ml *ManagedLedger) stateErrLocked() error {
 	switch {
@@ -659,11 +723,13 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 		}
 	}
 	ml.metaMu.Unlock()
-	if !fenced {
-		for _, c := range cursors {
-			if err := c.shutdown(ctx); err != nil {
-				errs = append(errs, err)
-			}
+	for _, c := range cursors {
+		if fenced {
+			c.stopTimers() // the newer owner has the cursors now
+			continue
+		}
+		if err := c.shutdown(ctx); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	ml.mu.Lock()

@@ -32,9 +32,20 @@ import (
 // state and fail every pending add. Failing to create a ledger fails the pending adds with
 // ErrLedgerUnavailable; the next add tries again.
 
+// completion is one queued AddEntry callback.
+type completion struct {
+	cb  func(Position, error)
+	pos Position
+	err error
+}
+
 type addOp struct {
 	data []byte
 	cb   func(Position, error)
+	// done is set once the op's callback is queued (success or failure). A writer callback
+	// for a done op is a late one: the op was failed already (Close gave up waiting, or a lost
+	// CAS fenced the managed ledger) and the result is dropped.
+	done bool
 	// visibleLAC is the newest entry of the current ledger acknowledged when this op was
 	// handed to the writer; the writer sends at least this LAC to the bookies with the op.
 	visibleLAC int64
@@ -120,7 +131,8 @@ func (ml *ManagedLedger) submit() {
 		return
 	}
 	w := ml.writer
-	var batch []*addOp
+	var buf [16]*addOp // the usual batch is one op: no allocation
+	batch := buf[:0]
 	for ml.submitted < len(ml.pending) {
 		if ml.shouldRollLocked() {
 			// The ledger is full by what was already handed to it: keep the rest queued
@@ -155,7 +167,14 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 	ml.inflight--
 	head := len(ml.pending) > 0 && ml.pending[0] == op
 	switch {
-	case err == nil && head && ml.writer == w:
+	case op.done:
+		// Late result of an op already failed to its caller: if it succeeded the entry is in
+		// the ledger but nobody was told (at-least-once, as with any failed send).
+		ml.log.Debug("dropping the late result of an add already failed", "ledger", w.ID(), "entry", eid, "err", err)
+	case err == nil && head:
+		// (The writer may already be detached by a Close that stopped waiting; the entry is
+		// durable all the same, so it completes as a success.)
+		op.done = true
 		pos := Position{w.ID(), eid}
 		ml.pending[0] = nil
 		ml.pending = ml.pending[1:]
@@ -176,16 +195,15 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			k++
 		}
 		ml.tail = ml.tail[k:]
-		cb := op.cb
-		ml.cbQueue = append(ml.cbQueue, func() { cb(pos, nil) })
+		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, pos: pos})
 		ml.notifyLocked()
 		if !ml.rolling && ml.shouldRollLocked() {
 			ml.rolling = true
 		}
 	case err == nil:
-		// A success the pipeline did not expect (not the head, or a writer already
-		// replaced) means the ledger client broke its ordering contract: entry ids would
-		// go out of order. Crash rather than acknowledge out of order.
+		// A success for a live op that is not the head of the queue means the ledger client
+		// broke its ordering contract: entry ids would go out of order. Crash rather than
+		// acknowledge out of order.
 		panic(fmt.Sprintf("managedledger: %s: out-of-order add completion for entry %d of ledger %d", ml.name, eid, w.ID()))
 	case errors.Is(err, ledger.ErrFenced):
 		ml.fenceLocked(err)
@@ -246,9 +264,10 @@ func (ml *ManagedLedger) CheckRollover() {
 }
 
 func (ml *ManagedLedger) failPendingLocked(err error) {
+	ml.addErrors += int64(len(ml.pending))
 	for _, op := range ml.pending {
-		cb := op.cb
-		ml.cbQueue = append(ml.cbQueue, func() { cb(Position{}, err) })
+		op.done = true
+		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, err: err})
 	}
 	ml.pending, ml.submitted = nil, 0
 }
@@ -262,13 +281,16 @@ func (ml *ManagedLedger) drainCallbacks() {
 	}
 	ml.draining = true
 	for len(ml.cbQueue) > 0 {
+		// Swap in the spare slice so that completions queued meanwhile need no allocation.
 		q := ml.cbQueue
-		ml.cbQueue = nil
+		ml.cbQueue, ml.cbSpare = ml.cbSpare, nil
 		ml.mu.Unlock()
-		for _, f := range q {
-			f()
+		for i := range q {
+			q[i].cb(q[i].pos, q[i].err)
+			q[i] = completion{}
 		}
 		ml.mu.Lock()
+		ml.cbSpare = q[:0]
 	}
 	ml.draining = false
 	ml.mu.Unlock()

@@ -99,6 +99,25 @@ func (ml *ManagedLedger) readPositions(ctx context.Context, positions []Position
 // readLedger reads first..readTo from a ledger, where first..need must be returned and the
 // rest is read-ahead that may be cut short by the reader's LAC.
 func (ml *ManagedLedger) readLedger(ctx context.Context, id, first, need, readTo int64) ([]ledger.Entry, error) {
+	es, err := ml.readLedgerOnce(ctx, id, first, need, readTo)
+	if err != nil && !ml.isListed(id) {
+		// Trimmed while we read: say so, so that the cursor moves on instead of failing.
+		return nil, fmt.Errorf("%w: %s: ledger %d was trimmed: %w", errTrimmed, ml.name, id, err)
+	}
+	return es, err
+}
+
+// errTrimmed marks a read of a ledger deleted by retention meanwhile.
+var errTrimmed = fmt.Errorf("%w (trimmed)", ErrInvalidPosition)
+
+func (ml *ManagedLedger) isListed(id int64) bool {
+	ml.mu.Lock()
+	defer ml.mu.Unlock()
+	i := ml.indexLocked(id)
+	return i < len(ml.ledgers) && ml.ledgers[i].LedgerID == id
+}
+
+func (ml *ManagedLedger) readLedgerOnce(ctx context.Context, id, first, need, readTo int64) ([]ledger.Entry, error) {
 	r, err := ml.readerFor(ctx, id)
 	if err != nil {
 		return nil, err

@@ -38,6 +38,7 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 		return err
 	}
 	ml.mu.Unlock()
+	ml.retryDeletes()
 	slowest, _ := ml.slowestMarkDelete()
 
 	ml.mu.Lock()
@@ -219,7 +220,17 @@ func (ml *ManagedLedger) newestExpiredEntry(cutoff time.Time) (Position, bool) {
 // found by binary search over publish times; without it, whole ledgers closed before the
 // cutoff expire. It returns how many entries were expired across cursors.
 func (ml *ManagedLedger) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
-	if ttl <= 0 {
+	return ml.expire(ctx, ml.Cursors(), ttl, publishTime)
+}
+
+// ExpireMessages applies a message TTL to this cursor only (pulsar-admin topics
+// expire-messages for one subscription); see ManagedLedger.ExpireMessages.
+func (c *Cursor) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
+	return c.ml.expire(ctx, []*Cursor{c}, ttl, publishTime)
+}
+
+func (ml *ManagedLedger) expire(ctx context.Context, cursors []*Cursor, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
+	if ttl <= 0 || len(cursors) == 0 {
 		return 0, nil
 	}
 	cutoff := ml.f.now().Add(-ttl)
@@ -237,7 +248,7 @@ func (ml *ManagedLedger) ExpireMessages(ctx context.Context, ttl time.Duration, 
 		}
 	}
 	var expired int64
-	for _, c := range ml.Cursors() {
+	for _, c := range cursors {
 		before := c.Backlog()
 		if err := c.MarkDelete(target); err != nil {
 			return expired, err

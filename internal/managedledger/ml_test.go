@@ -1,16 +1,19 @@
 package managedledger
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
 )
 
 func TestAddsArePipelinedAndCompleteInOrder(t *testing.T) {
@@ -352,5 +355,93 @@ func TestCloseCompletesAddsAcrossRollover(t *testing.T) {
 	ml2 := open(t, e.factory(), "t/close", nil)
 	if ml2.NumberOfEntries() != n {
 		t.Fatalf("entries after reopen %d", ml2.NumberOfEntries())
+	}
+}
+
+// TestCloseTimeoutWithAddsInFlight: Close gives up waiting (its context ends) while adds are
+// still in flight; their late completions must be dropped, not crash the broker.
+func TestCloseTimeoutWithAddsInFlight(t *testing.T) {
+	e := newEnv(t)
+	e.lc.SetFaults(memledger.Faults{AppendDelay: 5 * time.Millisecond})
+	f := e.factory()
+	ml := open(t, f, "t/slow", nil)
+	var wg sync.WaitGroup
+	var failed, ok atomic.Int32
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		must(t, ml.AddEntry([]byte("x"), func(_ Position, err error) {
+			if err != nil {
+				failed.Add(1)
+			} else {
+				ok.Add(1)
+			}
+			wg.Done()
+		}))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Millisecond)
+	defer cancel()
+	if err := ml.Close(ctx); err == nil {
+		t.Log("close finished before its deadline; nothing in flight to test")
+	}
+	wg.Wait()
+	if failed.Load()+ok.Load() != 20 {
+		t.Fatalf("callbacks: %d ok, %d failed", ok.Load(), failed.Load())
+	}
+	time.Sleep(150 * time.Millisecond) // let the writer deliver its late results
+}
+
+// TestLostCASWithAddsInFlight: a trim loses its CAS (a newer owner rewrote the list) while
+// adds are in flight on the still-healthy ledger: the adds fail as fenced and their late
+// successes are dropped.
+func TestLostCASWithAddsInFlight(t *testing.T) {
+	e := newEnv(t)
+	e.lc.SetFaults(memledger.Faults{AppendDelay: 2 * time.Millisecond})
+	ml := open(t, e.factory(), "t/cas", func(c *Config) { c.MaxEntriesPerLedger = 2 })
+	addN(t, ml, 4, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 3 && !ml.rollingNow() })
+	// Someone else rewrites the ledger list.
+	kv, err := e.store.Get(ctxT(t), ml.key)
+	must(t, err)
+	_, err = e.store.Put(ctxT(t), ml.key, kv.Value, kv.Version)
+	must(t, err)
+	var wg sync.WaitGroup
+	var fenced atomic.Int32
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		must(t, ml.AddEntry([]byte("y"), func(_ Position, err error) {
+			if errors.Is(err, ErrFenced) {
+				fenced.Add(1)
+			}
+			wg.Done()
+		}))
+	}
+	if err := ml.Trim(ctxT(t)); !errors.Is(err, metadata.ErrBadVersion) {
+		t.Fatalf("trim = %v, want a lost CAS", err)
+	}
+	wg.Wait()
+	if fenced.Load() == 0 {
+		t.Log("every add completed before the trim; nothing in flight to test")
+	}
+	time.Sleep(50 * time.Millisecond)
+}
+
+// TestReopenAfterFencing: once an instance is fenced, Open on the same factory returns a
+// fresh one that recovers from the newer owner's state, not the fenced instance.
+func TestReopenAfterFencing(t *testing.T) {
+	e := newEnv(t)
+	f1 := e.factory()
+	ml1 := open(t, f1, "t/reopen", nil)
+	addN(t, ml1, 2, "a")
+	ml2 := open(t, e.factory(), "t/reopen", nil)
+	addN(t, ml2, 3, "b")
+	if _, err := ml1.Add(ctxT(t), []byte("late")); !errors.Is(err, ErrFenced) {
+		t.Fatalf("fenced add: %v", err)
+	}
+	ml1b := open(t, f1, "t/reopen", nil)
+	if ml1b == ml1 {
+		t.Fatal("Open returned the fenced instance")
+	}
+	if ml1b.NumberOfEntries() != 5 {
+		t.Fatalf("reopened with %d entries, want 5", ml1b.NumberOfEntries())
 	}
 }

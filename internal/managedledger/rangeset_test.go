@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // refSet is the obvious model of a RangeSet: a map of positions.
@@ -187,5 +188,34 @@ func TestPositionParseFormat(t *testing.T) {
 		if _, err := ParsePosition(bad); !errors.Is(err, ErrInvalidPosition) {
 			t.Fatalf("ParsePosition(%q) = %v", bad, err)
 		}
+	}
+}
+
+func TestEntryCacheBoundsAndInvalidation(t *testing.T) {
+	clock := newFakeClock()
+	c := newEntryCache(1000, 0.5, time.Second, clock.Now)
+	for i := int64(0); i < 8; i++ {
+		c.insert(Position{1 + i%2, i}, make([]byte, 100))
+	}
+	c.insert(Position{9, 0}, make([]byte, 2000)) // larger than the cache: not kept
+	if st := c.stats(); st.SizeBytes != 800 || st.Entries != 8 {
+		t.Fatalf("stats %+v", st)
+	}
+	c.insert(Position{3, 0}, make([]byte, 300)) // 1100 > 1000: evict oldest down to 500
+	if st := c.stats(); st.SizeBytes > 500 || st.Evictions == 0 {
+		t.Fatalf("after overflow %+v", st)
+	}
+	if _, ok := c.get(Position{1, 0}); ok {
+		t.Fatal("oldest entry survived eviction")
+	}
+	c.invalidateLedger(3)
+	if _, ok := c.get(Position{3, 0}); ok {
+		t.Fatal("invalidated ledger still cached")
+	}
+	c.invalidateLedger(42) // absent: no-op
+	clock.Advance(2 * time.Second)
+	c.evictByAge()
+	if st := c.stats(); st.Entries != 0 || st.SizeBytes != 0 || len(c.perLedger) != 0 {
+		t.Fatalf("after age eviction %+v %v", st, c.perLedger)
 	}
 }

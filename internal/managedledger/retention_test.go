@@ -1,10 +1,15 @@
 package managedledger
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 )
 
 // TestTrimNeverRemovesNeededEntries moves several cursors at random, trims, and checks that
@@ -275,5 +280,50 @@ func TestNewestEntriesReadableWithoutCache(t *testing.T) {
 	must(t, err)
 	if n := len(readAll(t, r)); n != 9 {
 		t.Fatalf("read %d of 9", n)
+	}
+}
+
+func TestFailedLedgerDeletionIsRetried(t *testing.T) {
+	e := newEnv(t)
+	ml := open(t, e.factory(), "t/delretry", func(c *Config) { c.MaxEntriesPerLedger = 2 })
+	addN(t, ml, 4, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 3 && !ml.rollingNow() })
+	first := ml.LedgerIDs()[0]
+	e.lc.SetFaults(memledger.Faults{DeleteError: func(int64) error { return errors.New("bookies unreachable") }})
+	must(t, ml.Trim(ctxT(t)))
+	if len(ml.LedgerIDs()) != 1 || !e.lc.Exists(first) {
+		t.Fatalf("list %v; ledger %d exists %v", ml.LedgerIDs(), first, e.lc.Exists(first))
+	}
+	e.lc.SetFaults(memledger.Faults{})
+	must(t, ml.Trim(ctxT(t)))
+	if e.lc.Exists(first) {
+		t.Fatal("failed deletion was not retried")
+	}
+}
+
+func TestReaderSurvivesTrimDuringRead(t *testing.T) {
+	e := newEnv(t)
+	e.cfg.CacheSizeMB = 0
+	ml := open(t, e.factory(), "t/trimrace", func(c *Config) { c.MaxEntriesPerLedger = 3 })
+	ps := addN(t, ml, 9, "x")
+	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 4 && !ml.rollingNow() })
+	sub, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
+	must(t, err)
+	must(t, sub.MarkDelete(ps[2])) // only the first ledger is consumed
+	r, err := ml.NewNonDurableCursor(Earliest, false)
+	must(t, err)
+	// The first ledger is trimmed just as the reader reads it.
+	var once sync.Once
+	e.lc.SetFaults(memledger.Faults{ReadError: func(lid, _, _ int64) error {
+		if lid == ps[0].LedgerID {
+			once.Do(func() { must(t, ml.Trim(context.Background())) })
+			return errors.New("ledger deleted")
+		}
+		return nil
+	}})
+	es, err := r.ReadEntries(ctxT(t), 10, 0)
+	must(t, err)
+	if len(es) != 6 || es[0].Position != ps[3] {
+		t.Fatalf("after trim the reader read %v", es)
 	}
 }

@@ -53,6 +53,8 @@ type CursorStats struct {
 // Stats is the cheap summary the broker samples for metrics.
 type Stats struct {
 	EntriesAdded    int64
+	AddErrors       int64
+	ReadErrors      int64
 	NumberOfEntries int64
 	TotalSize       int64
 	PendingAdds     int
@@ -73,6 +75,8 @@ func (ml *ManagedLedger) Stats() Stats {
 	defer ml.mu.Unlock()
 	return Stats{
 		EntriesAdded:    ml.entriesAdded,
+		AddErrors:       ml.addErrors,
+		ReadErrors:      ml.readErrors.Load(),
 		NumberOfEntries: ml.numberOfEntries,
 		TotalSize:       ml.totalSize,
 		PendingAdds:     len(ml.pending),
@@ -133,11 +137,9 @@ func (ml *ManagedLedger) InternalStats() InternalStats {
 }
 
 func (c *Cursor) stats() CursorStats {
-	c.pmu.Lock()
-	ledgerID, entries, created := c.p.ledgerID, c.p.ledgerEntries, c.p.ledgerCreated
-	c.pmu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	ledgerID, entries, created := c.statLedgerID, c.statLedgerEntries, c.statLedgerCreated
 	backlog, _ := c.backlogLocked()
 	ml := c.ml
 	ml.mu.Lock()

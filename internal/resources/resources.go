@@ -283,10 +283,19 @@ func (r *Resources) UpdateNamespace(ctx context.Context, tenant, ns string, modi
 	return update(ctx, r, policiesPrefix+tenant+"/"+ns, modify)
 }
 
-// DeleteNamespace deletes a namespace's policies.
+// DeleteNamespace deletes a namespace's policies; ErrNotEmpty while it has topics.
 func (r *Resources) DeleteNamespace(ctx context.Context, tenant, ns string) error {
 	if err := checkNames(tenant, ns); err != nil {
 		return err
+	}
+	for _, prefix := range []string{partitionedPrefix, topicsPrefix} {
+		kvs, err := r.store.List(ctx, prefix+tenant+"/"+ns+"/")
+		if err != nil {
+			return err
+		}
+		if len(kvs) > 0 {
+			return fmt.Errorf("%w: namespace %s/%s still has topics", ErrNotEmpty, tenant, ns)
+		}
 	}
 	return r.del(ctx, policiesPrefix+tenant+"/"+ns)
 }

@@ -102,12 +102,12 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 
 	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger})
 	if s.ledgers, err = ledger.NewClient(ctx, ledger.ClientOptions{
-		Config: cfg.Ledger, Store: s.store, Bookies: s.bkClient, Logger: logger,
+		Config: cfg.Ledger, Store: s.store, Bookies: s.bkClient, Logger: logger, Registerer: s.registry,
 	}); err != nil {
 		return nil, fmt.Errorf("standalone: ledger client: %w", err)
 	}
 	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: s.ledgers, Store: s.store, Config: cfg.Broker.ManagedLedger, Logger: logger,
+		Ledger: s.ledgers, Store: s.store, Config: cfg.Broker.ManagedLedger, Logger: logger, Registerer: s.registry,
 	}); err != nil {
 		return nil, fmt.Errorf("standalone: managed ledgers: %w", err)
 	}
@@ -127,7 +127,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	go func() { s.served <- s.broker.Serve(s.brokerLn) }()
 	s.http = &http.Server{
 		Handler: admin.Handler(admin.Config{
-			Resources: resources.New(s.store), Gatherer: s.registry, Logger: logger, Ready: s.ready.Load,
+			Resources: resources.New(s.store), Gatherer: s.registry, Logger: logger, Ready: s.ready.Load, Broker: s.broker.Admin(), Cluster: cfg.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}

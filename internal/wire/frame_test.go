@@ -276,3 +276,23 @@ func FuzzParseEntry(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseMetadata exercises the MessageMetadata decoder and what the broker derives from
+// it (message count, batch flag).
+func FuzzParseMetadata(f *testing.F) {
+	md, _ := proto.Marshal(&pb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(1),
+		PublishTime: proto.Uint64(2), NumMessagesInBatch: proto.Int32(10), Compression: pb.CompressionType_LZ4.Enum(),
+		UncompressedSize: proto.Uint32(100), OrderingKey: []byte("k")})
+	f.Add(md)
+	f.Add([]byte{0x0a, 0x01, 'p'})
+	f.Add([]byte{0x58, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := ParseMetadata(in)
+		if err != nil {
+			return
+		}
+		if n := MessageCount(m); n < 1 || (!IsBatch(m) && n != 1) {
+			t.Fatalf("message count %d for batch=%v", n, IsBatch(m))
+		}
+	})
+}

@@ -2,5 +2,5 @@
 
 package storage_test
 
-// crashIterations is small in the normal run; the soak tag runs many.
+// crashIterations is small in the normal run; `make soak` (the soak tag) runs many.
 const crashIterations = 3

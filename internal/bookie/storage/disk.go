@@ -63,6 +63,7 @@ type Disk struct {
 	dirtyLogs map[uint64]bool
 	logBroken bool
 	lastCkpt  journal.Pos
+	noCompact map[uint64]bool // logs a compaction could not empty (damaged records)
 
 	// indexMu orders the flusher's index batches with DeleteLedger's, so a flush never
 	// writes a location or metadata of a ledger after its deletion.
@@ -126,6 +127,7 @@ func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, 
 		logs:      map[uint64]*entrylog.Log{},
 		logMeta:   map[uint64]map[int64]int64{},
 		dirtyLogs: map[uint64]bool{},
+		noCompact: map[uint64]bool{},
 		closeCh:   make(chan struct{}),
 		flushKick: make(chan struct{}, 1),
 		retryCh:   make(chan struct{}, 1),
@@ -230,6 +232,9 @@ func (d *Disk) open() error {
 
 // load reads ledger and entry-log metadata from the index and opens the entry logs.
 func (d *Disk) load() error {
+	if err := d.initIndex(); err != nil {
+		return err
+	}
 	err := d.ix.Ledgers(func(id int64, m index.LedgerMeta) {
 		d.ledgers[id] = &ledgerState{masterKey: m.MasterKey, fenced: m.Fenced, deleted: m.Deleted, lac: m.LAC}
 	})
@@ -274,6 +279,33 @@ func (d *Disk) load() error {
 		d.nextLogID = 1
 	}
 	return nil
+}
+
+// initIndex gives a new index its first checkpoint before any entry log or journal file
+// exists. An index without a checkpoint next to existing logs or journal files was wiped
+// (or lost): starting would forget acknowledged entries, so refuse.
+func (d *Disk) initIndex() error {
+	ckpt, err := d.ix.Checkpoint()
+	if err != nil || ckpt.File != 0 {
+		return err
+	}
+	for _, dir := range []string{d.ldir, d.jdir} {
+		names, err := d.fs.List(dir)
+		if err != nil {
+			return fmt.Errorf("storage: list %s: %w", dir, err)
+		}
+		for _, n := range names {
+			_, isLog := entrylog.ParseFileName(n)
+			_, isJournal := journal.ParseFileName(n)
+			if isLog || isJournal {
+				return fmt.Errorf("%w: %s holds %s but the index in %s has no checkpoint: the index was wiped or lost",
+					ErrCookie, dir, n, filepath.Join(d.ldir, "index"))
+			}
+		}
+	}
+	b := d.ix.NewBatch()
+	b.PutCheckpoint(index.Checkpoint{File: 1})
+	return b.Commit()
 }
 
 // abort releases what a failed open acquired.
@@ -403,6 +435,11 @@ func (d *Disk) DeleteLedger(ledgerID int64) error {
 	meta := st.meta()
 	d.lmu.Unlock()
 
+	if err := d.health.indexWritable(); err != nil {
+		// The ledger stays deleted in memory (reads say so, adds are refused); the
+		// caller retries the delete, which is idempotent, once the disk recovers.
+		return err
+	}
 	d.indexMu.Lock()
 	defer d.indexMu.Unlock()
 	if d.closed.Load() {

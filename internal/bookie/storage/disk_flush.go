@@ -138,6 +138,9 @@ func (d *Disk) writeGen(g *cacheGen) (int64, error) {
 		return 0, err
 	}
 
+	if err := d.health.indexWritable(); err != nil {
+		return 0, err
+	}
 	d.indexMu.Lock()
 	defer d.indexMu.Unlock()
 	b := d.ix.NewBatch()

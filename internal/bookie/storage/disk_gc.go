@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"time"
 
@@ -63,7 +64,7 @@ func (d *Disk) collectGarbage(threshold float64) (removed, compacted int, err er
 				return removed, compacted, err
 			}
 			removed++
-		case threshold > 0 && float64(live) < threshold*float64(total):
+		case threshold > 0 && float64(live) < threshold*float64(total) && !d.noCompact[id]:
 			if err := d.compactLog(id); err != nil {
 				return removed, compacted, err
 			}
@@ -161,6 +162,30 @@ func (d *Disk) compactLog(id uint64) error {
 	}
 	clear(d.dirtyLogs)
 	d.m.compactedBytes.Add(float64(copied))
+	// Scan stops at a record it cannot decode. Before deleting the old log, make sure no
+	// live location still points into it (a damaged record in the middle would otherwise
+	// turn the live entries after it into lost ones).
+	for l := range d.logMeta[id] {
+		if d.isDeleted(l) {
+			continue
+		}
+		var left int64 = -1
+		if err := d.ix.Range(l, 0, math.MaxInt64-1, func(e int64, loc index.Location) bool {
+			if loc.Log == id {
+				left = e
+				return false
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		if left >= 0 {
+			d.noCompact[id] = true // do not copy its head again at every run
+			d.log.Error("compaction could not move every live entry; keeping the old entry log",
+				"log", id, "ledger", l, "entry", left)
+			return fmt.Errorf("storage: compact log %d: entry (%d,%d) still lives there", id, l, left)
+		}
+	}
 	d.log.Info("entry log compacted", "log", id, "live_records", len(ms), "live_bytes", copied)
 	return d.removeLog(id)
 }

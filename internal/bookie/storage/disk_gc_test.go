@@ -2,10 +2,14 @@ package storage_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
+	"github.com/magnetar-io/magnetar/internal/bookie/storage/entrylog"
 	st "github.com/magnetar-io/magnetar/internal/bookie/storage/storagetest"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
 )
@@ -91,9 +95,22 @@ func TestDiskFullReadOnly(t *testing.T) {
 	for e := int64(0); e < 50; e++ { // reads are served
 		read(t, s, 1, e, st.Payload(1, e, 300))
 	}
+	// Fencing goes through the journal even while read-only; on the full disk it fails
+	// cleanly (and so the write error is certain, whichever check tripped first).
+	if _, err := s.Fence(77, key); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("fence on a full disk: %v, want ErrReadOnly", err)
+	}
+	// After a write error the index is left alone (Pebble treats a failed commit as fatal):
+	// a delete is refused until the disk recovers, then succeeds.
+	if err := s.DeleteLedger(99); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("delete on a failing disk: %v, want ErrReadOnly", err)
+	}
 	time.Sleep(3 * cfg.FlushInterval) // flushes fail meanwhile; nothing may be lost
 	ffs.SetFull(false)
 	waitFor(t, "writable", func() bool { return !s.ReadOnly() })
+	if err := s.DeleteLedger(99); err != nil {
+		t.Fatalf("delete after the disk recovered: %v", err)
+	}
 	for e := int64(50); e < 100; e++ {
 		add(t, s, 1, e, st.Payload(1, e, 300))
 	}
@@ -142,5 +159,54 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("not %s after 30s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A damaged record in the middle of a log must not let compaction drop the live entries
+// behind it.
+func TestCompactionKeepsLogWithDamagedRecord(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.FlushInterval = time.Hour
+	cfg.ReadAheadCacheMaxSizeMB = 0
+	s := openTest(t, cfg, nil)
+	for e := int64(0); e < 50; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 1000))
+		add(t, s, 2, e, st.Payload(2, e, 1000))
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	ids := s.EntryLogIDs()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Damage a record of ledger 1 early in the first log (the entries are sorted by ledger).
+	slices.Sort(ids)
+	path := filepath.Join(cfg.LedgerDir(), entrylog.FileName(ids[0]))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[entrylog.HeaderSize+3*(entrylog.RecordHeaderSize+1000)+2] ^= 0xff // record 3's length
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, cfg, nil)
+	defer s.Close()
+	if err := s.DeleteLedger(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CollectGarbageNow(0.99); err == nil {
+		t.Fatal("compaction of a log with a damaged record reported success")
+	}
+	// Everything but the damaged entry still reads; the damaged one is corrupt, not absent.
+	for e := int64(0); e < 50; e++ {
+		if e == 3 {
+			if _, err := s.ReadEntry(1, 3); !errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("damaged entry: %v, want ErrCorrupt", err)
+			}
+			continue
+		}
+		read(t, s, 1, e, st.Payload(1, e, 1000))
 	}
 }

@@ -32,6 +32,19 @@ type health struct {
 
 func (h *health) init(d *Disk) { h.d = d }
 
+// indexWritable tells whether the Pebble index may be written. Pebble treats a failed
+// commit as fatal (it cannot continue with a broken commit pipeline), so after a write
+// error on our files, which on a full disk would likely hit Pebble's WAL next, the index
+// is left alone until the disk checker's probe succeeds.
+func (h *health) indexWritable() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byError {
+		return fmt.Errorf("%w: index writes wait for the disk to recover (%s)", ErrReadOnly, h.lastReason)
+	}
+	return nil
+}
+
 // writeFailed is called from the journal writer and the flusher on any write error.
 func (h *health) writeFailed(err error) {
 	h.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,4 +229,36 @@ func TestCookie(t *testing.T) {
 	s := openTest(t, b, nil) // the intact instance still opens
 	read(t, s, 1, 0, []byte("x"))
 	_ = s.Close()
+}
+
+func TestJournalFilesTrimmedAfterCheckpoint(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.JournalMaxSizeMB = 1
+	cfg.FlushInterval = time.Hour
+	cfg.WriteCacheMaxSizeMB = 64 // no flush at half cache before the one the test makes
+	s := openTest(t, cfg, nil)
+	defer s.Close()
+	var wg sync.WaitGroup
+	for e := int64(0); e < 400; e++ { // ~6 MiB: several journal files
+		wg.Add(1)
+		s.AddEntry(1, e, key, e-1, st.Payload(1, e, 16<<10), false, func(err error) {
+			if err != nil {
+				t.Errorf("add %d: %v", e, err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if n := len(journalFiles(t, cfg)); n < 4 {
+		t.Fatalf("%d journal files before the flush, want rotation to several", n)
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(journalFiles(t, cfg)); n != 1 {
+		t.Fatalf("%d journal files after the checkpoint, want only the current one", n)
+	}
+	for e := int64(0); e < 400; e++ {
+		read(t, s, 1, e, st.Payload(1, e, 16<<10))
+	}
 }

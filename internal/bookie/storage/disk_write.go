@@ -106,13 +106,19 @@ func (d *Disk) apply(recs []journal.Record, end journal.Pos) {
 // exactly the sum of its chunks.
 const chunkSize = 1 << 20
 
+// entryOverhead is what one cached entry costs beyond its payload (its map slot and slice
+// header), counted against the write cache's bound so that many tiny entries cannot
+// take more memory than the configured size.
+const entryOverhead = 96
+
 // cacheGen is one half of the write cache: the one taking entries (active) or the one
 // being written out (flushing).
 type cacheGen struct {
 	entries      map[entryKey][]byte
 	chunks       [][]byte
 	cur          []byte // the chunk being filled
-	bytes        int64  // sum of chunk capacities
+	bytes        int64  // sum of chunk capacities and per-entry overhead
+	overhead     int64  // entries x entryOverhead
 	ckpt         journal.Pos
 	hasCkpt      bool
 	noCheckpoint bool
@@ -123,7 +129,7 @@ type cacheGen struct {
 // and the index. Its memory (chunks in use plus recycled ones) is bounded by max: reserve
 // waits for a flush to free a generation.
 type writeCache struct {
-	mu       sync.Mutex
+	mu       sync.RWMutex // readers share it; apply, swap and release take it exclusively
 	cond     *sync.Cond
 	active   *cacheGen
 	flushing *cacheGen
@@ -150,32 +156,41 @@ func newGen(ckpt journal.Pos) *cacheGen {
 func (c *writeCache) reserve(n int) []byte {
 	for {
 		g := c.active
-		if l := len(g.cur); g.cur != nil && l+n <= cap(g.cur) {
+		room := g.cur != nil && len(g.cur)+n <= cap(g.cur)
+		if room && c.used+entryOverhead <= c.max {
+			l := len(g.cur)
 			g.cur = g.cur[:l+n]
+			c.used += entryOverhead
+			g.overhead += entryOverhead
+			g.bytes += entryOverhead
 			return g.cur[l : l+n : l+n]
 		}
 		size := int64(max(chunkSize, n))
 		var chunk []byte
 		switch {
+		case room && len(c.free) > 0:
+			// Only the per-entry overhead is over budget: give a recycled chunk back.
+			c.dropFree()
+			continue
+		case room:
+			// wait below
 		case size == chunkSize && len(c.free) > 0:
 			// Recycled chunks stay counted in used, so taking one needs no budget.
 			chunk = c.free[len(c.free)-1][:0]
 			c.free = c.free[:len(c.free)-1]
 		case size > chunkSize && len(c.free) > 0 && c.used+size > c.max:
 			// Give recycled chunks back to the heap to make room for a big entry.
-			c.free[len(c.free)-1] = nil
-			c.free = c.free[:len(c.free)-1]
-			c.used -= chunkSize
+			c.dropFree()
 			continue
 		case c.used+size <= c.max:
 			chunk = make([]byte, 0, size)
 			c.used += size
-			c.m.writeCache.Set(float64(c.used))
 		}
 		if chunk != nil {
 			g.chunks = append(g.chunks, chunk)
 			g.cur = chunk
 			g.bytes += size
+			c.m.writeCache.Set(float64(c.used))
 			continue
 		}
 		if c.closed {
@@ -186,10 +201,16 @@ func (c *writeCache) reserve(n int) []byte {
 	}
 }
 
+func (c *writeCache) dropFree() {
+	c.free[len(c.free)-1] = nil
+	c.free = c.free[:len(c.free)-1]
+	c.used -= chunkSize
+}
+
 // get returns a copy of a cached entry.
 func (c *writeCache) get(k entryKey) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	if p, ok := c.active.entries[k]; ok {
 		return bytes.Clone(p), true
 	}
@@ -210,6 +231,7 @@ func (c *writeCache) release(g *cacheGen) {
 			c.used -= int64(cap(ch))
 		}
 	}
+	c.used -= g.overhead
 	c.m.writeCache.Set(float64(c.used))
 	g.chunks, g.cur, g.entries = nil, nil, nil
 	c.cond.Broadcast()

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,15 +64,46 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		journalTorn: prometheus.NewCounter(prometheus.CounterOpts{Name: "bookie_journal_torn_files_total",
 			Help: "Journal files whose replay ended at a torn or corrupt record."}),
 	}
-	m.serverStatus.Set(1)
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.addLatency, m.readLatency, m.syncLatency, m.groupEntries,
-			m.journalBytes, m.writeCache, m.readCache, m.readCacheHits, m.readCacheMiss, m.flushLatency,
-			m.flushBytes, m.serverStatus, m.logsRemoved, m.compactedBytes, m.replayed, m.journalTorn} {
-			if err := reg.Register(c); err != nil {
+		// A storage reopened in the same process (a restarted bookie in standalone or in
+		// tests) takes over the collectors registered by the one before it.
+		var err error
+		regs := []func() error{
+			func() error { m.addLatency, err = register(reg, m.addLatency); return err },
+			func() error { m.readLatency, err = register(reg, m.readLatency); return err },
+			func() error { m.syncLatency, err = register(reg, m.syncLatency); return err },
+			func() error { m.groupEntries, err = register(reg, m.groupEntries); return err },
+			func() error { m.journalBytes, err = register(reg, m.journalBytes); return err },
+			func() error { m.writeCache, err = register(reg, m.writeCache); return err },
+			func() error { m.readCache, err = register(reg, m.readCache); return err },
+			func() error { m.readCacheHits, err = register(reg, m.readCacheHits); return err },
+			func() error { m.readCacheMiss, err = register(reg, m.readCacheMiss); return err },
+			func() error { m.flushLatency, err = register(reg, m.flushLatency); return err },
+			func() error { m.flushBytes, err = register(reg, m.flushBytes); return err },
+			func() error { m.serverStatus, err = register(reg, m.serverStatus); return err },
+			func() error { m.logsRemoved, err = register(reg, m.logsRemoved); return err },
+			func() error { m.compactedBytes, err = register(reg, m.compactedBytes); return err },
+			func() error { m.replayed, err = register(reg, m.replayed); return err },
+			func() error { m.journalTorn, err = register(reg, m.journalTorn); return err },
+		}
+		for _, r := range regs {
+			if err := r(); err != nil {
 				return nil, fmt.Errorf("storage: register metrics: %w", err)
 			}
 		}
 	}
+	m.serverStatus.Set(1)
 	return m, nil
+}
+
+// register registers c, or returns the collector of the same description already there.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
 }

@@ -77,6 +77,7 @@ type Writer struct {
 	spaceCond *sync.Cond
 	cur       *batch
 	free      []*batch
+	freeBytes int
 	queued    int
 	closed    bool
 	// target is the previous group's record count: a batch that has caught up with it
@@ -237,6 +238,7 @@ func (w *Writer) newBatch() *batch {
 	if n := len(w.free); n > 0 {
 		b := w.free[n-1]
 		w.free = w.free[:n-1]
+		w.freeBytes -= cap(b.data)
 		return b
 	}
 	return &batch{}
@@ -360,9 +362,11 @@ func (w *Writer) ackLoop() {
 		w.mu.Lock()
 		clear(b.acks)
 		b.data, b.acks, b.err = b.data[:0], b.acks[:0], nil
-		// Keep recycled buffers from growing without bound after a burst of big entries.
-		if cap(b.data) <= 2*w.opts.MaxGroupBytes+MaxBody/16 {
+		// Recycle buffers (a batch's buffer grows to the largest group seen), but keep at
+		// most 2 x QueueBytes of them, so a burst of big entries does not stay resident.
+		if w.freeBytes+cap(b.data) <= 2*w.opts.QueueBytes {
 			w.free = append(w.free, b)
+			w.freeBytes += cap(b.data)
 		}
 		w.mu.Unlock()
 	}

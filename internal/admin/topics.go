@@ -1,0 +1,798 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// topicRef is a topic named by a REST path: /admin/v2/{domain}/{tenant}/{namespace}/{topic}.
+type topicRef struct {
+	domain, tenant, ns, local string
+}
+
+func (t topicRef) String() string { return t.domain + "://" + t.tenant + "/" + t.ns + "/" + t.local }
+func (t topicRef) partition(i int) string {
+	return t.String() + "-partition-" + strconv.Itoa(i)
+}
+
+// registerTopics adds the topic and subscription endpoints for both domains. Routes use a
+// literal domain so they never overlap the /admin/v2/namespaces|brokers|... routes.
+func (s *server) registerTopics(mux *http.ServeMux) {
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/topics", s.handle(s.namespaceTopics))
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", s.handle(s.unloadNamespace))
+	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{namespace}/clearBacklog", s.handle(s.clearNamespaceBacklog))
+	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{namespace}/clearBacklog/{sub}", s.handle(s.clearNamespaceBacklog))
+	for _, d := range []string{"persistent", "non-persistent"} {
+		ns := "/admin/v2/" + d + "/{tenant}/{namespace}"
+		t := ns + "/{topic}"
+		sub := t + "/subscription/{sub}"
+		routes := []struct {
+			pattern string
+			f       handlerFunc
+		}{
+			{"GET " + ns, s.listTopics},
+			{"GET " + ns + "/partitioned", s.listPartitioned},
+			{"PUT " + t, s.createTopic},
+			{"DELETE " + t, s.deleteTopic},
+			{"PUT " + t + "/partitions", s.createPartitioned},
+			{"POST " + t + "/partitions", s.updatePartitions},
+			{"GET " + t + "/partitions", s.getPartitions},
+			{"DELETE " + t + "/partitions", s.deletePartitioned},
+			{"GET " + t + "/stats", s.topicStats},
+			{"GET " + t + "/partitioned-stats", s.partitionedStats},
+			{"GET " + t + "/internalStats", s.internalStats},
+			{"GET " + t + "/lastMessageId", s.lastMessageID},
+			{"POST " + t + "/terminate", s.terminate},
+			{"PUT " + t + "/unload", s.unload},
+			{"GET " + t + "/properties", s.getProperties},
+			{"PUT " + t + "/properties", s.putProperties},
+			{"DELETE " + t + "/properties", s.deleteProperty},
+			{"GET " + t + "/ledger/{ledger}/entry/{entry}", s.messageByID},
+			{"GET " + t + "/messageid/{timestamp}", s.messageIDAt},
+			{"GET " + t + "/examinemessage", s.examineMessage},
+			{"GET " + t + "/subscriptions", s.listSubscriptions},
+			{"POST " + t + "/all_subscription/expireMessages/{seconds}", s.expireAll},
+			{"PUT " + sub, s.createSubscription},
+			{"DELETE " + sub, s.deleteSubscription},
+			{"POST " + sub + "/skip/{n}", s.skip},
+			{"POST " + sub + "/skip_all", s.skipAll},
+			{"POST " + sub + "/expireMessages/{seconds}", s.expire},
+			{"POST " + sub + "/resetcursor", s.resetCursorToID},
+			{"POST " + sub + "/resetcursor/{timestamp}", s.resetCursorToTime},
+			{"GET " + sub + "/position/{k}", s.peek},
+		}
+		for _, rt := range routes {
+			mux.HandleFunc(rt.pattern, s.handle(rt.f))
+		}
+	}
+}
+
+// domainOf takes the domain from the path (the routes' first segment after /admin/v2/).
+func domainOf(r *http.Request) string {
+	if strings.HasPrefix(r.URL.Path, "/admin/v2/non-persistent/") {
+		return "non-persistent"
+	}
+	return "persistent"
+}
+
+// topicOf parses the topic in the path and checks that its namespace exists, so an unknown
+// tenant or namespace is a 404 naming it.
+func (s *server) topicOf(ctx context.Context, r *http.Request) (topicRef, error) {
+	t := topicRef{domain: domainOf(r), tenant: r.PathValue("tenant"), ns: r.PathValue("namespace"), local: r.PathValue("topic")}
+	if err := s.checkNamespace(ctx, t.tenant, t.ns); err != nil {
+		return t, err
+	}
+	if t.local == "" || strings.ContainsAny(t.local, "/\x00") || len(t.local) > 1024 {
+		// An escaped "/" (%2F) would make a name with a different namespace.
+		return t, fmt.Errorf("%w: invalid topic name %q", ErrBadRequest, t.local)
+	}
+	if s.broker == nil {
+		return t, fmt.Errorf("%w: no broker in this process", ErrNotSupported)
+	}
+	return t, nil
+}
+
+func (s *server) checkNamespace(ctx context.Context, tenant, ns string) error {
+	if _, err := s.res.Namespace(ctx, tenant, ns); err != nil {
+		if errors.Is(err, resources.ErrNotFound) {
+			if _, terr := s.res.Tenant(ctx, tenant); errors.Is(terr, resources.ErrNotFound) {
+				return fmt.Errorf("tenant %s does not exist: %w", tenant, terr)
+			}
+			return fmt.Errorf("namespace %s/%s does not exist: %w", tenant, ns, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// partitionsOf is the partition count of t, 0 if it is not partitioned.
+func (s *server) partitionsOf(ctx context.Context, t topicRef) (int, error) {
+	m, err := s.res.PartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local)
+	if errors.Is(err, resources.ErrNotFound) {
+		return 0, nil
+	}
+	return m.Partitions, err
+}
+
+func boolParam(r *http.Request, name string) bool {
+	v, _ := strconv.ParseBool(r.URL.Query().Get(name))
+	return v
+}
+
+func intPath(r *http.Request, name string) (int64, error) {
+	n, err := strconv.ParseInt(r.PathValue(name), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s must be an integer, got %q", ErrBadRequest, name, r.PathValue(name))
+	}
+	return n, nil
+}
+
+func (s *server) listTopics(ctx context.Context, r *http.Request) (any, error) {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
+		return nil, err
+	}
+	if s.broker == nil {
+		return []string{}, nil
+	}
+	return s.broker.ListTopics(ctx, tenant+"/"+ns, domainOf(r))
+}
+
+// namespaceTopics lists a namespace's topics by mode (PERSISTENT, NON_PERSISTENT or ALL),
+// as the Go client's HTTP lookup service asks for them.
+func (s *server) namespaceTopics(ctx context.Context, r *http.Request) (any, error) {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
+		return nil, err
+	}
+	out := []string{}
+	if s.broker == nil {
+		return out, nil
+	}
+	mode := strings.ToUpper(r.URL.Query().Get("mode"))
+	for _, d := range []string{"persistent", "non-persistent"} {
+		if (mode == "PERSISTENT" && d != "persistent") || (mode == "NON_PERSISTENT" && d != "non-persistent") {
+			continue
+		}
+		list, err := s.broker.ListTopics(ctx, tenant+"/"+ns, d)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
+// forNamespaceTopics runs f on every persistent topic (partitions one by one) of the
+// namespace in the path.
+func (s *server) forNamespaceTopics(ctx context.Context, r *http.Request, f func(topic string) error) error {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
+		return err
+	}
+	if s.broker == nil {
+		return fmt.Errorf("%w: no broker in this process", ErrNotSupported)
+	}
+	topics, err := s.broker.ListTopics(ctx, tenant+"/"+ns, "persistent")
+	if err != nil {
+		return err
+	}
+	for _, t := range topics {
+		if err := f(t); err != nil && statusFor(err) != http.StatusNotFound {
+			return err
+		}
+	}
+	return nil
+}
+
+// unloadNamespace unloads every topic of the namespace (pulsar-admin namespaces unload).
+func (s *server) unloadNamespace(ctx context.Context, r *http.Request) (any, error) {
+	return nil, s.forNamespaceTopics(ctx, r, func(topic string) error { return s.broker.Unload(ctx, topic) })
+}
+
+// clearNamespaceBacklog skips every message of every subscription (or of the one named)
+// of the namespace's topics (pulsar-admin namespaces clear-backlog).
+func (s *server) clearNamespaceBacklog(ctx context.Context, r *http.Request) (any, error) {
+	only := r.PathValue("sub")
+	return nil, s.forNamespaceTopics(ctx, r, func(topic string) error {
+		subs, err := s.broker.Subscriptions(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for _, sub := range subs {
+			if only == "" || sub == only {
+				if err := s.broker.Skip(ctx, topic, sub, -1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (s *server) listPartitioned(ctx context.Context, r *http.Request) (any, error) {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
+		return nil, err
+	}
+	all, err := s.res.PartitionedTopics(ctx, tenant, ns)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, name := range all {
+		if strings.HasPrefix(name, domainOf(r)+"://") {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+// createTopic creates a non-partitioned topic; the body is null or a properties map.
+func (s *server) createTopic(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var props map[string]string
+	if err := decodeBody(r, &props); err != nil {
+		return nil, err
+	}
+	if n, err := s.partitionsOf(ctx, t); err != nil || n > 0 {
+		if err == nil {
+			err = fmt.Errorf("this topic already exists as a partitioned topic: %w", resources.ErrAlreadyExists)
+		}
+		return nil, err
+	}
+	if err := s.broker.CreateTopic(ctx, t.String(), 0); err != nil {
+		return nil, fmt.Errorf("this topic already exists: %w", err)
+	}
+	if len(props) > 0 {
+		return nil, s.res.UpdateTopic(ctx, t.domain, t.tenant, t.ns, t.local, func(rec *resources.TopicRecord) error {
+			rec.Properties = props
+			return nil
+		})
+	}
+	return nil, nil
+}
+
+// partitionCountBody accepts the bare integer the Go client sends and the
+// {"partitions":N,"properties":{...}} object pulsaradmin sends.
+func partitionCountBody(r *http.Request) (int, map[string]string, error) {
+	var raw json.RawMessage
+	if err := decodeBody(r, &raw); err != nil {
+		return 0, nil, err
+	}
+	if len(raw) == 0 {
+		return 0, nil, fmt.Errorf("%w: missing partition count", ErrBadRequest)
+	}
+	var n int
+	if json.Unmarshal(raw, &n) == nil {
+		return n, nil, nil
+	}
+	var m resources.PartitionedTopicMetadata
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return 0, nil, fmt.Errorf("%w: want a partition count or {\"partitions\":N}: %v", ErrBadRequest, err)
+	}
+	return m.Partitions, m.Properties, nil
+}
+
+func (s *server) createPartitioned(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, props, err := partitionCountBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("%w: the number of partitions must be at least 1, got %d", ErrBadRequest, n)
+	}
+	if _, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local); err == nil {
+		return nil, fmt.Errorf("this topic already exists as a non-partitioned topic: %w", resources.ErrAlreadyExists)
+	}
+	err = s.res.CreatePartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local, resources.PartitionedTopicMetadata{Partitions: n, Properties: props})
+	if errors.Is(err, resources.ErrAlreadyExists) {
+		return nil, fmt.Errorf("this topic already exists: %w", err)
+	}
+	return nil, err
+}
+
+// updatePartitions only grows a partitioned topic: partitions cannot be removed while
+// clients may be attached to them.
+func (s *server) updatePartitions(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, _, err := partitionCountBody(r)
+	if err != nil {
+		return nil, err
+	}
+	err = s.res.UpdatePartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local, func(m *resources.PartitionedTopicMetadata) error {
+		if n <= m.Partitions {
+			return fmt.Errorf("%w: number of partitions can only grow (from %d, asked %d)", ErrNotAllowed, m.Partitions, n)
+		}
+		m.Partitions = n
+		return nil
+	})
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, err)
+	}
+	return nil, err
+}
+
+func (s *server) getPartitions(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.res.PartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local)
+	if errors.Is(err, resources.ErrNotFound) {
+		return partitionsJSON{}, nil // not partitioned (or not yet created): 0, as Pulsar answers
+	}
+	return m, err
+}
+
+func (s *server) deletePartitioned(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.res.PartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local)
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	force := boolParam(r, "force")
+	for i := range m.Partitions {
+		if err := s.broker.DeleteTopic(ctx, t.partition(i), force); err != nil && statusFor(err) != http.StatusNotFound {
+			return nil, err
+		}
+	}
+	return nil, s.res.DeletePartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local)
+}
+
+func (s *server) deleteTopic(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.broker.DeleteTopic(ctx, t.String(), boolParam(r, "force"))
+}
+
+func (s *server) topicStats(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.broker.TopicStats(ctx, t.String())
+	if err == nil {
+		s.rates.apply(t.String(), &st, time.Now())
+	}
+	return st, err
+}
+
+func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
+	}
+	out := PartitionedTopicStats{TopicStats: NewTopicStats(), Metadata: partitionsJSON{n}}
+	per := boolParam(r, "perPartition")
+	if per {
+		out.Partitions = map[string]TopicStats{}
+	}
+	for i := range n {
+		st, err := s.broker.TopicStats(ctx, t.partition(i))
+		if statusFor(err) == http.StatusNotFound {
+			continue // a partition nobody used yet
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.rates.apply(t.partition(i), &st, time.Now())
+		out.add(st)
+		if per {
+			out.Partitions[t.partition(i)] = st
+		}
+	}
+	return out, nil
+}
+
+func (s *server) internalStats(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.broker.InternalStats(ctx, t.String())
+}
+
+func (s *server) lastMessageID(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.broker.LastMessageID(ctx, t.String())
+}
+
+func (s *server) messageIDAt(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := intPath(r, "timestamp")
+	if err != nil {
+		return nil, err
+	}
+	return s.broker.MessageIDAt(ctx, t.String(), time.UnixMilli(ts))
+}
+
+func (s *server) terminate(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.broker.Terminate(ctx, t.String())
+}
+
+func (s *server) unload(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, s.broker.Unload(ctx, t.String())
+	}
+	for i := range n {
+		if err := s.broker.Unload(ctx, t.partition(i)); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+// properties are kept with the partitioned-topic metadata or the topic's own record.
+func (s *server) modifyProperties(ctx context.Context, t topicRef, modify func(map[string]string) map[string]string) (map[string]string, error) {
+	var out map[string]string
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		err = s.res.UpdatePartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local, func(m *resources.PartitionedTopicMetadata) error {
+			m.Properties = modify(m.Properties)
+			out = m.Properties
+			return nil
+		})
+	} else {
+		err = s.res.UpdateTopic(ctx, t.domain, t.tenant, t.ns, t.local, func(rec *resources.TopicRecord) error {
+			rec.Properties = modify(rec.Properties)
+			out = rec.Properties
+			return nil
+		})
+	}
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, fmt.Errorf("topic %s does not exist: %w", t, err)
+	}
+	if out == nil {
+		out = map[string]string{}
+	}
+	return out, err
+}
+
+func (s *server) getProperties(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var props map[string]string
+	if n > 0 {
+		m, err := s.res.PartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local)
+		if err != nil {
+			return nil, err
+		}
+		props = m.Properties
+	} else {
+		rec, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local)
+		if errors.Is(err, resources.ErrNotFound) {
+			return nil, fmt.Errorf("topic %s does not exist: %w", t, err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		props = rec.Properties
+	}
+	if props == nil {
+		props = map[string]string{}
+	}
+	return props, nil
+}
+
+func (s *server) putProperties(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var add map[string]string
+	if err := decodeBody(r, &add); err != nil {
+		return nil, err
+	}
+	_, err = s.modifyProperties(ctx, t, func(m map[string]string) map[string]string {
+		if m == nil {
+			m = map[string]string{}
+		}
+		maps.Copy(m, add)
+		return m
+	})
+	return nil, err
+}
+
+func (s *server) deleteProperty(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	key := r.URL.Query().Get("key")
+	_, err = s.modifyProperties(ctx, t, func(m map[string]string) map[string]string {
+		delete(m, key)
+		return m
+	})
+	return nil, err
+}
+
+func (s *server) listSubscriptions(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil || n == 0 {
+		if err != nil {
+			return nil, err
+		}
+		return s.broker.Subscriptions(ctx, t.String())
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for i := range n {
+		subs, err := s.broker.Subscriptions(ctx, t.partition(i))
+		if statusFor(err) == http.StatusNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, sub := range subs {
+			if !seen[sub] {
+				seen[sub] = true
+				out = append(out, sub)
+			}
+		}
+	}
+	return out, nil
+}
+
+// eachPartition runs f on the topic, or on each partition of a partitioned topic (Pulsar's
+// subscription operations on a partitioned topic apply to every partition).
+func (s *server) eachPartition(ctx context.Context, t topicRef, f func(topic string) error) error {
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return f(t.String())
+	}
+	for i := range n {
+		if err := f(t.partition(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// subOp parses topic and subscription and runs f on each partition.
+func (s *server) subOp(ctx context.Context, r *http.Request, f func(topic, sub string) error) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	sub := r.PathValue("sub")
+	return nil, s.eachPartition(ctx, t, func(topic string) error { return f(topic, sub) })
+}
+
+func (s *server) createSubscription(ctx context.Context, r *http.Request) (any, error) {
+	at := MessageID{LedgerID: latestID, EntryID: latestID, PartitionIndex: -1}
+	if err := decodeBody(r, &at); err != nil {
+		return nil, err
+	}
+	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.CreateSubscription(ctx, topic, sub, at) })
+}
+
+// latestID is the ledger and entry id of MessageId.Latest.
+const latestID = 1<<63 - 1
+
+func (s *server) deleteSubscription(ctx context.Context, r *http.Request) (any, error) {
+	force := boolParam(r, "force")
+	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.DeleteSubscription(ctx, topic, sub, force) })
+}
+
+func (s *server) skip(ctx context.Context, r *http.Request) (any, error) {
+	n, err := intPath(r, "n")
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, fmt.Errorf("%w: cannot skip %d messages", ErrBadRequest, n)
+	}
+	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.Skip(ctx, topic, sub, n) })
+}
+
+func (s *server) skipAll(ctx context.Context, r *http.Request) (any, error) {
+	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.Skip(ctx, topic, sub, -1) })
+}
+
+func (s *server) expire(ctx context.Context, r *http.Request) (any, error) {
+	secs, err := intPath(r, "seconds")
+	if err != nil {
+		return nil, err
+	}
+	return s.subOp(ctx, r, func(topic, sub string) error {
+		return s.broker.ExpireMessages(ctx, topic, sub, time.Duration(secs)*time.Second)
+	})
+}
+
+func (s *server) expireAll(ctx context.Context, r *http.Request) (any, error) {
+	secs, err := intPath(r, "seconds")
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, s.eachPartition(ctx, t, func(topic string) error {
+		subs, err := s.broker.Subscriptions(ctx, topic)
+		if err != nil {
+			return err
+		}
+		for _, sub := range subs {
+			if err := s.broker.ExpireMessages(ctx, topic, sub, time.Duration(secs)*time.Second); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *server) resetCursorToID(ctx context.Context, r *http.Request) (any, error) {
+	var id MessageID
+	if err := decodeBody(r, &id); err != nil {
+		return nil, err
+	}
+	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.ResetCursor(ctx, topic, sub, &id, time.Time{}) })
+}
+
+func (s *server) resetCursorToTime(ctx context.Context, r *http.Request) (any, error) {
+	ts, err := intPath(r, "timestamp")
+	if err != nil {
+		return nil, err
+	}
+	return s.subOp(ctx, r, func(topic, sub string) error {
+		return s.broker.ResetCursor(ctx, topic, sub, nil, time.UnixMilli(ts))
+	})
+}
+
+func (s *server) peek(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	k, err := intPath(r, "k")
+	if err != nil {
+		return nil, err
+	}
+	if k < 1 || k > 1<<20 {
+		return nil, fmt.Errorf("%w: position must be between 1 and %d", ErrBadRequest, 1<<20)
+	}
+	m, err := s.broker.Peek(ctx, t.String(), r.PathValue("sub"), int(k))
+	if err != nil {
+		return nil, err
+	}
+	return rawResponse(m), nil
+}
+
+// examineMessage is GET T/examinemessage?initialPosition=earliest|latest&messagePosition=n.
+func (s *server) examineMessage(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	latest := true
+	switch q.Get("initialPosition") {
+	case "", "latest":
+	case "earliest":
+		latest = false
+	default:
+		return nil, fmt.Errorf("%w: initialPosition must be earliest or latest", ErrBadRequest)
+	}
+	pos := int64(1)
+	if v := q.Get("messagePosition"); v != "" {
+		if pos, err = strconv.ParseInt(v, 10, 64); err != nil || pos < 1 {
+			return nil, fmt.Errorf("%w: messagePosition must be a positive integer, got %q", ErrBadRequest, v)
+		}
+	}
+	m, err := s.broker.ExamineMessage(ctx, t.String(), latest, pos)
+	if err != nil {
+		return nil, err
+	}
+	return rawResponse(m), nil
+}
+
+func (s *server) messageByID(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	l, err := intPath(r, "ledger")
+	if err != nil {
+		return nil, err
+	}
+	e, err := intPath(r, "entry")
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.broker.Message(ctx, t.String(), MessageID{LedgerID: l, EntryID: e, PartitionIndex: -1})
+	if err != nil {
+		return nil, err
+	}
+	return rawResponse(m), nil
+}
+
+// rawResponse writes a message the way Pulsar's peek does: the payload as body, the id
+// and metadata in X-Pulsar-* headers (pulsaradmin splits a batch by X-Pulsar-Num-Batch-Message).
+type rawResponse RawMessage
+
+func (m rawResponse) writeTo(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("X-Pulsar-Message-ID", strconv.FormatInt(m.ID.LedgerID, 10)+":"+strconv.FormatInt(m.ID.EntryID, 10))
+	h.Set("X-Pulsar-Publish-Time", time.UnixMilli(m.PublishTime).UTC().Format("2006-01-02T15:04:05.000Z"))
+	if m.NumBatch > 0 {
+		h.Set("X-Pulsar-Num-Batch-Message", strconv.Itoa(m.NumBatch))
+	}
+	if len(m.Properties) > 0 {
+		b, _ := json.Marshal(m.Properties)
+		h.Set("X-Pulsar-Property", string(b))
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(m.Payload)
+}

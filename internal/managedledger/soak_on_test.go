@@ -1,0 +1,5 @@
+//go:build soak
+
+package managedledger
+
+const soakRounds = 300
