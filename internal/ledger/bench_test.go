@@ -15,7 +15,7 @@ import (
 // BenchmarkReplicatedAdd measures pipelined 1 KiB adds through the ledger client to bookie
 // processes (disk storage with journal fsync, TCP on loopback, etcd metadata), replicated
 // E=3 Qw=2 Qa=2 and E=3 Qw=3 Qa=2 against one bookie, all on the same three processes.
-// Reports adds/s and add latency percentiles. Results and the command: docs/bench-ledger.md.
+// Reports adds/s and add latency percentiles. Results and the command: docs/benchmarks.md.
 func BenchmarkReplicatedAdd(b *testing.B) {
 	pc, _ := newProcCluster(b, 3)
 	for _, q := range []struct {

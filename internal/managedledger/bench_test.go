@@ -11,7 +11,7 @@ import (
 
 // Benchmarks run on the in-memory ledger, so they measure the managed ledger's own
 // overhead (pipeline, bookkeeping, cache, cursor state), not bookies. Command and results:
-// docs/bench-managedledger.md.
+// docs/benchmarks.md.
 
 const (
 	benchEntrySize = 1024

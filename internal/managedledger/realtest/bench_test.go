@@ -12,7 +12,7 @@ import (
 
 // Add throughput through the managed ledger vs the raw ledger client, both on one real
 // bookie (disk journal with fsync) over TCP, 1 KiB entries, 1000 in flight. Command and
-// results: docs/bench-managedledger.md.
+// results: docs/benchmarks.md.
 
 const (
 	benchEntry  = 1024
