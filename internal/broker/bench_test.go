@@ -55,7 +55,7 @@ func benchPublish(b *testing.B, size int, batching bool) {
 			wg.Done()
 		})
 	}
-	_ = p.Flush()
+	_ = p.FlushWithCtx(context.Background())
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
 }
@@ -91,7 +91,7 @@ func BenchmarkEndToEnd100B(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: payload}, func(pulsar.MessageID, *pulsar.ProducerMessage, error) {})
 		}
-		_ = p.Flush()
+		_ = p.FlushWithCtx(context.Background())
 	}()
 	for i := 0; i < b.N; i++ {
 		m, err := c.Receive(context.Background())

@@ -119,5 +119,5 @@ func (c *conn) handleTxn(cmd *pb.BaseCommand) {
 	case cmd.EndTxn != nil:
 		rid = cmd.GetEndTxn().GetRequestId()
 	}
-	c.sendError(rid, fmt.Errorf("%w: Transactions are not enabled.", wire.ErrTransactionsDisabled))
+	c.sendError(rid, fmt.Errorf("%w: transactions are not enabled", wire.ErrTransactionsDisabled))
 }

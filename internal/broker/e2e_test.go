@@ -62,7 +62,7 @@ func produce(t *testing.T, p pulsar.Producer, prefix string, n int) []pulsar.Mes
 			})
 		_ = i
 	}
-	if err := p.Flush(); err != nil {
+	if err := p.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -65,7 +65,7 @@ func TestKeyShared(t *testing.T) {
 				})
 		}
 	}
-	if err := p.Flush(); err != nil {
+	if err := p.FlushWithCtx(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -31,7 +31,6 @@ type producer struct {
 
 	mu      sync.Mutex
 	pending []*sendOp
-	closed  bool
 }
 
 // sendOp is one SEND between arrival and its receipt.

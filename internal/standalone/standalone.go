@@ -160,7 +160,8 @@ func listenBookie(cfg config.StandaloneConfig) (net.Listener, error) {
 		return nil, fmt.Errorf("standalone: bookie listen on %s (standaloneBookieAddress; ledgers written before name this address): %w", addr, err)
 	}
 	if port == "0" {
-		if err := os.MkdirAll(filepath.Dir(remembered), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Dir(remembered), 0o755)
+		if err == nil {
 			err = os.WriteFile(remembered, []byte(ln.Addr().String()+"\n"), 0o644)
 		}
 		if err != nil {

@@ -62,7 +62,6 @@ type Reader struct {
 	maxFrame int
 	discard  int    // bytes of the previous frame still to drop from br
 	buf      []byte // reused buffer for frames larger than br's buffer
-	hdr      [8]byte
 }
 
 // NewReader returns a Reader over br that rejects frames whose TOTAL_SIZE exceeds

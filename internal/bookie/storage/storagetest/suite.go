@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -352,6 +351,6 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup) {
 	select {
 	case <-done:
 	case <-time.After(waitTimeout):
-		t.Fatal(fmt.Sprintf("callbacks missing after %v", waitTimeout))
+		t.Fatalf("callbacks missing after %v", waitTimeout)
 	}
 }
