@@ -101,3 +101,16 @@ func TestStatusAndMetrics(t *testing.T) {
 		t.Fatalf("metrics: %d", code)
 	}
 }
+
+func TestPprofOnlyWhenEnabled(t *testing.T) {
+	srv := newServer(t)
+	if code, _ := do(t, srv, "GET", "/debug/pprof/", ""); code != 404 {
+		t.Fatalf("pprof served while disabled: %d", code)
+	}
+	res := resources.New(memstore.New(memstore.DefaultOptions()))
+	on := httptest.NewServer(admin.Handler(admin.Config{Resources: res, Pprof: true}))
+	defer on.Close()
+	if code, body := do(t, on, "GET", "/debug/pprof/", ""); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Fatalf("pprof index: %d", code)
+	}
+}

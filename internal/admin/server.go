@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"path"
 	"strings"
 
@@ -32,6 +33,8 @@ type Config struct {
 	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port.
 	Cluster        string
 	WebServiceAddr string
+	// Pprof serves Go's profiler under /debug/pprof/ (enablePprof).
+	Pprof bool
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
@@ -55,6 +58,13 @@ func Handler(cfg Config) http.Handler {
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /metrics/", metrics)
 	mux.HandleFunc("GET /status.html", s.status)
+	if cfg.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 
 	mux.HandleFunc("GET /admin/v2/clusters", s.handle(s.listClusters))
 	mux.HandleFunc("GET /admin/v2/clusters/{cluster}", s.handle(s.getCluster))
@@ -78,7 +88,7 @@ func Handler(cfg Config) http.Handler {
 // and turns the mux's own plain-text 404 and 405 answers into {"reason"} bodies.
 func cleanPath(next *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p != "/" && p != "/metrics/" {
+		if p := r.URL.Path; p != "/" && p != "/metrics/" && !strings.HasPrefix(p, "/debug/pprof/") {
 			if c := path.Clean(p); c != p {
 				r.URL.Path = c
 				r.URL.RawPath = ""

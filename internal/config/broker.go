@@ -53,6 +53,10 @@ type BrokerConfig struct {
 	// MaxConnections bounds client connections; further ones are closed on accept.
 	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
 
+	// EnablePprof serves Go's profiler under /debug/pprof/ on the HTTP port, for finding where
+	// the time goes during a benchmark. Off by default: profiles expose internals.
+	EnablePprof bool `key:"enablePprof" help:"serve /debug/pprof/ on the HTTP port"`
+
 	// ManagedLedger passes the managedLedgerDefault* keys (and the other managed-ledger
 	// keys) through to the topic logs this broker opens. dispatcherMaxReadBatchSize is
 	// bound to both this struct and the managed ledger's, so one setting drives both.

@@ -128,6 +128,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	s.http = &http.Server{
 		Handler: admin.Handler(admin.Config{
 			Resources: resources.New(s.store), Gatherer: s.registry, Logger: logger, Ready: s.ready.Load, Broker: s.broker.Admin(), Cluster: cfg.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(),
+			Pprof: cfg.Broker.EnablePprof,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
