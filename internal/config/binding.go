@@ -111,6 +111,9 @@ func (b *Binding) walk(fs *pflag.FlagSet, v reflect.Value) error {
 			b.flags[key] = fl
 			if fs != nil {
 				fs.Var(fl, name, sf.Tag.Get("help")+" (key "+key+")")
+				if sf.Type.Kind() == reflect.Bool {
+					fs.Lookup(name).NoOptDefVal = "true" // --flag alone means true
+				}
 			}
 		}
 		b.fields[key] = append(b.fields[key], fv)

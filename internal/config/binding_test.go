@@ -154,3 +154,18 @@ func TestValidateNamesFieldAndBound(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestBoolFlagWithoutValue(t *testing.T) {
+	c, b := bind(t, "--journal-sync-data")
+	c.Sync = false // the default here is true: start from false to see the flag act
+	if err := Load("", nil, b); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sync {
+		t.Fatal("--journal-sync-data alone did not set true")
+	}
+	c, b = bind(t, "--journal-sync-data=false")
+	if err := Load("", nil, b); err != nil || c.Sync {
+		t.Fatalf("--journal-sync-data=false: %v %v", c.Sync, err)
+	}
+}
