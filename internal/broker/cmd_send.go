@@ -68,7 +68,7 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
 		highest = seq
 	}
 	// The frame buffer is reused for the next frame; storage keeps its own copy.
-	p.publish(seq, highest, bytes.Clone(entry), wire.MessageCount(md))
+	p.publish(seq, highest, bytes.Clone(entry), wire.MessageCount(md), lastBatchIndex(md))
 	return nil
 }
 

@@ -44,7 +44,7 @@ type sendOp struct {
 
 // publish hands one SEND to the topic. The caller has already acquired size bytes from the
 // connection and broker limiters; they are released when the receipt is sent.
-func (p *producer) publish(seq, highest uint64, data []byte, count int) {
+func (p *producer) publish(seq, highest uint64, data []byte, count int, batchIndex int32) {
 	op := &sendOp{seq: seq, highest: highest, size: int64(len(data))}
 	p.mu.Lock()
 	p.pending = append(p.pending, op)
@@ -53,7 +53,7 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int) {
 	p.c.s.m.bytesIn.Add(float64(len(data)))
 	p.topic.counters.msgsIn.Add(int64(count))
 	p.topic.counters.bytesIn.Add(int64(len(data)))
-	p.topic.publish(data, count, func(pos position, err error) {
+	p.topic.publish(data, count, batchIndex, func(pos position, err error) {
 		p.mu.Lock()
 		op.done, op.pos, op.err = true, pos, err
 		p.mu.Unlock()

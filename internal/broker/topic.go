@@ -149,8 +149,9 @@ func (t *topic) removeProducer(p *producer) {
 }
 
 // publish stores one entry (persistent) or hands it to connected consumers
-// (non-persistent) and calls done with its position. count is its message count.
-func (t *topic) publish(data []byte, count int, done func(position, error)) {
+// (non-persistent) and calls done with its position. count is its message count and
+// batchIndex the batch index of its last message (-1 if it is not a batch).
+func (t *topic) publish(data []byte, count int, batchIndex int32, done func(position, error)) {
 	if t.log == nil {
 		t.mu.Lock()
 		pos := position{0, t.npNext}
@@ -173,7 +174,7 @@ func (t *topic) publish(data []byte, count int, done func(position, error)) {
 			t.mu.Lock()
 			if t.lastPos.less(pos) {
 				t.lastPos = pos
-				t.lastBatchIndex = batchIndexOf(data)
+				t.lastBatchIndex = batchIndex
 			}
 			t.mu.Unlock()
 		}
@@ -201,17 +202,27 @@ func (t *topic) unloadAfterFailure(cause error) {
 	}
 }
 
-// batchIndexOf is the batch index of the last message of an entry (-1 if not a batch).
+// lastBatchIndex is the batch index of the last message of an entry with metadata md (-1 if
+// it is not a batch). handleSend computes it from the metadata it has already decoded, so the
+// append callback does not parse the entry a second time.
+func lastBatchIndex(md *pb.MessageMetadata) int32 {
+	if !wire.IsBatch(md) {
+		return -1
+	}
+	return int32(wire.MessageCount(md) - 1)
+}
+
+// batchIndexOf is lastBatchIndex of a stored entry, for an entry read back from the log.
 func batchIndexOf(data []byte) int32 {
 	e, err := wire.ParseEntry(data, false)
 	if err != nil {
 		return -1
 	}
 	md, err := wire.ParseMetadata(e.Metadata)
-	if err != nil || !wire.IsBatch(md) {
+	if err != nil {
 		return -1
 	}
-	return int32(wire.MessageCount(md) - 1)
+	return lastBatchIndex(md)
 }
 
 // lastMessageID returns the id of the newest message: (ledger, entry, batch index); entry
