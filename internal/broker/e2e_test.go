@@ -478,6 +478,26 @@ func TestTopicNotFoundWithoutAutoCreation(t *testing.T) {
 	p.Close()
 }
 
+// TestNoTopicInMissingNamespace checks that auto-creation never creates a topic in a tenant
+// or namespace that does not exist, and that the error names the namespace.
+func TestNoTopicInMissingNamespace(t *testing.T) {
+	b := startBroker(t, nil)
+	client := newClient(t, b.url)
+	_, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://nosuch/ns/t"})
+	if err == nil || !strings.Contains(err.Error(), "TopicNotFound") || !strings.Contains(err.Error(), "namespace nosuch/ns does not exist") {
+		t.Fatalf("producer in a missing namespace: %v", err)
+	}
+	name, _ := ParseTopicName("persistent://nosuch/ns/t")
+	if exists, err := b.s.topicExists(context.Background(), name); err != nil || exists {
+		t.Fatalf("topic recorded in a missing namespace: %v %v", exists, err)
+	}
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/ok"})
+	if err != nil {
+		t.Fatalf("the connection must stay usable: %v", err)
+	}
+	p.Close()
+}
+
 // TestMemStorageTwin runs the dispatch paths on the broker's in-memory storage twin, so a
 // regression there is told apart from one in the managed ledger.
 func TestMemStorageTwin(t *testing.T) {

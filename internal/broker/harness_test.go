@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // testBroker is an in-process broker on 127.0.0.1:0 over real TCP, backed by the real
@@ -43,6 +46,7 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 	t.Helper()
 	logger := testLogger(t)
 	store, ledgers := newTestStorage(t, logger)
+	bootstrapNamespaces(t, store)
 	mlCfg := config.DefaultManagedLedgerConfig()
 	mlCfg.EnsembleSize, mlCfg.WriteQuorum, mlCfg.AckQuorum = 1, 1, 1 // one bookie
 	f, err := managedledger.NewFactory(managedledger.FactoryOptions{
@@ -83,4 +87,18 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 		}
 	})
 	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg}
+}
+
+// bootstrapNamespaces creates what standalone's bootstrap creates (tenant public, namespace
+// public/default), since the broker auto-creates topics only in existing namespaces.
+func bootstrapNamespaces(t testing.TB, store metadata.Store) {
+	t.Helper()
+	ctx := context.Background()
+	res := resources.New(store)
+	if err := res.CreateTenant(ctx, "public", resources.TenantInfo{}); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
+		t.Fatal(err)
+	}
+	if err := res.CreateNamespace(ctx, "public", "default", resources.Policies{}); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
+		t.Fatal(err)
+	}
 }

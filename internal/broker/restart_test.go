@@ -20,6 +20,7 @@ import (
 // and the subscription resumes after the last acknowledged message.
 func TestBrokerRestartKeepsMessagesAndAcks(t *testing.T) {
 	store := memstore.New(memstore.DefaultOptions())
+	bootstrapNamespaces(t, store)
 	ledgers := memledger.New()
 	logger := testLogger(t)
 	start := func() (*Server, *managedledger.Factory, string) {

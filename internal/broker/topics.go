@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -57,10 +58,29 @@ func (s *Server) partitionsFor(ctx context.Context, topic string) (int, error) {
 	if err != nil || exists {
 		return 0, err
 	}
+	if err := s.checkNamespace(ctx, name); err != nil {
+		return 0, err
+	}
 	if err := s.CreateTopic(ctx, name, s.cfg.DefaultNumPartitions); err != nil && !errors.Is(err, metadata.ErrBadVersion) {
 		return 0, err
 	}
 	return s.Partitions(ctx, name)
+}
+
+// checkNamespace fails with wire.ErrTopicNotFound, naming the namespace, when the topic's
+// namespace does not exist: topics are auto-created, tenants and namespaces never are, so a
+// typo in either gets a clear error instead of a topic nobody will find.
+func (s *Server) checkNamespace(ctx context.Context, name TopicName) error {
+	_, err := resources.New(s.store).Namespace(ctx, name.Tenant, name.Namespace)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, resources.ErrNotFound), errors.Is(err, resources.ErrInvalid):
+		return fmt.Errorf("%w: namespace %s does not exist (topics are created on first use, namespaces are not: magnetar admin namespaces create %s)",
+			wire.ErrTopicNotFound, name.NamespaceName(), name.NamespaceName())
+	default:
+		return fmt.Errorf("%w: namespace %s: %w", wire.ErrMetadata, name.NamespaceName(), err)
+	}
 }
 
 // CreateTopic records a topic: partitioned with n partitions when n > 0, else
@@ -200,6 +220,9 @@ func (s *Server) loadTopic(ctx context.Context, name TopicName, create bool) (*t
 	if !exists {
 		if !create || !s.cfg.AllowAutoTopicCreation {
 			return nil, fmt.Errorf("%w: %s", wire.ErrTopicNotFound, name)
+		}
+		if err := s.checkNamespace(ctx, name); err != nil {
+			return nil, err
 		}
 		if err := s.CreateTopic(ctx, name, 0); err != nil && !errors.Is(err, metadata.ErrBadVersion) {
 			return nil, fmt.Errorf("%w: create %s: %w", wire.ErrMetadata, name, err)
