@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -89,16 +88,11 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg}
 }
 
-// bootstrapNamespaces creates what standalone's bootstrap creates (tenant public, namespace
-// public/default), since the broker auto-creates topics only in existing namespaces.
+// bootstrapNamespaces creates what standalone creates on first start (resources.EnsureDefaults),
+// since the broker auto-creates topics only in existing namespaces.
 func bootstrapNamespaces(t testing.TB, store metadata.Store) {
 	t.Helper()
-	ctx := context.Background()
-	res := resources.New(store)
-	if err := res.CreateTenant(ctx, "public", resources.TenantInfo{}); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
-		t.Fatal(err)
-	}
-	if err := res.CreateNamespace(ctx, "public", "default", resources.Policies{}); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
+	if err := resources.New(store).EnsureDefaults(context.Background(), "standalone"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -151,6 +151,25 @@ func (r *Resources) children(ctx context.Context, prefix string) ([]string, erro
 	return out, nil
 }
 
+// EnsureDefaults creates the cluster, tenant "public" and namespace "public/default" when
+// they do not exist yet, as Pulsar's standalone does on first start; a restart finds them and
+// moves on.
+func (r *Resources) EnsureDefaults(ctx context.Context, cluster string) error {
+	steps := []func() error{
+		func() error { return r.CreateCluster(ctx, cluster, ClusterData{}) },
+		func() error { return r.CreateTenant(ctx, "public", TenantInfo{AllowedClusters: []string{cluster}}) },
+		func() error {
+			return r.CreateNamespace(ctx, "public", "default", Policies{ReplicationClusters: []string{cluster}})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil && !errors.Is(err, ErrAlreadyExists) {
+			return err
+		}
+	}
+	return nil
+}
+
 // Clusters lists cluster names.
 func (r *Resources) Clusters(ctx context.Context) ([]string, error) {
 	return r.children(ctx, clustersPrefix)

@@ -88,3 +88,16 @@ func TestConcurrentPolicyUpdatesAreNotLost(t *testing.T) {
 		t.Fatalf("lost updates: %d properties, %v", len(p.Properties), err)
 	}
 }
+
+func TestEnsureDefaultsIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	r := resources.New(newStore())
+	for i := 0; i < 2; i++ {
+		if err := r.EnsureDefaults(ctx, "standalone"); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if p, err := r.Namespace(ctx, "public", "default"); err != nil || len(p.ReplicationClusters) != 1 {
+		t.Fatalf("public/default: %+v %v", p, err)
+	}
+}

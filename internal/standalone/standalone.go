@@ -79,8 +79,9 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	if s.store, err = s.etcd.Open(ctx, logger); err != nil {
 		return nil, fmt.Errorf("standalone: metadata client: %w", err)
 	}
-	if err := bootstrap(ctx, resources.New(s.store), cfg); err != nil {
-		return nil, err
+	res := resources.New(s.store)
+	if err := res.EnsureDefaults(ctx, cfg.Broker.ClusterName); err != nil {
+		return nil, fmt.Errorf("standalone: bootstrap: %w", err)
 	}
 
 	bkCfg := config.DefaultBookieConfig()
@@ -127,7 +128,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	go func() { s.served <- s.broker.Serve(s.brokerLn) }()
 	s.http = &http.Server{
 		Handler: admin.Handler(admin.Config{
-			Resources: resources.New(s.store), Gatherer: s.registry, Logger: logger, Ready: s.ready.Load, Broker: s.broker.Admin(), Cluster: cfg.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(),
+			Resources: res, Gatherer: s.registry, Logger: logger, Ready: s.ready.Load, Broker: s.broker.Admin(), Cluster: cfg.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(),
 			Pprof: cfg.Broker.EnablePprof,
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -173,27 +174,6 @@ func listenBookie(cfg config.StandaloneConfig) (net.Listener, error) {
 	return ln, nil
 }
 
-// bootstrap creates cluster "standalone" (or the configured one), tenant "public" and
-// namespace "public/default" if they do not exist yet; a restart finds them and moves on.
-func bootstrap(ctx context.Context, res *resources.Resources, cfg config.StandaloneConfig) error {
-	cluster := cfg.Broker.ClusterName
-	steps := []func() error{
-		func() error { return res.CreateCluster(ctx, cluster, resources.ClusterData{}) },
-		func() error {
-			return res.CreateTenant(ctx, "public", resources.TenantInfo{AllowedClusters: []string{cluster}})
-		},
-		func() error {
-			return res.CreateNamespace(ctx, "public", "default", resources.Policies{ReplicationClusters: []string{cluster}})
-		},
-	}
-	for _, step := range steps {
-		if err := step(); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
-			return fmt.Errorf("standalone: bootstrap: %w", err)
-		}
-	}
-	return nil
-}
-
 // BrokerAddr is the binary protocol address ("host:port") clients connect to.
 func (s *Standalone) BrokerAddr() string { return s.brokerLn.Addr().String() }
 
@@ -218,11 +198,13 @@ func (s *Standalone) Close(ctx context.Context) error {
 	}
 	if s.broker != nil {
 		errs = append(errs, s.broker.Close(ctx))
-	} else if s.brokerLn != nil {
-		_ = s.brokerLn.Close()
 	}
-	if s.httpLn != nil && s.http == nil {
-		_ = s.httpLn.Close()
+	// Serve closes its listener on shutdown, but a start that failed after listening never
+	// reached Serve; closing again is harmless.
+	for _, ln := range []net.Listener{s.brokerLn, s.httpLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
 	}
 	if s.factory != nil {
 		errs = append(errs, s.factory.Close(ctx))
