@@ -84,10 +84,14 @@ type ledgerState struct {
 	deleted   bool
 	lac       int64
 	lacCh     chan struct{} // closed when lac grows; nil until a WaitLAC needs it
+	// limbo: journal damage may have lost an entry up to limboUpTo (disk_limbo.go).
+	limbo     bool
+	limboUpTo int64
 }
 
 func (st *ledgerState) meta() index.LedgerMeta {
-	return index.LedgerMeta{MasterKey: st.masterKey, Fenced: st.fenced, Deleted: st.deleted, LAC: st.lac}
+	return index.LedgerMeta{MasterKey: st.masterKey, Fenced: st.fenced, Deleted: st.deleted, LAC: st.lac,
+		Limbo: st.limbo, LimboUpTo: st.limboUpTo}
 }
 
 var _ Storage = (*Disk)(nil)
@@ -186,6 +190,7 @@ func (d *Disk) open() error {
 		return err
 	}
 	d.m.journalTorn.Add(float64(st.Torn))
+	d.markLimbo(st.Damaged)
 	if st.Records > 0 || st.Torn > 0 {
 		d.log.Info("journal replayed", "from_file", from.File, "from_offset", from.Offset,
 			"files", st.Files, "records", st.Records, "torn_files", st.Torn)
@@ -236,7 +241,8 @@ func (d *Disk) load() error {
 		return err
 	}
 	err := d.ix.Ledgers(func(id int64, m index.LedgerMeta) {
-		d.ledgers[id] = &ledgerState{masterKey: m.MasterKey, fenced: m.Fenced, deleted: m.Deleted, lac: m.LAC}
+		d.ledgers[id] = &ledgerState{masterKey: m.MasterKey, fenced: m.Fenced, deleted: m.Deleted, lac: m.LAC,
+			limbo: m.Limbo, limboUpTo: m.LimboUpTo}
 	})
 	if err != nil {
 		return err

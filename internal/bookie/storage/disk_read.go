@@ -55,7 +55,7 @@ func (d *Disk) ReadEntry(ledgerID, entryID int64) ([]byte, error) {
 		if p, ok := d.cache.get(k); ok {
 			return p, nil
 		}
-		return nil, ErrNoSuchEntry
+		return nil, d.missing(ledgerID, entryID)
 	}
 	lg := d.logs[loc.Log]
 	if lg == nil {

@@ -262,3 +262,69 @@ func TestJournalFilesTrimmedAfterCheckpoint(t *testing.T) {
 		read(t, s, 1, e, st.Payload(1, e, 16<<10))
 	}
 }
+
+// TestMidJournalDamagePutsLedgerInLimbo: a corrupt record in the middle of the journal was
+// acknowledged, so the entry it held must read as corrupt, never as absent, across
+// restarts; entries that are present and ledgers the damage cannot touch read as usual.
+func TestMidJournalDamagePutsLedgerInLimbo(t *testing.T) {
+	for _, mode := range []string{"payload-bitflip", "garbled-length"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := noFlush(testConfig(t.TempDir()))
+			s := openTest(t, cfg, nil)
+			for e := int64(0); e < 50; e++ {
+				add(t, s, 1, e, st.Payload(1, e, 200))
+				add(t, s, 2, e, st.Payload(2, e, 200))
+			}
+			s.CloseWithoutFlush()
+			files := journalFiles(t, cfg)
+			path := files[len(files)-1]
+			b, _ := os.ReadFile(path)
+			recLen := journal.RecordHeaderSize + 1 + 8*3 + 2 + len(key) + 200
+			off := journal.HeaderSize + 40*recLen // (1,20): records alternate ledgers 1 and 2
+			switch mode {
+			case "payload-bitflip":
+				b[off+recLen-10] ^= 1
+			case "garbled-length":
+				b[off+3] ^= 0x05
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for restart := range 2 {
+				s = openTest(t, cfg, nil)
+				for e := int64(0); e < 50; e++ {
+					if e != 20 {
+						read(t, s, 1, e, st.Payload(1, e, 200))
+					}
+					read(t, s, 2, e, st.Payload(2, e, 200))
+				}
+				if _, err := s.ReadEntry(1, 20); !errors.Is(err, storage.ErrCorrupt) {
+					t.Fatalf("restart %d: lost entry reads %v, want ErrCorrupt", restart, err)
+				}
+				_, err1 := s.ReadEntry(1, 50)
+				_, err2 := s.ReadEntry(2, 50)
+				if mode == "payload-bitflip" {
+					// Attributed to (1,20): entries past it and the other ledger are unaffected.
+					if !errors.Is(err1, storage.ErrNoSuchEntry) || !errors.Is(err2, storage.ErrNoSuchEntry) {
+						t.Fatalf("restart %d: past the damage: %v, %v; want ErrNoSuchEntry", restart, err1, err2)
+					}
+				} else if !errors.Is(err1, storage.ErrCorrupt) || !errors.Is(err2, storage.ErrCorrupt) {
+					// Unattributable: every ledger of the file is in limbo without bound.
+					t.Fatalf("restart %d: unattributed damage: %v, %v; want ErrCorrupt", restart, err1, err2)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Deleting a ledger ends its limbo along with it.
+			s = openTest(t, cfg, nil)
+			defer s.Close()
+			if err := s.DeleteLedger(1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.ReadEntry(1, 20); errors.Is(err, storage.ErrCorrupt) {
+				t.Fatalf("deleted ledger still in limbo: %v", err)
+			}
+		})
+	}
+}

@@ -26,6 +26,7 @@ type metrics struct {
 	compactedBytes prometheus.Counter
 	replayed       prometheus.Counter
 	journalTorn    prometheus.Counter
+	limboLedgers   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -63,6 +64,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Journal records replayed at startup."}),
 		journalTorn: prometheus.NewCounter(prometheus.CounterOpts{Name: "bookie_journal_torn_files_total",
 			Help: "Journal files whose replay ended at a torn or corrupt record."}),
+		limboLedgers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "bookie_ledgers_in_limbo",
+			Help: "Ledgers in limbo after journal damage, as of the last start (see disk_limbo.go)."}),
 	}
 	if reg != nil {
 		// A storage reopened in the same process (a restarted bookie in standalone or in
@@ -85,6 +88,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			func() error { m.compactedBytes, err = register(reg, m.compactedBytes); return err },
 			func() error { m.replayed, err = register(reg, m.replayed); return err },
 			func() error { m.journalTorn, err = register(reg, m.journalTorn); return err },
+			func() error { m.limboLedgers, err = register(reg, m.limboLedgers); return err },
 		}
 		for _, r := range regs {
 			if err := r(); err != nil {

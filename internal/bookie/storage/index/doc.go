@@ -8,7 +8,8 @@
 //
 //	'e' u64 ledger u64 entry  -> u64 log id, u32 offset, u32 record size     (location)
 //	'l' u64 ledger            -> u8 version=1, u8 flags (1 fenced, 2 deleted),
-//	                             i64 LAC, u8 master key length k, [k] master key
+//	                             i64 LAC, u8 master key length k, [k] master key;
+//	                             version=2 (ledger in limbo) appends i64 limbo bound
 //	'g' u64 log id            -> u8 version=1, uvarint count, count x (u64 ledger, u64 bytes)
 //	'c'                       -> u64 journal file id, u64 offset               (checkpoint)
 //

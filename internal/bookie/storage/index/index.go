@@ -37,6 +37,10 @@ type LedgerMeta struct {
 	Fenced    bool
 	Deleted   bool
 	LAC       int64
+	// Limbo: journal damage may have lost one of the ledger's entries up to LimboUpTo, so
+	// a missing entry there is an error, not "no such entry".
+	Limbo     bool
+	LimboUpTo int64
 }
 
 // Checkpoint is the journal position replay starts from.
@@ -118,23 +122,40 @@ func EncodeLedgerMeta(m LedgerMeta) []byte {
 	if m.Deleted {
 		flags |= flagDeleted
 	}
-	v := []byte{1, flags}
+	version := byte(1)
+	if m.Limbo {
+		version = 2
+	}
+	v := []byte{version, flags}
 	v = binary.BigEndian.AppendUint64(v, uint64(m.LAC))
 	v = append(v, byte(len(m.MasterKey)))
-	return append(v, m.MasterKey...)
+	v = append(v, m.MasterKey...)
+	if version == 2 {
+		v = binary.BigEndian.AppendUint64(v, uint64(m.LimboUpTo))
+	}
+	return v
 }
 
 // DecodeLedgerMeta decodes ledger metadata.
 func DecodeLedgerMeta(v []byte) (LedgerMeta, error) {
-	if len(v) < 11 || v[0] != 1 || int(v[10]) != len(v)-11 {
+	tail := 0 // version 2 appends the limbo bound
+	if len(v) > 0 && v[0] == 2 {
+		tail = 8
+	}
+	if len(v) < 11+tail || (v[0] != 1 && v[0] != 2) || int(v[10]) != len(v)-11-tail {
 		return LedgerMeta{}, fmt.Errorf("%w: ledger metadata of %d bytes", ErrCorrupt, len(v))
 	}
-	return LedgerMeta{
+	m := LedgerMeta{
 		Fenced:    v[1]&flagFenced != 0,
 		Deleted:   v[1]&flagDeleted != 0,
 		LAC:       int64(binary.BigEndian.Uint64(v[2:])),
-		MasterKey: append([]byte(nil), v[11:]...),
-	}, nil
+		MasterKey: append([]byte(nil), v[11:len(v)-tail]...),
+	}
+	if tail > 0 {
+		m.Limbo = true
+		m.LimboUpTo = int64(binary.BigEndian.Uint64(v[len(v)-8:]))
+	}
+	return m, nil
 }
 
 // EncodeLogMeta encodes an entry log's ledger -> bytes map.

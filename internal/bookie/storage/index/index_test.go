@@ -67,6 +67,7 @@ func TestIndexRoundTrip(t *testing.T) {
 
 func FuzzDecodeValues(f *testing.F) {
 	f.Add(EncodeLedgerMeta(LedgerMeta{MasterKey: []byte("key"), Fenced: true, LAC: 5}))
+	f.Add(EncodeLedgerMeta(LedgerMeta{MasterKey: []byte("k"), LAC: 7, Limbo: true, LimboUpTo: 3}))
 	f.Add(EncodeLogMeta(map[int64]int64{1: 2, 3: 4}))
 	f.Add(EncodeLocation(Location{1, 2, 3}))
 	f.Add([]byte{1, 0xff, 0xff})

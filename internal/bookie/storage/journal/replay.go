@@ -1,11 +1,13 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
 )
@@ -18,6 +20,25 @@ type ReplayStats struct {
 	Torn int
 	// LastFile is the highest journal file id present (0 if none).
 	LastFile uint64
+	// Damaged lists the corrupt records skipped in the middle of files: acknowledged
+	// entries may have been lost there, so the caller must not answer "no such entry" for
+	// what they might have held.
+	Damaged []Damage
+}
+
+// Damage is one skipped corrupt region in the middle of a journal file.
+type Damage struct {
+	File         uint64
+	Offset, Size int64
+	// Suspect is set when the damaged bytes still frame exactly one add record of a ledger
+	// that other records of the file also belong to: then only that ledger's entry
+	// SuspectEntry (and, being conservative, nothing else) can have been lost. A bit flip
+	// in a payload, the common case, leaves the frame and the ids readable.
+	Suspect                     bool
+	SuspectLedger, SuspectEntry int64
+	// Ledgers are the ledgers with records in the file: when the damage cannot be
+	// attributed, any of them may have lost an entry.
+	Ledgers []int64
 }
 
 // readChunk is how much replay reads per pread; records longer than that are read whole.
@@ -44,7 +65,8 @@ func Replay(fs vfs.FS, dir string, from Pos, log *slog.Logger, fn func(r *Record
 		if id == from.File {
 			start = max(start, from.Offset)
 		}
-		n, torn, err := replayFile(fs, filepath.Join(dir, name), id, start, log, fn)
+		n, torn, damage, err := replayFile(fs, filepath.Join(dir, name), id, start, log, fn)
+		st.Damaged = append(st.Damaged, damage...)
 		st.Files++
 		st.Records += n
 		if torn {
@@ -57,7 +79,18 @@ func Replay(fs vfs.FS, dir string, from Pos, log *slog.Logger, fn func(r *Record
 	return st, nil
 }
 
-func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger, fn func(*Record, Pos) error) (int, bool, error) {
+func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger, fn func(*Record, Pos) error) (count int, torn bool, damage []Damage, err error) {
+	ledgers := map[int64]struct{}{}
+	defer func() { damage = attribute(damage, ledgers) }()
+	count, torn, err = scanFile(fs, path, id, start, log, func(r *Record, p Pos) error {
+		ledgers[r.LedgerID] = struct{}{}
+		return fn(r, p)
+	}, &damage)
+	return count, torn, damage, err
+}
+
+// scanFile is replayFile without the attribution of damage to ledgers.
+func scanFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger, fn func(*Record, Pos) error, damage *[]Damage) (int, bool, error) {
 	f, err := fs.OpenReadWrite(path)
 	if err != nil {
 		return 0, false, fmt.Errorf("journal: open %s: %w", path, err)
@@ -130,6 +163,7 @@ func replayFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger
 			}
 			log.Error("corrupt record in the middle of a journal file; skipping it, the records in it are lost",
 				"file", path, "offset", off, "skipped_bytes", next-off, "err", derr)
+			*damage = append(*damage, frameDamage(buf[rel:], id, off, next-off))
 			torn = true
 			off, buf, bufAt = next, buf[:0], next
 			continue
@@ -204,4 +238,39 @@ func validPair(f vfs.File, off, size int64) (bool, error) {
 
 func uint32be(b []byte) uint32 {
 	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// frameDamage describes the corrupt bytes b (the first bytes of a skipped region of size
+// bytes at off): whether they still frame exactly one add record, and whose.
+func frameDamage(b []byte, file uint64, off, size int64) Damage {
+	d := Damage{File: file, Offset: off, Size: size}
+	if len(b) < RecordHeaderSize+addFixed || Kind(b[RecordHeaderSize]) != KindAdd ||
+		int64(RecordHeaderSize)+int64(uint32be(b)) != size {
+		return d
+	}
+	body := b[RecordHeaderSize:]
+	l, e := int64(binary.BigEndian.Uint64(body[1:])), int64(binary.BigEndian.Uint64(body[9:]))
+	if l >= 0 && e >= 0 {
+		d.Suspect, d.SuspectLedger, d.SuspectEntry = true, l, e
+	}
+	return d
+}
+
+// attribute completes each damage with the ledgers of its file. A suspect whose ledger
+// has no other record in the file is not trusted: a flipped bit may be in its ids.
+func attribute(damage []Damage, ledgers map[int64]struct{}) []Damage {
+	for i := range damage {
+		d := &damage[i]
+		if _, ok := ledgers[d.SuspectLedger]; d.Suspect && !ok {
+			d.Suspect = false
+		}
+		if !d.Suspect {
+			d.Ledgers = make([]int64, 0, len(ledgers))
+			for l := range ledgers {
+				d.Ledgers = append(d.Ledgers, l)
+			}
+			slices.Sort(d.Ledgers)
+		}
+	}
+	return damage
 }
