@@ -109,6 +109,29 @@ func TestAdminCLI(t *testing.T) {
 	if out := ok("namespaces", "get-retention", "acme/app"); !strings.Contains(out, "retentionSizeInMB") || !strings.Contains(out, "1024") {
 		t.Fatalf("retention: %q", out)
 	}
+	has := func(out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Fatalf("want %q in %q", w, out)
+			}
+		}
+	}
+	ok("namespaces", "set-backlog-quota", "acme/app", "-l", "10G", "-p", "producer_request_hold")
+	has(ok("namespaces", "get-backlog-quotas", "acme/app", "-o", "json"), "producer_request_hold", "10737418240")
+	ok("namespaces", "remove-backlog-quota", "acme/app")
+	has(ok("namespaces", "get-backlog-quotas", "acme/app", "-o", "json"), "{}")
+	ok("namespaces", "set-persistence", "acme/app", "-e", "1", "-w", "1", "-a", "1")
+	has(ok("namespaces", "get-persistence", "acme/app", "-o", "json"), `"bookkeeperAckQuorum": 1`)
+	ok("namespaces", "grant-permission", "acme/app", "--role", "app", "--actions", "produce,consume")
+	has(ok("namespaces", "permissions", "acme/app", "-o", "json"), `"produce",`)
+	ok("namespaces", "revoke-permission", "acme/app", "--role", "app")
+	ok("namespaces", "set-auto-topic-creation", "acme/app", "-e", "-t", "partitioned", "-n", "3")
+	has(ok("namespaces", "get-auto-topic-creation", "acme/app", "-o", "json"), `"defaultNumPartitions": 3`)
+	ok("namespaces", "remove-auto-topic-creation", "acme/app")
+	if code, _, errOut := magnetarAdmin(t, "namespaces", "set-backlog-quota", "acme/app", "-l", "1G", "-p", "drop_everything"); code != 1 || !strings.Contains(errOut, "400") {
+		t.Fatalf("bad quota policy: exit %d %q", code, errOut)
+	}
 	ok("topics", "create-partitioned-topic", "acme/app/orders", "-p", "2")
 	ok("topics", "create", "persistent://acme/app/events")
 	if out := ok("topics", "list", "acme/app"); !strings.Contains(out, "persistent://acme/app/events\n") || !strings.Contains(out, "orders-partition-1") {

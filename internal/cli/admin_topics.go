@@ -103,6 +103,7 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		}),
 		setDedup,
 	)
+	cmd.AddCommand(ac.namespacePolicyVerbs(nsVerb)...)
 	return cmd
 }
 
@@ -112,19 +113,8 @@ func parseSizeMB(s string) (int64, error) {
 	if s == "-1" {
 		return -1, nil
 	}
-	mult := map[byte]int64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}
-	n := strings.ToLower(s)
-	m := int64(1)
-	if len(n) > 0 {
-		if v, ok := mult[n[len(n)-1]]; ok {
-			m, n = v, n[:len(n)-1]
-		}
-	}
-	v, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || v < 0 || v > math.MaxInt64/m {
-		return 0, fmt.Errorf("invalid size %q", s)
-	}
-	return v * m / (1 << 20), nil
+	b, err := parseSizeBytes(s)
+	return b / (1 << 20), err
 }
 
 // parseRelTime reads pulsar-admin durations: a number with s, m, h, d or w.

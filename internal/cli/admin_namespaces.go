@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// nsVerbFunc builds a namespace subcommand (see namespacesCmd) from the namespace's REST
+// base path.
+type nsVerbFunc func(use, short string, run func(ctx context.Context, ns string) ([]byte, error)) *cobra.Command
+
+// namespacePolicyVerbs are pulsar-admin's namespace policy verbs beyond retention, TTL and
+// deduplication: backlog quotas, persistence, permissions and auto topic creation. Flags
+// carry pulsar-admin's names.
+func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
+	var (
+		quotaLimit, quotaPolicy, quotaType string
+		quotaTime                          int64
+	)
+	setQuota := nsVerb("set-backlog-quota", "Set a backlog quota", func(ctx context.Context, p string) ([]byte, error) {
+		body := map[string]any{"policy": quotaPolicy}
+		if quotaLimit != "" {
+			n, err := parseSizeBytes(quotaLimit)
+			if err != nil {
+				return nil, usageError(fmt.Errorf("--limit: %w", err))
+			}
+			body["limitSize"] = n
+		}
+		if quotaTime != 0 {
+			body["limitTime"] = quotaTime
+		}
+		return ac.send(ctx, http.MethodPost, p+"/backlogQuota?backlogQuotaType="+url.QueryEscape(quotaType), body)
+	})
+	setQuota.Flags().StringVarP(&quotaLimit, "limit", "l", "", "size limit, like 10G (destination_storage)")
+	setQuota.Flags().Int64Var(&quotaTime, "limitTime", 0, "age limit in seconds (message_age)")
+	setQuota.Flags().StringVarP(&quotaPolicy, "policy", "p", "", "producer_request_hold, producer_exception or consumer_backlog_eviction")
+	setQuota.Flags().StringVar(&quotaType, "type", "destination_storage", "destination_storage or message_age")
+	_ = setQuota.MarkFlagRequired("policy")
+	var removeType string
+	removeQuota := nsVerb("remove-backlog-quota", "Remove a backlog quota", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodDelete, p+"/backlogQuota?backlogQuotaType="+url.QueryEscape(removeType), nil)
+	})
+	removeQuota.Flags().StringVar(&removeType, "type", "destination_storage", "destination_storage or message_age")
+
+	var ensemble, writeQuorum, ackQuorum int
+	var markDeleteRate float64
+	setPersistence := nsVerb("set-persistence", "Set the ledger ensemble, write and ack quorums", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/persistence", map[string]any{
+			"bookkeeperEnsemble": ensemble, "bookkeeperWriteQuorum": writeQuorum,
+			"bookkeeperAckQuorum": ackQuorum, "managedLedgerMaxMarkDeleteRate": markDeleteRate,
+		})
+	})
+	setPersistence.Flags().IntVarP(&ensemble, "bookkeeper-ensemble", "e", 0, "bookies per ledger")
+	setPersistence.Flags().IntVarP(&writeQuorum, "bookkeeper-write-quorum", "w", 0, "copies of each entry")
+	setPersistence.Flags().IntVarP(&ackQuorum, "bookkeeper-ack-quorum", "a", 0, "acknowledgements awaited per entry")
+	setPersistence.Flags().Float64VarP(&markDeleteRate, "ml-mark-delete-max-rate", "r", 0, "cursor persist rate limit per second (0: none)")
+	for _, f := range []string{"bookkeeper-ensemble", "bookkeeper-write-quorum", "bookkeeper-ack-quorum"} {
+		_ = setPersistence.MarkFlagRequired(f)
+	}
+
+	var role, actions string
+	grant := nsVerb("grant-permission", "Grant a role permissions on a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		var list []string
+		for _, a := range strings.Split(actions, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				list = append(list, a)
+			}
+		}
+		if len(list) == 0 {
+			return nil, usageError(fmt.Errorf("--actions: give produce, consume or both"))
+		}
+		return ac.send(ctx, http.MethodPost, p+"/permissions/"+url.PathEscape(role), list)
+	})
+	grant.Flags().StringVar(&role, "role", "", "the role")
+	grant.Flags().StringVar(&actions, "actions", "", "comma-separated actions: produce, consume")
+	_ = grant.MarkFlagRequired("role")
+	_ = grant.MarkFlagRequired("actions")
+	var revokeRole string
+	revoke := nsVerb("revoke-permission", "Revoke a role's permissions on a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodDelete, p+"/permissions/"+url.PathEscape(revokeRole), nil)
+	})
+	revoke.Flags().StringVar(&revokeRole, "role", "", "the role")
+	_ = revoke.MarkFlagRequired("role")
+
+	var (
+		autoEnable, autoDisable bool
+		autoType                string
+		autoPartitions          int
+	)
+	setAuto := nsVerb("set-auto-topic-creation", "Override the broker's auto topic creation for a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		if autoEnable == autoDisable {
+			return nil, usageError(fmt.Errorf("give exactly one of --enable and --disable"))
+		}
+		body := map[string]any{"allowAutoTopicCreation": autoEnable, "topicType": autoType}
+		if autoType == "partitioned" {
+			body["defaultNumPartitions"] = autoPartitions
+		}
+		return ac.send(ctx, http.MethodPost, p+"/autoTopicCreation", body)
+	})
+	setAuto.Flags().BoolVarP(&autoEnable, "enable", "e", false, "allow auto topic creation")
+	setAuto.Flags().BoolVarP(&autoDisable, "disable", "d", false, "forbid auto topic creation")
+	setAuto.Flags().StringVarP(&autoType, "type", "t", "non-partitioned", "partitioned or non-partitioned")
+	setAuto.Flags().IntVarP(&autoPartitions, "num-partitions", "n", 1, "partitions of auto-created partitioned topics")
+
+	get := func(use, short, sub string) *cobra.Command {
+		return nsVerb(use, short, func(ctx context.Context, p string) ([]byte, error) { return ac.get(ctx, p+"/"+sub) })
+	}
+	del := func(use, short, sub string) *cobra.Command {
+		return nsVerb(use, short, func(ctx context.Context, p string) ([]byte, error) {
+			return ac.send(ctx, http.MethodDelete, p+"/"+sub, nil)
+		})
+	}
+	return []*cobra.Command{
+		get("get-backlog-quotas", "Get the backlog quotas", "backlogQuotaMap"),
+		setQuota, removeQuota,
+		get("get-persistence", "Get the persistence policy", "persistence"),
+		setPersistence,
+		del("remove-persistence", "Remove the persistence policy (broker defaults apply)", "persistence"),
+		get("permissions", "Get the permissions of a namespace", "permissions"),
+		grant, revoke,
+		get("get-auto-topic-creation", "Get the auto topic creation override", "autoTopicCreation"),
+		setAuto,
+		del("remove-auto-topic-creation", "Remove the auto topic creation override", "autoTopicCreation"),
+		del("remove-retention", "Remove the retention policy", "retention"),
+		del("remove-message-ttl", "Remove the message TTL", "messageTTL"),
+		del("remove-deduplication", "Remove the deduplication setting", "deduplication"),
+	}
+}
+
+// parseSizeBytes reads a pulsar-admin size: a number of bytes with an optional K, M, G or T
+// suffix (binary multiples).
+func parseSizeBytes(s string) (int64, error) {
+	mult := map[byte]int64{'k': 1 << 10, 'm': 1 << 20, 'g': 1 << 30, 't': 1 << 40}
+	n := strings.ToLower(s)
+	m := int64(1)
+	if len(n) > 0 {
+		if v, ok := mult[n[len(n)-1]]; ok {
+			m, n = v, n[:len(n)-1]
+		}
+	}
+	v, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/m {
+		return 0, fmt.Errorf("invalid size %q", s)
+	}
+	return v * m, nil
+}
