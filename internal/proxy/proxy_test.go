@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -274,3 +275,5 @@ func TestPulsarAdminThroughProxy(t *testing.T) {
 		t.Fatalf("pattern consumer got %q", m.Payload())
 	}
 }
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
