@@ -33,6 +33,9 @@ type ProxyConfig struct {
 	// answers itself) in flight towards brokers, for all clients together.
 	MaxConcurrentInboundConnections int `key:"maxConcurrentInboundConnections" help:"most client connections at once"`
 	MaxConcurrentLookupRequests     int `key:"maxConcurrentLookupRequests" help:"most lookups in flight towards brokers at once"`
+	// MaxLookupRequestsPerConnection bounds the requests one client connection has in
+	// flight, so a single client cannot take every lookup slot (ours).
+	MaxLookupRequestsPerConnection int `key:"proxyMaxLookupRequestsPerConnection" help:"most lookups in flight for one client connection"`
 
 	// MaxFrameSizeBytes bounds frames the proxy decodes itself, that is before a connection
 	// is spliced to a broker (CONNECT, lookups); after splicing bytes are not decoded (ours).
@@ -66,6 +69,7 @@ func DefaultProxyConfig() ProxyConfig {
 		WebServicePort:                  8080,
 		MaxConcurrentInboundConnections: 10000,
 		MaxConcurrentLookupRequests:     50000,
+		MaxLookupRequestsPerConnection:  1000,
 		MaxFrameSizeBytes:               1 << 20,
 		SpliceBufferBytes:               32 << 10,
 		BrokerProxyConnectTimeoutMs:     10000,
@@ -99,6 +103,7 @@ func (c *ProxyConfig) Validate() error {
 		Between("webServicePort", c.WebServicePort, 0, 65535),
 		Between("maxConcurrentInboundConnections", c.MaxConcurrentInboundConnections, 1, 1000000),
 		Between("maxConcurrentLookupRequests", c.MaxConcurrentLookupRequests, 1, 1000000),
+		Between("proxyMaxLookupRequestsPerConnection", c.MaxLookupRequestsPerConnection, 1, 1000000),
 		Between("proxyMaxFrameSizeBytes", c.MaxFrameSizeBytes, 4<<10, 64<<20),
 		Between("proxySpliceBufferBytes", c.SpliceBufferBytes, 1<<10, 16<<20),
 		Between("brokerProxyConnectTimeoutMs", c.BrokerProxyConnectTimeoutMs, 100, 600000),

@@ -72,6 +72,7 @@ func TestBrokersDiscoveredFromMetadata(t *testing.T) {
 type fakeBroker struct {
 	ln      net.Listener
 	target  string
+	silent  bool // never answer lookups
 	lookups atomic.Int64
 }
 
@@ -119,6 +120,9 @@ func (f *fakeBroker) serve(nc net.Conn) {
 				RequestId: cmd.PartitionMetadata.RequestId, Partitions: proto.Uint32(0), Response: pb.CommandPartitionedTopicMetadataResponse_Success.Enum()}}
 		case pb.BaseCommand_LOOKUP:
 			f.lookups.Add(1)
+			if f.silent {
+				continue
+			}
 			out = &pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
 				RequestId: cmd.LookupTopic.RequestId, Response: pb.CommandLookupTopicResponse_Redirect.Enum(),
 				BrokerServiceUrl: proto.String(f.target), Authoritative: proto.Bool(true)}}
@@ -210,5 +214,25 @@ func TestHTTPRedirectsFollowedToKnownBrokersOnly(t *testing.T) {
 	_, err = adminVia(t, p2).Clusters().List()
 	if err == nil || !strings.Contains(err.Error(), "502") || !strings.Contains(err.Error(), "not a known broker") {
 		t.Fatalf("redirect to an unknown address: %v", err)
+	}
+}
+
+func TestLookupsPerConnectionBounded(t *testing.T) {
+	fake := startFakeBroker(t, "")
+	fake.silent = true
+	cfg := proxyConfig()
+	cfg.BrokerServiceURL = "pulsar://" + fake.ln.Addr().String()
+	cfg.MaxLookupRequestsPerConnection = 2
+	p := startProxy(t, cfg, nil)
+	raw := dialRaw(t, p.Addr())
+	raw.connect("")
+	for i := range 3 {
+		raw.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
+			Topic: proto.String("persistent://public/default/slow"), RequestId: proto.Uint64(uint64(i))}})
+	}
+	// The first two wait on the silent broker; the third is refused at once.
+	cmd := raw.read()
+	if cmd.GetType() != pb.BaseCommand_ERROR || cmd.GetError().GetError() != pb.ServerError_TooManyRequests || cmd.GetError().GetRequestId() != 2 {
+		t.Fatalf("third lookup: %v", cmd)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -80,6 +81,7 @@ type clientConn struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	inflight sync.WaitGroup
+	running  atomic.Int64 // requests in flight (proxyMaxLookupRequestsPerConnection)
 	wmu      sync.Mutex
 }
 
@@ -136,9 +138,9 @@ func (c *clientConn) serve(br *bufio.Reader, connect *pb.CommandConnect) {
 			c.send(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
 		case pb.BaseCommand_PONG:
 		case pb.BaseCommand_LOOKUP:
-			c.async(func() { c.handleLookup(cmd) })
+			c.async(cmd, c.handleLookup)
 		case pb.BaseCommand_PARTITIONED_METADATA, pb.BaseCommand_GET_TOPICS_OF_NAMESPACE, pb.BaseCommand_GET_SCHEMA:
-			c.async(func() { c.forward(cmd) })
+			c.async(cmd, c.forward)
 		default:
 			rid, ok := RequestID(cmd)
 			if !ok {
@@ -149,11 +151,20 @@ func (c *clientConn) serve(br *bufio.Reader, connect *pb.CommandConnect) {
 	}
 }
 
-func (c *clientConn) async(f func()) {
+// async runs handle(cmd) in its own goroutine, or answers TooManyRequests at once when the
+// connection already has its limit of requests in flight.
+func (c *clientConn) async(cmd *pb.BaseCommand, handle func(*pb.BaseCommand)) {
+	if c.running.Add(1) > int64(c.p.cfg.MaxLookupRequestsPerConnection) {
+		c.running.Add(-1)
+		rid, _ := RequestID(cmd)
+		c.sendError(rid, fmt.Errorf("%w: %d in flight on this connection (proxyMaxLookupRequestsPerConnection)", ErrTooManyRequests, c.p.cfg.MaxLookupRequestsPerConnection))
+		return
+	}
 	c.inflight.Add(1)
 	go func() {
 		defer c.inflight.Done()
-		f()
+		defer c.running.Add(-1)
+		handle(cmd)
 	}()
 }
 

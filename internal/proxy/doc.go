@@ -38,6 +38,8 @@
 //   - maxConcurrentInboundConnections: connections beyond it are closed on accept.
 //   - maxConcurrentLookupRequests: requests in flight towards brokers, for all clients;
 //     beyond it the client gets TooManyRequests at once (the Go client retries).
+//     proxyMaxLookupRequestsPerConnection does the same per client connection, so one
+//     client cannot take every slot (each request in flight is one goroutine).
 //   - proxyMaxFrameSizeBytes: the largest frame decoded before splicing (CONNECT, lookups).
 //     After splicing nothing is decoded; the broker enforces its own limits.
 //   - Per spliced connection: between two TCP sockets the copy is splice(2) through a

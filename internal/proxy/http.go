@@ -114,8 +114,10 @@ func (t *redirectFollower) RoundTrip(req *http.Request) (*http.Response, error) 
 		next := req.Clone(req.Context())
 		next.URL = loc
 		next.Host = loc.Host
-		next.Body = io.NopCloser(bytes.NewReader(body))
-		next.ContentLength = int64(len(body))
+		next.Body, next.ContentLength = http.NoBody, 0
+		if len(body) > 0 {
+			next.Body, next.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		}
 		req = next
 	}
 }

@@ -205,15 +205,16 @@ func (u *upstream) request(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseCo
 	id := u.nextID
 	u.pending[id] = ch
 	u.mu.Unlock()
-	if !setRequestID(cmd, id) {
-		return nil, fmt.Errorf("%w: %s has no request id", ErrUnsupported, cmd.GetType())
-	}
 	forget := func() {
 		u.mu.Lock()
 		if u.pending != nil {
 			delete(u.pending, id)
 		}
 		u.mu.Unlock()
+	}
+	if !setRequestID(cmd, id) {
+		forget()
+		return nil, fmt.Errorf("%w: %s has no request id", ErrUnsupported, cmd.GetType())
 	}
 	if err := u.write(cmd); err != nil {
 		u.fail(fmt.Errorf("%w: %s: %v", ErrBrokerUnavailable, u.addr, err))
