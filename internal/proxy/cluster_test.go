@@ -73,6 +73,7 @@ type fakeBroker struct {
 	ln      net.Listener
 	target  string
 	silent  bool // never answer lookups
+	hangUp  bool // close the connection after answering a lookup
 	lookups atomic.Int64
 }
 
@@ -129,7 +130,7 @@ func (f *fakeBroker) serve(nc net.Conn) {
 		default:
 			continue
 		}
-		if !write(out) {
+		if !write(out) || (f.hangUp && fr.Cmd.GetType() == pb.BaseCommand_LOOKUP) {
 			return
 		}
 	}
@@ -234,5 +235,32 @@ func TestLookupsPerConnectionBounded(t *testing.T) {
 	cmd := raw.read()
 	if cmd.GetType() != pb.BaseCommand_ERROR || cmd.GetError().GetError() != pb.ServerError_TooManyRequests || cmd.GetError().GetRequestId() != 2 {
 		t.Fatalf("third lookup: %v", cmd)
+	}
+}
+
+func TestUpstreamRedialledAfterBrokerHangsUp(t *testing.T) {
+	s := standaloneForTest(t)
+	fake := startFakeBroker(t, "pulsar://"+s.BrokerAddr())
+	fake.hangUp = true
+	cfg := proxyConfig()
+	cfg.BrokerServiceURL = "pulsar://" + fake.ln.Addr().String()
+	p := startProxy(t, cfg, nil)
+	raw := dialRaw(t, p.Addr())
+	raw.connect("")
+	for i := range 3 {
+		raw.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP.Enum(), LookupTopic: &pb.CommandLookupTopic{
+			Topic: proto.String("persistent://public/default/hangup"), RequestId: proto.Uint64(uint64(i))}})
+		cmd := raw.read()
+		// The answer comes from the real broker after the fake's redirect, or, if the fake's
+		// hang-up raced the request, as a retriable ERROR; never silence.
+		if cmd.GetType() == pb.BaseCommand_ERROR && cmd.GetError().GetError() == pb.ServerError_ServiceNotReady {
+			continue
+		}
+		if cmd.GetLookupTopicResponse().GetResponse() != pb.CommandLookupTopicResponse_Connect {
+			t.Fatalf("lookup %d: %v", i, cmd)
+		}
+	}
+	if n := fake.lookups.Load(); n != 3 {
+		t.Fatalf("fake broker saw %d lookups, want 3 (one per fresh connection)", n)
 	}
 }

@@ -125,6 +125,7 @@ type upstream struct {
 	pending map[uint64]chan *pb.BaseCommand
 	err     error // set once the connection failed; pending requests got it
 	done    chan struct{}
+	onFail  func(*upstream) // drops it from the pool, so dead brokers leave no entries
 }
 
 func (u *upstream) fail(err error) {
@@ -141,6 +142,9 @@ func (u *upstream) fail(err error) {
 	_ = u.nc.Close()
 	for _, ch := range pending {
 		close(ch)
+	}
+	if u.onFail != nil {
+		u.onFail(u)
 	}
 }
 
@@ -265,24 +269,33 @@ func (p *pool) request(ctx context.Context, addr string, cmd *pb.BaseCommand) (*
 		return nil, fmt.Errorf("%w: too many requests in flight (maxConcurrentLookupRequests=%d)", ErrTooManyRequests, cap(p.sem))
 	}
 	defer func() { <-p.sem }()
-	u, err := p.get(ctx, addr)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		u, fresh, err := p.get(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := u.request(ctx, proto.Clone(cmd).(*pb.BaseCommand))
+		// A pooled connection may have died unnoticed (broker restarted); the requests
+		// sent here are idempotent, so retry once on a fresh connection before failing.
+		if err != nil && !fresh && attempt == 0 && errors.Is(err, ErrBrokerUnavailable) && ctx.Err() == nil {
+			continue
+		}
+		return resp, err
 	}
-	return u.request(ctx, proto.Clone(cmd).(*pb.BaseCommand))
 }
 
-// get returns a live upstream to addr, dialling one (once, for all concurrent callers).
-func (p *pool) get(ctx context.Context, addr string) (*upstream, error) {
+// get returns a live upstream to addr, dialling one (once, for all concurrent callers);
+// fresh says it was dialled for this call.
+func (p *pool) get(ctx context.Context, addr string) (*upstream, bool, error) {
 	for {
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			return nil, ErrClosed
+			return nil, false, ErrClosed
 		}
 		if u := p.conns[addr]; u != nil && !u.failed() {
 			p.mu.Unlock()
-			return u, nil
+			return u, false, nil
 		}
 		if wait, ok := p.dials[addr]; ok {
 			p.mu.Unlock()
@@ -290,7 +303,7 @@ func (p *pool) get(ctx context.Context, addr string) (*upstream, error) {
 			case <-wait:
 				continue
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, false, ctx.Err()
 			}
 		}
 		wait := make(chan struct{})
@@ -305,12 +318,12 @@ func (p *pool) get(ctx context.Context, addr string) (*upstream, error) {
 			if p.closed {
 				p.mu.Unlock()
 				u.fail(ErrClosed)
-				return nil, ErrClosed
+				return nil, false, ErrClosed
 			}
 			p.conns[addr] = u
 		}
 		p.mu.Unlock()
-		return u, err
+		return u, true, err
 	}
 }
 
@@ -333,9 +346,19 @@ func (p *pool) dial(ctx context.Context, addr string) (*upstream, error) {
 		_ = nc.Close()
 		return nil, fmt.Errorf("%w: %s: handshake answered %s: %s", ErrBrokerUnavailable, addr, resp.GetType(), resp.GetError().GetMessage())
 	}
-	u := &upstream{addr: addr, nc: nc, logger: p.logger.With("broker", addr), pending: map[uint64]chan *pb.BaseCommand{}, done: make(chan struct{})}
+	u := &upstream{addr: addr, nc: nc, logger: p.logger.With("broker", addr), pending: map[uint64]chan *pb.BaseCommand{}, done: make(chan struct{}),
+		onFail: p.forget}
 	go u.readLoop(br, p.maxFrame)
 	return u, nil
+}
+
+// forget drops u from the pool if it is still the connection for its address.
+func (p *pool) forget(u *upstream) {
+	p.mu.Lock()
+	if p.conns[u.addr] == u {
+		delete(p.conns, u.addr)
+	}
+	p.mu.Unlock()
 }
 
 func (p *pool) close() {
