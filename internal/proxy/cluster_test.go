@@ -70,11 +70,12 @@ func TestBrokersDiscoveredFromMetadata(t *testing.T) {
 // fakeBroker answers CONNECT, PING and PARTITIONED_METADATA itself and every LOOKUP with a
 // Redirect to target: it plays a broker that does not own the topic.
 type fakeBroker struct {
-	ln      net.Listener
-	target  string
-	silent  bool // never answer lookups
-	hangUp  bool // close the connection after answering a lookup
-	lookups atomic.Int64
+	ln       net.Listener
+	target   string
+	silent   bool                    // never answer lookups
+	hangUp   bool                    // close the connection after answering a lookup
+	connects chan *pb.CommandConnect // every CONNECT received, if set
+	lookups  atomic.Int64
 }
 
 func startFakeBroker(t *testing.T, target string) *fakeBroker {
@@ -113,6 +114,9 @@ func (f *fakeBroker) serve(nc net.Conn) {
 		var out *pb.BaseCommand
 		switch cmd := fr.Cmd; cmd.GetType() {
 		case pb.BaseCommand_CONNECT:
+			if f.connects != nil {
+				f.connects <- cmd.GetConnect()
+			}
 			out = &pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{ServerVersion: proto.String("fake")}}
 		case pb.BaseCommand_PING:
 			out = &pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}}
@@ -262,5 +266,61 @@ func TestUpstreamRedialledAfterBrokerHangsUp(t *testing.T) {
 	}
 	if n := fake.lookups.Load(); n != 3 {
 		t.Fatalf("fake broker saw %d lookups, want 3 (one per fresh connection)", n)
+	}
+}
+
+func TestSpliceForwardsClientCredentials(t *testing.T) {
+	fake := startFakeBroker(t, "")
+	fake.connects = make(chan *pb.CommandConnect, 4)
+	cfg := proxyConfig()
+	cfg.BrokerServiceURL = "pulsar://" + fake.ln.Addr().String()
+	p := startProxy(t, cfg, nil)
+	raw := dialRaw(t, p.Addr())
+	raw.send(&pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: &pb.CommandConnect{
+		ClientVersion: proto.String("raw-test"), ProtocolVersion: proto.Int32(20),
+		AuthMethodName: proto.String("token"), AuthData: []byte("jwt-of-alice"),
+		OriginalPrincipal: proto.String("alice"), ProxyToBrokerUrl: proto.String(fake.ln.Addr().String()),
+		FeatureFlags: &pb.FeatureFlags{SupportsAuthRefresh: proto.Bool(true)}}})
+	if cmd := raw.read(); cmd.GetType() != pb.BaseCommand_CONNECTED || cmd.GetConnected().GetServerVersion() != "fake" {
+		t.Fatalf("CONNECTED not relayed from the broker: %v", cmd)
+	}
+	var got *pb.CommandConnect
+	select {
+	case got = <-fake.connects:
+	case <-time.After(time.Minute):
+		t.Fatal("the broker never got a CONNECT")
+	}
+	if got.GetAuthMethodName() != "token" || string(got.GetAuthData()) != "jwt-of-alice" || got.GetOriginalPrincipal() != "alice" ||
+		got.GetClientVersion() != "raw-test" || got.ProxyToBrokerUrl != nil || !got.GetFeatureFlags().GetSupportsAuthRefresh() {
+		t.Fatalf("CONNECT the broker got: %v", got)
+	}
+	// After the handshake bytes flow untouched: a PING reaches the broker, its PONG comes back.
+	raw.send(&pb.BaseCommand{Type: pb.BaseCommand_PING.Enum(), Ping: &pb.CommandPing{}})
+	if cmd := raw.read(); cmd.GetType() != pb.BaseCommand_PONG {
+		t.Fatalf("ping through the splice: %v", cmd)
+	}
+}
+
+func TestInboundConnectionLimit(t *testing.T) {
+	s := standaloneForTest(t)
+	cfg := proxyConfig()
+	cfg.BrokerServiceURL = "pulsar://" + s.BrokerAddr()
+	cfg.MaxConcurrentInboundConnections = 1
+	p := startProxy(t, cfg, nil)
+	first := dialRaw(t, p.Addr())
+	if cmd := first.connect(""); cmd.GetType() != pb.BaseCommand_CONNECTED {
+		t.Fatalf("first connection: %v", cmd)
+	}
+	second := dialRaw(t, p.Addr())
+	second.expectClosed()
+	if n := metricValue(t, p, "pulsar_proxy_rejected_connections"); n != 1 {
+		t.Fatalf("rejected connections %v", n)
+	}
+	// Once the first goes, a new one is served.
+	_ = first.nc.Close()
+	waitFor(t, "the slot to be released", func() bool { return metricValue(t, p, "pulsar_proxy_active_connections") == 0 })
+	third := dialRaw(t, p.Addr())
+	if cmd := third.connect(""); cmd.GetType() != pb.BaseCommand_CONNECTED {
+		t.Fatalf("third connection: %v", cmd)
 	}
 }
