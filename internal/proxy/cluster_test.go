@@ -78,10 +78,15 @@ type fakeBroker struct {
 	lookups  atomic.Int64
 }
 
-func startFakeBroker(t *testing.T, target string) *fakeBroker {
+// startFakeBroker listens, applies opts (which may use f.ln) and only then serves, so the
+// options are set before any connection is handled.
+func startFakeBroker(t *testing.T, target string, opts ...func(*fakeBroker)) *fakeBroker {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, "listen", err)
 	f := &fakeBroker{ln: ln, target: target}
+	for _, o := range opts {
+		o(f)
+	}
 	t.Cleanup(func() { _ = ln.Close() })
 	go func() {
 		for {
@@ -157,9 +162,7 @@ func TestLookupRedirectFollowedByProxy(t *testing.T) {
 func TestLookupRedirectLoopFails(t *testing.T) {
 	// A broker that redirects to itself forever: the proxy gives up after its hop limit and
 	// answers an ERROR, it does not loop.
-	var fake *fakeBroker
-	fake = startFakeBroker(t, "")
-	fake.target = "pulsar://" + fake.ln.Addr().String()
+	fake := startFakeBroker(t, "", func(f *fakeBroker) { f.target = "pulsar://" + f.ln.Addr().String() })
 	cfg := proxyConfig()
 	cfg.BrokerServiceURL = fake.target
 	p := startProxy(t, cfg, nil)
@@ -223,8 +226,7 @@ func TestHTTPRedirectsFollowedToKnownBrokersOnly(t *testing.T) {
 }
 
 func TestLookupsPerConnectionBounded(t *testing.T) {
-	fake := startFakeBroker(t, "")
-	fake.silent = true
+	fake := startFakeBroker(t, "", func(f *fakeBroker) { f.silent = true })
 	cfg := proxyConfig()
 	cfg.BrokerServiceURL = "pulsar://" + fake.ln.Addr().String()
 	cfg.MaxLookupRequestsPerConnection = 2
@@ -244,8 +246,7 @@ func TestLookupsPerConnectionBounded(t *testing.T) {
 
 func TestUpstreamRedialledAfterBrokerHangsUp(t *testing.T) {
 	s := standaloneForTest(t)
-	fake := startFakeBroker(t, "pulsar://"+s.BrokerAddr())
-	fake.hangUp = true
+	fake := startFakeBroker(t, "pulsar://"+s.BrokerAddr(), func(f *fakeBroker) { f.hangUp = true })
 	cfg := proxyConfig()
 	cfg.BrokerServiceURL = "pulsar://" + fake.ln.Addr().String()
 	p := startProxy(t, cfg, nil)
@@ -270,8 +271,7 @@ func TestUpstreamRedialledAfterBrokerHangsUp(t *testing.T) {
 }
 
 func TestSpliceForwardsClientCredentials(t *testing.T) {
-	fake := startFakeBroker(t, "")
-	fake.connects = make(chan *pb.CommandConnect, 4)
+	fake := startFakeBroker(t, "", func(f *fakeBroker) { f.connects = make(chan *pb.CommandConnect, 4) })
 	cfg := proxyConfig()
 	cfg.BrokerServiceURL = "pulsar://" + fake.ln.Addr().String()
 	p := startProxy(t, cfg, nil)

@@ -152,7 +152,7 @@ func produceConsume(t *testing.T, c pulsar.Client, topic string, n int) {
 			}
 		})
 	}
-	must(t, "flush", prod.Flush())
+	must(t, "flush", prod.FlushWithCtx(ctx))
 	wg.Wait()
 	must(t, "send", sendErr)
 	seen := map[string]bool{}
