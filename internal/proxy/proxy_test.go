@@ -3,7 +3,9 @@ package proxy_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -277,3 +279,35 @@ func TestPulsarAdminThroughProxy(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestHTTPEdges(t *testing.T) {
+	s, p := proxyInFront(t)
+	// /metrics is the proxy's own registry.
+	resp, err := http.Get("http://" + p.HTTPAddr() + "/metrics")
+	must(t, "metrics", err)
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "pulsar_proxy_new_connections") {
+		t.Fatalf("metrics: %d %.200s", resp.StatusCode, body)
+	}
+	// A body over httpMaxRequestSize is refused by the proxy itself.
+	big := strings.NewReader(strings.Repeat("x", int(config.DefaultProxyConfig().HTTPMaxRequestSize)+1))
+	resp, err = http.Post("http://"+p.HTTPAddr()+"/admin/v2/tenants/big", "application/json", big)
+	must(t, "big post", err)
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "httpMaxRequestSize") {
+		t.Fatalf("oversized body: %d %s", resp.StatusCode, body)
+	}
+	// No broker web address known: 503 with a reason, not a hang.
+	cfg := proxyConfig()
+	cfg.BrokerServiceURL = "pulsar://" + s.BrokerAddr()
+	noWeb := startProxy(t, cfg, nil)
+	resp, err = http.Get("http://" + noWeb.HTTPAddr() + "/admin/v2/clusters")
+	must(t, "get without web broker", err)
+	body, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "reason") {
+		t.Fatalf("no web broker: %d %s", resp.StatusCode, body)
+	}
+}
