@@ -24,12 +24,17 @@ import (
 func (p *Proxy) splice(client net.Conn, clientBr *bufio.Reader, connect *pb.CommandConnect, logger *slog.Logger) {
 	raw := connect.GetProxyToBrokerUrl()
 	target, err := HostPort(raw, "pulsar")
-	if err == nil && !p.brokers.allowedService(target) {
+	if len(raw) > maxEchoedTarget {
+		raw = raw[:maxEchoedTarget] + "..." // client-chosen text: bounded in logs and answers
+	}
+	if err != nil {
+		err = fmt.Errorf("%w: %q is not host:port", ErrNotABroker, raw)
+	} else if !p.brokers.allowedService(target) {
 		err = fmt.Errorf("%w: %q (known: registered brokers, brokerServiceURL and addresses from lookups)", ErrNotABroker, raw)
 	}
 	if err != nil {
 		logger.Warn("refusing to proxy", "proxyToBrokerUrl", raw, "err", err)
-		sendConnError(client, pb.ServerError_NotAllowedError, fmt.Sprintf("proxy: refusing proxy_to_broker_url %q: %v", raw, err))
+		sendConnError(client, pb.ServerError_NotAllowedError, "proxy: refusing proxy_to_broker_url: "+err.Error())
 		return
 	}
 	logger = logger.With("broker", target)
@@ -72,6 +77,9 @@ func (p *Proxy) splice(client net.Conn, clientBr *bufio.Reader, connect *pb.Comm
 	p.metrics.bytesOut.Add(float64(out))
 	logger.Debug("spliced connection ended", "bytesIn", in, "bytesOut", out)
 }
+
+// maxEchoedTarget bounds how much of a refused proxy_to_broker_url is logged and echoed.
+const maxEchoedTarget = 256
 
 // pipe copies client->broker and broker->client until either direction ends, then closes
 // both connections so the other copy ends too. Bytes already buffered by the handshake
