@@ -57,7 +57,7 @@ func TestUnknownFlagAndBadConfigExit2(t *testing.T) {
 }
 
 func TestRolesNotYetAvailableExit2(t *testing.T) {
-	for _, name := range []string{"proxy", "perf"} {
+	for _, name := range []string{"perf"} {
 		code, _, errOut := run(t, nil, name, "--anything")
 		if code != 2 || !strings.Contains(errOut, "not available yet") || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 			t.Errorf("%s: exit %d, %q", name, code, errOut)

@@ -15,7 +15,7 @@ func roles(a *app) []*cobra.Command {
 		a.metadataCmd(),
 		a.bookieCmd(),
 		notYet("broker", "Run a broker: serves the Pulsar binary protocol and admin REST API"),
-		notYet("proxy", "Run a proxy: a stateless gateway that forwards clients to owner brokers"),
+		a.proxyCmd(),
 		a.adminCmd(),
 		a.clientCmd(),
 		a.perfCmd(),
