@@ -1,0 +1,161 @@
+package admin_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+const (
+	adminUserV1 = `{"type":"record","name":"User","fields":[{"name":"id","type":"long"}]}`
+	adminUserV2 = `{"type":"record","name":"User","fields":[{"name":"id","type":"long"},{"name":"name","type":"string","default":""}]}`
+	adminUserV3 = `{"type":"record","name":"User","fields":[{"name":"id","type":"long"},{"name":"email","type":"string"}]}`
+)
+
+// TestSchemasWithPulsarAdmin drives the schema endpoints and the namespace schema policies
+// with pulsaradmin v0.19.0, then a producer and consumer of the Go client on the same topic.
+func TestSchemasWithPulsarAdmin(t *testing.T) {
+	a := adminClient(t)
+	if err := a.Namespaces().CreateNamespace("public/schemas"); err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := utils.GetNamespaceName("public/schemas")
+	if st, err := a.Namespaces().GetSchemaCompatibilityStrategy(*ns); err != nil || st != utils.SchemaCompatibilityStrategyUndefined {
+		t.Fatalf("default strategy = %v, %v", st, err)
+	}
+	if err := a.Namespaces().SetSchemaCompatibilityStrategy(*ns, utils.SchemaCompatibilityStrategyBackward); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := a.Namespaces().GetSchemaCompatibilityStrategy(*ns); err != nil || st != utils.SchemaCompatibilityStrategyBackward {
+		t.Fatalf("strategy = %v, %v", st, err)
+	}
+	if ok, err := a.Namespaces().GetIsAllowAutoUpdateSchema(*ns); err != nil || !ok {
+		t.Fatalf("isAllowAutoUpdateSchema = %v, %v", ok, err)
+	}
+
+	const topic = "persistent://public/schemas/users"
+	s := a.Schemas()
+	if _, err := s.GetSchemaInfo(topic); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("no schema yet: %v", err)
+	}
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "AVRO", Schema: adminUserV1, Properties: map[string]string{"owner": "me"}}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.GetSchemaInfoWithVersion(topic)
+	if err != nil || info.Version != 0 || info.SchemaInfo.Type != "AVRO" || string(info.SchemaInfo.Schema) != adminUserV1 ||
+		info.SchemaInfo.Properties["owner"] != "me" || info.SchemaInfo.Timestamp == 0 {
+		t.Fatalf("GetSchemaInfoWithVersion = %+v %+v, %v", info, info.SchemaInfo, err)
+	}
+	c, err := s.TestCompatibilityWithPostSchemaPayload(topic, utils.PostSchemaPayload{SchemaType: "AVRO", Schema: adminUserV3})
+	if err != nil || c.IsCompatibility || c.SchemaCompatibilityStrategy != utils.SchemaCompatibilityStrategyBackward {
+		t.Fatalf("compatibility of v3 = %+v, %v", c, err)
+	}
+	c, err = s.TestCompatibilityWithSchemaInfo(topic, utils.SchemaInfo{Type: "AVRO", Schema: []byte(adminUserV2)})
+	if err != nil || !c.IsCompatibility {
+		t.Fatalf("compatibility of v2 = %+v, %v", c, err)
+	}
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "AVRO", Schema: adminUserV3}); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("incompatible upload: %v", err)
+	}
+	if err := s.CreateSchemaBySchemaInfo(topic, utils.SchemaInfo{Type: "AVRO", Schema: []byte(adminUserV2)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "AVRO", Schema: `{"type":`}); err == nil || !strings.Contains(err.Error(), "422") {
+		t.Fatalf("invalid upload: %v", err)
+	}
+	all, err := s.GetAllSchemas(topic)
+	if err != nil || len(all) != 2 || all[1].Version != 1 || string(all[1].SchemaInfo.Schema) != adminUserV2 {
+		t.Fatalf("GetAllSchemas = %v, %v", all, err)
+	}
+	if v0, err := s.GetSchemaInfoByVersion(topic, 0); err != nil || string(v0.Schema) != adminUserV1 {
+		t.Fatalf("version 0 = %+v, %v", v0, err)
+	}
+	if v, err := s.GetVersionByPayload(topic, utils.PostSchemaPayload{SchemaType: "AVRO", Schema: adminUserV2}); err != nil || v != 1 {
+		t.Fatalf("GetVersionByPayload = %d, %v", v, err)
+	}
+	if _, err := s.GetVersionBySchemaInfo(topic, utils.SchemaInfo{Type: "AVRO", Schema: []byte(adminUserV3)}); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("version of an unregistered schema: %v", err)
+	}
+
+	// The Go client with the same strategy: a producer whose schema can read v2 (the
+	// client re-serialises the definition, so it may become a new version) and a
+	// consumer decoding what it sent.
+	client := pulsarClient(t)
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewAvroSchema(adminUserV2, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Schema: pulsar.NewAvroSchema(adminUserV2, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	type user struct {
+		ID   int64  `avro:"id"`
+		Name string `avro:"name"`
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Send(ctx, &pulsar.ProducerMessage{Value: &user{ID: 5, Name: "eve"}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u user
+	if err := m.GetSchemaValue(&u); err != nil || u != (user{5, "eve"}) {
+		t.Fatalf("decoded %+v, %v", u, err)
+	}
+	// The Go client's HTTP lookup path reads the schema over REST too.
+	if _, err := s.GetSchemaInfo(topic + "-partition-0"); err != nil {
+		t.Fatalf("schema through a partition name: %v", err)
+	}
+
+	if err := s.DeleteSchema(topic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSchemaInfo(topic); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("after delete: %v", err)
+	}
+	// After a delete any schema may start the history again; versions go on.
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "STRING"}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.GetSchemaInfoWithVersion(topic); err != nil || info.SchemaInfo.Type != "STRING" || info.Version < 3 {
+		t.Fatalf("after re-create: %+v, %v", info, err)
+	}
+	if err := s.ForceDeleteSchema(topic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetAllSchemas(topic); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("after force delete: %v", err)
+	}
+	if _, err := s.GetSchemaInfo("persistent://public/nosuchns/t"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("unknown namespace: %v", err)
+	}
+
+	if err := a.Namespaces().SetIsAllowAutoUpdateSchema(*ns, false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.Namespaces().GetIsAllowAutoUpdateSchema(*ns); err != nil || ok {
+		t.Fatalf("isAllowAutoUpdateSchema after set = %v, %v", ok, err)
+	}
+	if err := a.Namespaces().SetSchemaValidationEnforced(*ns, true); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.Namespaces().GetSchemaValidationEnforced(*ns); err != nil || !ok {
+		t.Fatalf("schemaValidationEnforced = %v, %v", ok, err)
+	}
+	if err := a.Namespaces().SetSchemaAutoUpdateCompatibilityStrategy(*ns, utils.BackwardTransitive); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := a.Namespaces().GetSchemaAutoUpdateCompatibilityStrategy(*ns); err != nil || st != utils.BackwardTransitive {
+		t.Fatalf("auto update strategy = %v, %v", st, err)
+	}
+}
