@@ -173,7 +173,7 @@ func (r *Registry) Latest(ctx context.Context, id ID) (Entry, error) {
 		return Entry{}, err
 	}
 	if len(h) == 0 || h[len(h)-1].Deleted {
-		return Entry{}, fmt.Errorf("%w: topic %s has no schema", ErrNotFound, id)
+		return Entry{}, fmt.Errorf("%w: schema not found for topic %s", ErrNotFound, id)
 	}
 	return h[len(h)-1], nil
 }
