@@ -183,3 +183,13 @@ func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 	}
 	resp.SchemaVersion = schema.VersionBytes(v)
 }
+
+// dropSchema removes a deleted topic's schema history for good, as Pulsar does: a topic
+// created again under the name starts without schema. Partitions keep the history, which
+// belongs to their partitioned topic.
+func (s *Server) dropSchema(ctx context.Context, name TopicName) error {
+	if _, err := s.schemas.Delete(ctx, SchemaID(name), true); err != nil && !errors.Is(err, schema.ErrNotFound) {
+		return fmt.Errorf("%w: delete schema of %s: %w", wire.ErrMetadata, name, err)
+	}
+	return nil
+}

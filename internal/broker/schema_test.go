@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -199,5 +200,31 @@ func TestSchemaEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		pb.Close()
+	})
+
+	t.Run("topic deletion drops the schema", func(t *testing.T) {
+		topic := "persistent://public/default/schema-deleted"
+		name, _ := ParseTopicName(topic)
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewStringSchema(nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		id := SchemaID(name)
+		if _, err := tb.s.Schemas().Latest(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.s.DeleteTopic(ctx, name, true); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tb.s.Schemas().Latest(ctx, id); !errors.Is(err, schema.ErrNotFound) {
+			t.Fatalf("schema after topic deletion: %v", err)
+		}
+		// Created again, the topic takes any schema.
+		p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewAvroSchema(userV1Avro, nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
 	})
 }
