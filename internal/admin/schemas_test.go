@@ -112,9 +112,30 @@ func TestSchemasWithPulsarAdmin(t *testing.T) {
 	if err := m.GetSchemaValue(&u); err != nil || u != (user{5, "eve"}) {
 		t.Fatalf("decoded %+v, %v", u, err)
 	}
-	// The Go client's HTTP lookup path reads the schema over REST too.
 	if _, err := s.GetSchemaInfo(topic + "-partition-0"); err != nil {
 		t.Fatalf("schema through a partition name: %v", err)
+	}
+	// A client with an http:// service URL reads the schema by version over REST.
+	httpClient, err := pulsar.NewClient(pulsar.ClientOptions{URL: "http://" + sa.HTTPAddr(), OperationTimeout: 30 * time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer httpClient.Close()
+	hc, err := httpClient.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "over-http",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.Close()
+	hm, err := hc.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a schema of its own the consumer decodes with the one its message's
+	// version names, fetched through the HTTP lookup service.
+	var hu user
+	if err := hm.GetSchemaValue(&hu); err != nil || hu != (user{5, "eve"}) {
+		t.Fatalf("decoded over http: %+v, %v", hu, err)
 	}
 
 	if err := s.DeleteSchema(topic); err != nil {
