@@ -3,7 +3,6 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"strings"
 )
 
@@ -95,6 +94,11 @@ func (p *avroParser) parse(v any, ns string, depth int) (*avroNode, error) {
 			}
 			if n.kind == "union" {
 				return nil, fmt.Errorf("%w: avro unions may not contain unions", ErrInvalid)
+			}
+			for _, o := range u.branches {
+				if o.kind == n.kind && o.name == n.name {
+					return nil, fmt.Errorf("%w: avro union has two branches of type %s", ErrInvalid, describe(n))
+				}
 			}
 			u.branches = append(u.branches, n)
 		}
@@ -233,17 +237,48 @@ func jsonInt(v any) (int, error) {
 // avroPair is a (writer, reader) pair already being checked, so recursive records end.
 type avroPair struct{ w, r *avroNode }
 
+// maxResolveSteps bounds the work of one readability check. Union trials can revisit
+// pairs, so a hostile definition could otherwise make the check exponential; past the
+// bound the schemas are reported as not resolvable.
+const maxResolveSteps = 100_000
+
+// resolver carries one check's state: pairs in progress (assumed readable, so recursion
+// ends), pairs known to fail (a failure found under optimistic assumptions is a real
+// failure, so caching it is sound) and the step budget.
+type resolver struct {
+	inProgress map[avroPair]bool
+	failed     map[avroPair]error
+	steps      int
+}
+
 // canRead reports whether data written with writer can be read with reader, following the
 // Avro specification's schema resolution rules. It returns the first reason it cannot.
 func canRead(reader, writer *avroNode) error {
-	return resolve(writer, reader, map[avroPair]bool{}, "")
+	rs := &resolver{inProgress: map[avroPair]bool{}, failed: map[avroPair]error{}}
+	return rs.resolve(writer, reader, "")
 }
 
-func resolve(w, r *avroNode, seen map[avroPair]bool, path string) error {
-	if seen[avroPair{w, r}] {
+func (rs *resolver) resolve(w, r *avroNode, path string) error {
+	pair := avroPair{w, r}
+	if err, ok := rs.failed[pair]; ok {
+		return err
+	}
+	if rs.inProgress[pair] {
 		return nil
 	}
-	seen[avroPair{w, r}] = true
+	if rs.steps++; rs.steps > maxResolveSteps {
+		return fmt.Errorf("schemas too complex to compare (more than %d steps)", maxResolveSteps)
+	}
+	rs.inProgress[pair] = true
+	err := rs.resolvePair(w, r, path)
+	delete(rs.inProgress, pair)
+	if err != nil {
+		rs.failed[pair] = err
+	}
+	return err
+}
+
+func (rs *resolver) resolvePair(w, r *avroNode, path string) error {
 	at := func() string {
 		if path == "" {
 			return "the root"
@@ -253,7 +288,7 @@ func resolve(w, r *avroNode, seen map[avroPair]bool, path string) error {
 	if w.kind == "union" {
 		// Every branch the writer may have used must be readable.
 		for _, b := range w.branches {
-			if err := resolve(b, r, seen, path); err != nil {
+			if err := rs.resolve(b, r, path); err != nil {
 				return err
 			}
 		}
@@ -261,10 +296,11 @@ func resolve(w, r *avroNode, seen map[avroPair]bool, path string) error {
 	}
 	if r.kind == "union" {
 		for _, b := range r.branches {
-			// A failed trial must not leave its pairs marked as fine; a copy keeps the
-			// pairs already in progress, so recursive types still end.
-			if resolve(w, b, maps.Clone(seen), path) == nil {
+			if rs.resolve(w, b, path) == nil {
 				return nil
+			}
+			if rs.steps > maxResolveSteps {
+				break
 			}
 		}
 		return fmt.Errorf("at %s: no branch of the reader's union reads the writer's %s", at(), describe(w))
@@ -292,7 +328,7 @@ func resolve(w, r *avroNode, seen map[avroPair]bool, path string) error {
 				}
 				continue
 			}
-			if err := resolve(wf.typ, rf.typ, seen, p); err != nil {
+			if err := rs.resolve(wf.typ, rf.typ, p); err != nil {
 				return err
 			}
 		}
@@ -313,9 +349,9 @@ func resolve(w, r *avroNode, seen map[avroPair]bool, path string) error {
 			return fmt.Errorf("at %s: fixed %s(%d) does not match %s(%d)", at(), r.name, r.size, w.name, w.size)
 		}
 	case "array":
-		return resolve(w.items, r.items, seen, path+"[]")
+		return rs.resolve(w.items, r.items, path+"[]")
 	case "map":
-		return resolve(w.values, r.values, seen, path+"{}")
+		return rs.resolve(w.values, r.values, path+"{}")
 	}
 	return nil
 }
