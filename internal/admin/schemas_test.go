@@ -180,3 +180,34 @@ func TestSchemasWithPulsarAdmin(t *testing.T) {
 		t.Fatalf("auto update strategy = %v, %v", st, err)
 	}
 }
+
+// TestSchemasUpstreamFlow follows pulsaradmin's own schema tests (STRING schema on a short
+// topic name in public/default, FULL by default) so their expectations hold here.
+func TestSchemasUpstreamFlow(t *testing.T) {
+	s := adminClient(t).Schemas()
+	topic := "my-topic-upstream-flow"
+	info := utils.SchemaInfo{Schema: []byte(""), Type: "STRING"}
+	if err := s.CreateSchemaBySchemaInfo(topic, info); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetSchemaInfo(topic)
+	if err != nil || got.Type != "STRING" || got.Timestamp == 0 {
+		t.Fatalf("GetSchemaInfo = %+v, %v", got, err)
+	}
+	if v, err := s.GetVersionBySchemaInfo(topic, info); err != nil || v != 0 {
+		t.Fatalf("GetVersionBySchemaInfo = %d, %v", v, err)
+	}
+	c, err := s.TestCompatibilityWithSchemaInfo(topic, info)
+	if err != nil || !c.IsCompatibility || c.SchemaCompatibilityStrategy != utils.SchemaCompatibilityStrategyFull {
+		t.Fatalf("compatibility = %+v, %v", c, err)
+	}
+	if infos, err := s.GetAllSchemas(topic); err != nil || len(infos) != 1 {
+		t.Fatalf("GetAllSchemas = %v, %v", infos, err)
+	}
+	if err := s.ForceDeleteSchema(topic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSchemaInfo(topic); err == nil {
+		t.Fatal("schema still there after force delete")
+	}
+}
