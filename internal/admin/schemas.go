@@ -192,9 +192,6 @@ func (s *server) getSchema(ctx context.Context, r *http.Request) (any, error) {
 			return nil, fmt.Errorf("%w: schema version %q is not a number", ErrBadRequest, vs)
 		}
 		e, err = s.schemas.Get(ctx, id, v)
-		if err == nil && e.Deleted {
-			err = fmt.Errorf("%w: schema version %d of %s was deleted", schema.ErrNotFound, v, id)
-		}
 	} else {
 		e, err = s.schemas.Latest(ctx, id)
 	}

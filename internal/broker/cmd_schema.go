@@ -130,9 +130,6 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 			return
 		}
 		e, err = c.s.schemas.Get(ctx, SchemaID(name), v)
-		if err == nil && e.Deleted {
-			err = fmt.Errorf("%w: schema version %d of %s was deleted", schema.ErrNotFound, v, name)
-		}
 	} else {
 		e, err = c.s.schemas.Latest(ctx, SchemaID(name))
 	}

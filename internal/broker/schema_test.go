@@ -227,4 +227,86 @@ func TestSchemaEndToEnd(t *testing.T) {
 		}
 		p.Close()
 	})
+
+	// As the Go client's TestMultipleSchemaProducerConsumer: one producer sends messages
+	// with two schemas (GET_OR_CREATE_SCHEMA for the second), the consumer decodes both.
+	t.Run("multi-schema producer", func(t *testing.T) {
+		setNamespaceStrategy(t, tb, schema.Full)
+		defer setNamespaceStrategy(t, tb, schema.Backward)
+		topic := "persistent://public/default/schema-multi"
+		s1 := pulsar.NewAvroSchema(`{"fields":[{"name":"id","type":"int"},{"default":null,"name":"name","type":["null","string"]}],"name":"MyAvro3","namespace":"PulsarTestCase","type":"record"}`, nil)
+		s2 := pulsar.NewAvroSchema(`{"fields":[{"name":"id","type":"int"},{"default":null,"name":"name","type":["null","string"]},{"default":null,"name":"age","type":["null","int"]}],"name":"MyAvro3","namespace":"PulsarTestCase","type":"record"}`, nil)
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: s1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		v1 := map[string]any{"id": 1, "name": map[string]any{"string": "a"}}
+		v2 := map[string]any{"id": 2, "name": map[string]any{"string": "b"}, "age": map[string]any{"int": 10}}
+		for i := range 4 {
+			sc, v := pulsar.Schema(s1), v1
+			if i%2 == 1 {
+				sc, v = s2, v2
+			}
+			b, err := sc.Encode(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: b, Schema: sc}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Schema: s1,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		for i := range 4 {
+			m, err := cons.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v any
+			if err := m.GetSchemaValue(&v); err != nil {
+				t.Fatalf("message %d: %v", i, err)
+			}
+			if ver, _ := schema.ParseVersionBytes(m.SchemaVersion()); ver != int64(i%2) {
+				t.Fatalf("message %d has schema version %d", i, ver)
+			}
+		}
+	})
+
+	// As the Go client's TestProducerWithSchemaAndConsumerSchemaNotFound: after the
+	// schema is deleted, decoding an older message fails cleanly.
+	t.Run("decode after schema deletion", func(t *testing.T) {
+		topic := "persistent://public/default/schema-gone"
+		sc := pulsar.NewAvroSchema(userV1Avro, nil)
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: sc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Schema: sc,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Value: &userV1{ID: 1, Name: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		name, _ := ParseTopicName(topic)
+		if _, err := tb.s.Schemas().Delete(ctx, SchemaID(name), false); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var u userV1
+		if err := m.GetSchemaValue(&u); err == nil {
+			t.Fatalf("decoded %+v with a deleted schema", u)
+		}
+	})
 }

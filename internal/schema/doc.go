@@ -15,8 +15,9 @@
 // fails if another writer added it first, and the loser re-reads the history and checks
 // again (Registry.put). No head key exists, so there is nothing to get out of step with
 // the versions. A non-forced delete adds a tombstone version ("deleted":true, no data):
-// versions before the last tombstone no longer count for compatibility or "latest", but
-// stay readable by number. A forced delete removes the keys; numbering starts again.
+// versions before the last tombstone no longer count for compatibility, "latest" or
+// lookups by number, but their keys stay so numbering goes on. A forced delete removes
+// the keys; numbering starts again.
 // Definitions are bounded by maxSchemaSizeBytes (default 512 KiB, below etcd's value limit).
 //
 // Compatibility (compat.go): strategies are per namespace (schema_compatibility_strategy,

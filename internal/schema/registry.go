@@ -178,22 +178,20 @@ func (r *Registry) Latest(ctx context.Context, id ID) (Entry, error) {
 	return h[len(h)-1], nil
 }
 
-// Get returns one version (tombstones included, as Pulsar's lookup by version does not
-// hide them; callers check Deleted).
+// Get returns one live version. A deleted schema's versions are gone for readers too (a
+// consumer decoding an old message then gets "schema not found", as with Pulsar), though
+// their keys stay until a forced delete so numbering goes on.
 func (r *Registry) Get(ctx context.Context, id ID, version int64) (Entry, error) {
-	if err := id.valid(); err != nil {
-		return Entry{}, err
-	}
 	h, err := r.history(ctx, id)
 	if err != nil {
 		return Entry{}, err
 	}
-	for _, e := range h {
+	for _, e := range live(h) {
 		if e.Version == version {
 			return e, nil
 		}
 	}
-	return Entry{}, fmt.Errorf("%w: topic %s has no schema version %d", ErrNotFound, id, version)
+	return Entry{}, fmt.Errorf("%w: schema not found for topic %s, version %d", ErrNotFound, id, version)
 }
 
 // All returns the live versions, oldest first (empty if none).

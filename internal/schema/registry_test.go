@@ -74,8 +74,8 @@ func TestRegistryLifecycle(t *testing.T) {
 	if _, err := r.Delete(ctx, id, false); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second delete = %v", err)
 	}
-	if e, err := r.Get(ctx, id, 0); err != nil || e.Deleted {
-		t.Fatalf("Get(0) after delete = %+v, %v", e, err)
+	if _, err := r.Get(ctx, id, 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get(0) after delete = %v", err)
 	}
 	if all, _ := r.All(ctx, id); len(all) != 0 {
 		t.Fatalf("All after delete = %v", all)
