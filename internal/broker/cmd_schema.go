@@ -92,17 +92,35 @@ func (c *conn) producerSchema(ctx context.Context, name TopicName, ps *pb.Schema
 	return schema.VersionBytes(v), nil
 }
 
-// consumerSchema checks (or, on a topic without schema, registers) a consumer's schema.
-func (c *conn) consumerSchema(ctx context.Context, name TopicName, ps *pb.Schema) error {
+// consumerSchema checks a consumer's schema, or registers it on a topic without schema
+// that is idle (no producers, no consumers, no messages), as Pulsar does: a topic already
+// in use without schema does not get one imposed by a consumer.
+func (c *conn) consumerSchema(ctx context.Context, t *topic, ps *pb.Schema) error {
 	s, ok := schemaFromWire(ps)
 	if !ok {
 		return nil
 	}
-	if err := c.s.schemas.AttachConsumer(ctx, SchemaID(name), s); err != nil {
-		c.log.Info("consumer schema refused", "topic", name.String(), "type", s.Type.String(), "err", err)
+	if err := c.s.schemas.AttachConsumer(ctx, SchemaID(t.name), s, t.schemaIdle()); err != nil {
+		c.log.Info("consumer schema refused", "topic", t.full, "type", s.Type.String(), "err", err)
 		return schemaErr(err)
 	}
 	return nil
+}
+
+// schemaIdle tells whether the topic has no producers, no connected consumers and no
+// stored messages.
+func (t *topic) schemaIdle() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.producers) > 0 {
+		return false
+	}
+	for _, sub := range t.subs {
+		if len(sub.consumersSnapshot()) > 0 {
+			return false
+		}
+	}
+	return t.log == nil || t.log.lastConfirmed().entry < 0
 }
 
 // handleGetSchema answers a schema by version (8 bytes, big-endian) or the latest one.

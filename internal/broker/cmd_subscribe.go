@@ -36,7 +36,7 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(rid, err)
 		return
 	}
-	if err := c.consumerSchema(ctx, name, cmd.GetSchema()); err != nil {
+	if err := c.consumerSchema(ctx, t, cmd.GetSchema()); err != nil {
 		c.sendError(rid, err)
 		return
 	}

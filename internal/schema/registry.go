@@ -333,8 +333,10 @@ func (r *Registry) CheckProducerWithoutSchema(ctx context.Context, id ID) error 
 }
 
 // AttachConsumer checks a consumer's schema (PIP-44 rules, see checkConsumer). A topic
-// without schema gets the consumer's schema registered when auto update is allowed.
-func (r *Registry) AttachConsumer(ctx context.Context, id ID, s Schema) error {
+// without schema gets the consumer's schema registered when it is idle (the caller knows:
+// no producers, consumers or messages) and auto update is allowed; a busy topic without
+// schema accepts the consumer as it is.
+func (r *Registry) AttachConsumer(ctx context.Context, id ID, s Schema, idle bool) error {
 	pol, err := r.Policy(ctx, id.Tenant, id.Namespace)
 	if err != nil {
 		return err
@@ -348,7 +350,7 @@ func (r *Registry) AttachConsumer(ctx context.Context, id ID, s Schema) error {
 	}
 	lv := live(h)
 	if len(lv) == 0 {
-		if !pol.AllowAutoUpdate {
+		if !idle || !pol.AllowAutoUpdate {
 			return nil
 		}
 		_, err := r.put(ctx, id, s, pol.Strategy)

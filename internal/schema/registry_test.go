@@ -140,11 +140,19 @@ func TestRegistryPolicies(t *testing.T) {
 	if err := r.CheckProducerWithoutSchema(ctx, id); !errors.Is(err, ErrIncompatible) {
 		t.Fatalf("enforced validation = %v", err)
 	}
-	if err := r.AttachConsumer(ctx, id, avro(userV3)); !errors.Is(err, ErrIncompatible) {
+	if err := r.AttachConsumer(ctx, id, avro(userV3), true); !errors.Is(err, ErrIncompatible) {
 		t.Fatalf("consumer v3 = %v", err)
 	}
-	if err := r.AttachConsumer(ctx, id, avro(userV2)); err != nil {
+	if err := r.AttachConsumer(ctx, id, avro(userV2), true); err != nil {
 		t.Fatalf("consumer v2 = %v", err)
+	}
+	// A busy topic without schema takes the consumer without registering its schema.
+	busy := ID{"public", "default", "busy"}
+	if err := r.AttachConsumer(ctx, busy, avro(userV1), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Latest(ctx, busy); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("busy topic got a schema: %v", err)
 	}
 }
 
