@@ -176,8 +176,15 @@ func toResponse(e schema.Entry) getSchemaResponse {
 	if props == nil {
 		props = map[string]string{}
 	}
+	data := string(e.Schema.Data)
+	if e.Schema.Type == schema.KeyValue {
+		// Pulsar shows KEY_VALUE data as {"key": ..., "value": ...}.
+		if j, err := schema.KeyValueJSON(e.Schema); err == nil {
+			data = j
+		}
+	}
 	return getSchemaResponse{Version: e.Version, Type: e.Schema.Type.String(), Timestamp: e.Timestamp,
-		Data: string(e.Schema.Data), Properties: props}
+		Data: data, Properties: props}
 }
 
 func (s *server) getSchema(ctx context.Context, r *http.Request) (any, error) {
@@ -235,7 +242,14 @@ func payloadOf(r *http.Request) (schema.Schema, error) {
 	if err != nil {
 		return schema.Schema{}, err
 	}
-	return schema.Schema{Type: t, Data: []byte(p.Schema), Properties: p.Properties}, nil
+	data := []byte(p.Schema)
+	if t == schema.KeyValue {
+		// Uploaded as {"key": ..., "value": ...}, stored in the binary KEY_VALUE layout.
+		if data, err = schema.KeyValueFromJSON(p.Schema); err != nil {
+			return schema.Schema{}, err
+		}
+	}
+	return schema.Schema{Type: t, Data: data, Properties: p.Properties}, nil
 }
 
 func (s *server) postSchema(ctx context.Context, r *http.Request) (any, error) {

@@ -2,6 +2,9 @@ package admin_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +212,40 @@ func TestSchemasUpstreamFlow(t *testing.T) {
 	}
 	if _, err := s.GetSchemaInfo(topic); err == nil {
 		t.Fatal("schema still there after force delete")
+	}
+}
+
+// TestKeyValueSchemaREST: KEY_VALUE schemas go up and come back in Pulsar's
+// {"key": ..., "value": ...} form, and evolve by their parts.
+func TestKeyValueSchemaREST(t *testing.T) {
+	s := adminClient(t).Schemas()
+	const topic = "persistent://public/default/kv-schema"
+	props := map[string]string{"key.schema.type": "STRING", "value.schema.type": "AVRO", "kv.encoding.type": "INLINE"}
+	body := func(def string) string { return `{"key":"","value":` + def + `}` }
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "KEY_VALUE", Schema: body(adminUserV1), Properties: props}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + sa.HTTPAddr() + "/admin/v2/schemas/public/default/kv-schema/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var got struct {
+		Type string `json:"type"`
+		Data string `json:"data"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil || got.Type != "KEY_VALUE" || got.Data != body(adminUserV1) {
+		t.Fatalf("GET = %s, %v", b, err)
+	}
+	// FULL (the default): the value gains a defaulted field, accepted; one without default, refused.
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "KEY_VALUE", Schema: body(adminUserV2), Properties: props}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "KEY_VALUE", Schema: body(adminUserV3), Properties: props}); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("incompatible value: %v", err)
+	}
+	if err := s.CreateSchemaByPayload(topic, utils.PostSchemaPayload{SchemaType: "KEY_VALUE", Schema: "not json", Properties: props}); err == nil || !strings.Contains(err.Error(), "422") {
+		t.Fatalf("bad KEY_VALUE body: %v", err)
 	}
 }

@@ -15,6 +15,17 @@ func validate(s Schema, maxSize int) error {
 		return fmt.Errorf("%w: unknown schema type %d", ErrInvalid, int32(s.Type))
 	}
 	switch s.Type {
+	case KeyValue:
+		k, v, err := SplitKeyValue(s)
+		if err != nil {
+			return err
+		}
+		if err := validate(k, maxSize); err != nil {
+			return fmt.Errorf("key schema: %w", err)
+		}
+		if err := validate(v, maxSize); err != nil {
+			return fmt.Errorf("value schema: %w", err)
+		}
 	case Avro:
 		if _, err := parseAvro(s.Data); err != nil {
 			return err
@@ -36,6 +47,19 @@ func readable(reader, writer Schema) error {
 	}
 	if reader.sameAs(writer) {
 		return nil
+	}
+	if reader.Type == KeyValue {
+		rk, rv, rerr := SplitKeyValue(reader)
+		wk, wv, werr := SplitKeyValue(writer)
+		if rerr == nil && werr == nil {
+			if err := readable(rk, wk); err != nil {
+				return fmt.Errorf("key: %w", err)
+			}
+			if err := readable(rv, wv); err != nil {
+				return fmt.Errorf("value: %w", err)
+			}
+			return nil
+		}
 	}
 	if reader.Type.avroBased() {
 		r, rerr := parseAvro(reader.Data)

@@ -103,9 +103,20 @@ type Schema struct {
 }
 
 // sameAs is Pulsar's "is this schema already registered" test: type and data, not
-// properties (the clients rewrite properties freely).
+// properties (the clients rewrite properties freely) - except a KEY_VALUE schema's part
+// types, which live in its properties.
 func (s Schema) sameAs(o Schema) bool {
-	return s.Type == o.Type && bytes.Equal(s.Data, o.Data)
+	if s.Type != o.Type || !bytes.Equal(s.Data, o.Data) {
+		return false
+	}
+	if s.Type == KeyValue {
+		for _, p := range []string{kvKeyType, kvValueType} {
+			if s.Properties[p] != o.Properties[p] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Strategy is a schema compatibility check strategy.
