@@ -25,8 +25,9 @@
 // schemaCompatibilityStrategy, FULL by default). A type change is incompatible. AVRO and
 // JSON definitions are Avro schemas and are compared by Avro schema resolution (avro.go:
 // reader fields missing from the writer need defaults, promotions int->long->float->double
-// and string<->bytes, enum symbols, unions, names and aliases); other types are
-// compatible only when the definitions are identical. BACKWARD: the new schema reads the
+// and string<->bytes, enum symbols, unions, names and aliases); KEY_VALUE schemas are
+// checked part by part (keyvalue.go); other types are compatible only when the
+// definitions are identical. BACKWARD: the new schema reads the
 // last one; FORWARD: the last one reads the new; FULL: both; *_TRANSITIVE: against every
 // live version. Consumers follow PIP-44 (checkConsumer).
 package schema
