@@ -18,6 +18,9 @@ type SchemaConfig struct {
 	// MaxSchemaSizeBytes bounds one schema definition. Each version is one metadata key,
 	// so this must stay below the metadata store's value limit (etcd: 1.5 MiB).
 	MaxSchemaSizeBytes int `key:"maxSchemaSizeBytes" help:"largest schema definition accepted, in bytes"`
+	// MaxVersionsPerTopic bounds a topic's stored versions (tombstones included), so one
+	// history read stays bounded; a forced delete of the schema starts it again.
+	MaxVersionsPerTopic int `key:"maxSchemaVersionsPerTopic" help:"most schema versions stored per topic, deletion markers included"`
 }
 
 // DefaultSchemaConfig returns Pulsar's defaults (FULL, auto update on, not enforced).
@@ -26,6 +29,7 @@ func DefaultSchemaConfig() SchemaConfig {
 		CompatibilityStrategy: "FULL",
 		AllowAutoUpdateSchema: true,
 		MaxSchemaSizeBytes:    512 << 10,
+		MaxVersionsPerTopic:   1000,
 	}
 }
 
@@ -35,5 +39,6 @@ func (c *SchemaConfig) Validate() error {
 		OneOf("schemaCompatibilityStrategy", c.CompatibilityStrategy, "ALWAYS_COMPATIBLE", "ALWAYS_INCOMPATIBLE",
 			"BACKWARD", "FORWARD", "FULL", "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE", "FULL_TRANSITIVE"),
 		Between("maxSchemaSizeBytes", c.MaxSchemaSizeBytes, 1, 1<<20),
+		Between("maxSchemaVersionsPerTopic", c.MaxVersionsPerTopic, 1, 100000),
 	)
 }

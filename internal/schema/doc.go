@@ -18,7 +18,9 @@
 // versions before the last tombstone no longer count for compatibility, "latest" or
 // lookups by number, but their keys stay so numbering goes on. A forced delete removes
 // the keys; numbering starts again.
-// Definitions are bounded by maxSchemaSizeBytes (default 512 KiB, below etcd's value limit).
+// Definitions are bounded by maxSchemaSizeBytes (default 512 KiB, below etcd's value
+// limit) and a history by maxSchemaVersionsPerTopic (default 1000), so reading one stays
+// bounded.
 //
 // Compatibility (compat.go): strategies are per namespace (schema_compatibility_strategy,
 // else the legacy schema_auto_update_compatibility_strategy, else the broker's

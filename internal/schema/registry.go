@@ -276,6 +276,9 @@ func (r *Registry) put(ctx context.Context, id ID, s Schema, strategy Strategy) 
 		if len(h) > 0 {
 			next = h[len(h)-1].Version + 1
 		}
+		if err := r.checkRoom(id, h); err != nil {
+			return 0, err
+		}
 		v, err := r.write(ctx, id, next, record{Type: s.Type.String(), Data: s.Data, Properties: s.Properties, Timestamp: r.now().UnixMilli()})
 		if errors.Is(err, metadata.ErrBadVersion) {
 			continue // another writer took this version: re-read and re-check
@@ -287,6 +290,14 @@ func (r *Registry) put(ctx context.Context, id ID, s Schema, strategy Strategy) 
 		return v, nil
 	}
 	return 0, fmt.Errorf("schema: %s: too many concurrent schema updates, try again: %w", id, metadata.ErrBadVersion)
+}
+
+// checkRoom refuses a new version once the topic holds maxSchemaVersionsPerTopic.
+func (r *Registry) checkRoom(id ID, h []Entry) error {
+	if m := r.cfg.MaxVersionsPerTopic; m > 0 && len(h) >= m {
+		return fmt.Errorf("%w: topic %s already stores %d schema versions (maxSchemaVersionsPerTopic); force-delete its schema to start again", ErrInvalid, id, len(h))
+	}
+	return nil
 }
 
 func (r *Registry) write(ctx context.Context, id ID, v int64, rec record) (int64, error) {
@@ -381,6 +392,9 @@ func (r *Registry) Delete(ctx context.Context, id ID, force bool) (int64, error)
 			}
 			r.log.Info("schema deleted (forced)", "topic", id.String(), "versions", len(h))
 			return last, nil
+		}
+		if err := r.checkRoom(id, h); err != nil {
+			return 0, err
 		}
 		v, err := r.write(ctx, id, last+1, record{Type: h[len(h)-1].Schema.Type.String(), Timestamp: r.now().UnixMilli(), Deleted: true})
 		if errors.Is(err, metadata.ErrBadVersion) {

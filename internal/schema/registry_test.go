@@ -186,3 +186,34 @@ func TestRegistryConcurrentPut(t *testing.T) {
 		seen[v] = true
 	}
 }
+
+func TestRegistryVersionBound(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(memstore.Options{})
+	t.Cleanup(func() { _ = store.Close() })
+	if err := resources.New(store).EnsureDefaults(ctx, "standalone"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.DefaultSchemaConfig()
+	cfg.MaxVersionsPerTopic = 3
+	cfg.CompatibilityStrategy = "ALWAYS_COMPATIBLE"
+	r := New(store, cfg, nil)
+	id := ID{"public", "default", "bounded"}
+	for i := range 3 {
+		if _, err := r.Put(ctx, id, Schema{Type: String, Data: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Put(ctx, id, Schema{Type: String, Data: []byte{9}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("fourth version: %v", err)
+	}
+	if _, err := r.Delete(ctx, id, false); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("tombstone past the bound: %v", err)
+	}
+	if _, err := r.Delete(ctx, id, true); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Put(ctx, id, Schema{Type: String, Data: []byte{9}}); err != nil || v != 0 {
+		t.Fatalf("after force delete: %d, %v", v, err)
+	}
+}
