@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/schema"
 )
 
 // errNotFound is a 404 for things that are not metadata records (a cluster name in a path).
@@ -20,8 +21,12 @@ var ErrBadRequest = errors.New("bad request")
 // statusFor is the one table from Go errors to HTTP statuses.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, resources.ErrNotFound):
+	case errors.Is(err, resources.ErrNotFound), errors.Is(err, schema.ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, schema.ErrIncompatible):
+		return http.StatusConflict // Pulsar's IncompatibleSchemaException
+	case errors.Is(err, schema.ErrInvalid):
+		return http.StatusUnprocessableEntity // Pulsar's InvalidSchemaDataException
 	case errors.Is(err, resources.ErrAlreadyExists), errors.Is(err, resources.ErrNotEmpty):
 		// Pulsar answers "still has active namespaces" / "non empty namespace" with 409.
 		return http.StatusConflict

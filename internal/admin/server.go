@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/schema"
 )
 
 // maxBodyBytes bounds every request body the admin API reads.
@@ -35,12 +36,15 @@ type Config struct {
 	WebServiceAddr string
 	// Pprof serves Go's profiler under /debug/pprof/ (enablePprof).
 	Pprof bool
+	// Schemas is the broker's schema registry; nil: one over Resources' store with the
+	// default schema configuration.
+	Schemas *schema.Registry
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, broker: cfg.Broker,
-		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr}
+		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -128,6 +132,7 @@ type server struct {
 	cluster        string
 	webServiceAddr string
 	rates          rateTracker
+	schemas        *schema.Registry
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

@@ -213,6 +213,9 @@ func (s *Server) DeleteTopic(ctx context.Context, name TopicName, force bool) er
 	if err := s.store.Delete(ctx, TopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
+	if name.Partition < 0 {
+		return s.dropSchema(ctx, name)
+	}
 	return nil
 }
 
@@ -259,5 +262,5 @@ func (s *Server) DeletePartitionedTopic(ctx context.Context, name TopicName, for
 	if err := s.store.Delete(ctx, PartitionedTopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
-	return nil
+	return s.dropSchema(ctx, name)
 }

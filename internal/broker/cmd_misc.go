@@ -73,19 +73,6 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 	c.sendSuccess(rid)
 }
 
-// handleGetSchema: there is no schema registry yet, so every topic has no schema.
-func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
-	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA_RESPONSE.Enum(), GetSchemaResponse: &pb.CommandGetSchemaResponse{
-		RequestId: proto.Uint64(cmd.GetRequestId()), ErrorCode: pb.ServerError_TopicNotFound.Enum(),
-		ErrorMessage: proto.String("schema not found")}})
-}
-
-// handleGetOrCreateSchema accepts any schema as version 0 until a registry exists.
-func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
-	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA_RESPONSE.Enum(), GetOrCreateSchemaResponse: &pb.CommandGetOrCreateSchemaResponse{
-		RequestId: proto.Uint64(cmd.GetRequestId()), SchemaVersion: make([]byte, 8)}})
-}
-
 // handleConsumerStats answers with what a connection knows about the consumer.
 func (c *conn) handleConsumerStats(cmd *pb.CommandConsumerStats) {
 	resp := &pb.CommandConsumerStatsResponse{RequestId: proto.Uint64(cmd.GetRequestId())}

@@ -44,8 +44,13 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, fmt.Errorf("%w: %s", wire.ErrTopicTerminated, t.full))
 		return
 	}
+	schemaVersion, err := c.producerSchema(ctx, name, cmd.GetSchema())
+	if err != nil {
+		c.sendError(rid, err)
+		return
+	}
 	p := &producer{c: c, topic: t, id: pid, rid: rid, name: cmd.GetProducerName(), epoch: cmd.GetEpoch(),
-		mode: cmd.GetProducerAccessMode()}
+		mode: cmd.GetProducerAccessMode(), schemaVersion: schemaVersion}
 	if p.name == "" {
 		p.name = c.s.nextProducerName()
 	}
@@ -64,7 +69,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.log.Debug("producer waits for exclusive access", "topic", t.full, "producer", p.name, "id", pid)
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
 			RequestId: proto.Uint64(rid), ProducerName: proto.String(p.name), LastSequenceId: proto.Int64(-1),
-			ProducerReady: proto.Bool(false)}})
+			ProducerReady: proto.Bool(false), SchemaVersion: p.schemaVersion}})
 		return
 	case err != nil:
 		c.mu.Lock()
@@ -93,6 +98,7 @@ func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
 		LastSequenceId: proto.Int64(-1),
 		ProducerReady:  proto.Bool(true),
 		TopicEpoch:     proto.Uint64(p.topicEpoch),
+		SchemaVersion:  p.schemaVersion,
 	}})
 }
 

@@ -36,6 +36,10 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 		c.sendError(rid, err)
 		return
 	}
+	if err := c.consumerSchema(ctx, t, cmd.GetSchema()); err != nil {
+		c.sendError(rid, err)
+		return
+	}
 	cs := &consumer{c: c, id: cid, name: cmd.GetConsumerName(), priority: cmd.GetPriorityLevel()}
 	sub, err := t.subscribe(ctx, cmd, cs)
 	if err != nil {

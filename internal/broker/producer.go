@@ -24,6 +24,8 @@ type producer struct {
 	epoch uint64
 	mode  pb.ProducerAccessMode
 	rid   uint64 // request id of its PRODUCER, answered again when a waiting producer is granted access
+	// schemaVersion is the registered version of the producer's schema (8 bytes), nil without one.
+	schemaVersion []byte
 
 	// Guarded by topic.mu.
 	topicEpoch uint64

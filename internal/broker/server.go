@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/schema"
 )
 
 // Errors of the broker itself (protocol-level classes are wire.Err*).
@@ -40,6 +41,8 @@ type Server struct {
 	logs  logStorage
 	log   *slog.Logger
 	m     *metrics
+	// schemas is the schema registry (cmd_schema.go).
+	schemas *schema.Registry
 
 	maxFrame    int
 	publishMem  *byteLimiter // broker-wide pending publish bytes
@@ -105,6 +108,7 @@ func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, l
 		conns:      map[*conn]struct{}{},
 		topics:     map[string]*topicFuture{},
 	}
+	s.schemas = schema.New(store, cfg.Schema, logger)
 	m, err := newMetrics(s, reg)
 	if err != nil {
 		return nil, fmt.Errorf("broker: metrics: %w", err)

@@ -34,6 +34,7 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.StringVarP(&ac.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
+	ac.addNamespaceSchemaVerbs(cmd)
 	return cmd
 }
 
@@ -308,26 +309,6 @@ func (ac *adminCLI) bookiesCmd() *cobra.Command {
 		ac.verb("under-replicated", "List ledgers with fragments on lost bookies (the auditor's backlog)", 0, func(ctx context.Context, _ []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/bookies/under-replicated")
 		}),
-	)
-	return cmd
-}
-
-func (ac *adminCLI) schemasCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "schemas", Short: "Operations about schemas"}
-	// schemaPath is /admin/v2/schemas/<tenant>/<ns>/<topic> (no domain, as Pulsar's).
-	sVerb := func(use, short, method, suffix string) *cobra.Command {
-		return ac.verb(use+" <topic>", short, 1, func(ctx context.Context, args []string) ([]byte, error) {
-			tp, err := topicPath(args[0])
-			if err != nil {
-				return nil, err
-			}
-			_, rest, _ := strings.Cut(tp, "/")
-			return ac.send(ctx, method, "/admin/v2/schemas/"+rest+suffix, nil)
-		})
-	}
-	cmd.AddCommand(
-		sVerb("get", "Get the schema of a topic", http.MethodGet, "/schema"),
-		sVerb("delete", "Delete the schema of a topic", http.MethodDelete, "/schema"),
 	)
 	return cmd
 }
