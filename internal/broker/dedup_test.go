@@ -288,6 +288,19 @@ func TestDeduplicationToggledOnLiveTopic(t *testing.T) {
 	}
 	setNamespaceDedup(t, b.s.store, false)
 	waitUntil(t, "dedup off", func() bool { return !lt.pol.get().dedup })
+
+	// Retention set on the namespace reaches the live topic's managed ledger.
+	err = resources.New(b.s.store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
+		p.RetentionPolicies = &resources.RetentionPolicies{RetentionTimeInMinutes: 60, RetentionSizeInMB: -1}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "retention applied", func() bool {
+		cfg := lt.log.(mlLog).ml.Config()
+		return cfg.RetentionTime == time.Hour && cfg.RetentionSizeBytes == -1
+	})
 	if id := sendSeq(t, p, []int64{2})[0]; id.LedgerID() == -1 {
 		t.Fatal("duplicate detected after deduplication was turned off")
 	}

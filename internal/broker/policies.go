@@ -143,13 +143,15 @@ func (s *Server) applyPolicies(ctx context.Context, t *topic) error {
 			return fmt.Errorf("%w: retention of %s: %w", wire.ErrNotAllowed, t.full, err)
 		}
 	}
-	t.pol.mu.Lock()
-	t.pol.eff = eff
-	t.pol.mu.Unlock()
 	if t.dedup == nil {
 		t.dedup = newDedup(t)
 	}
-	return t.dedup.setEnabled(ctx, eff.dedup)
+	err = t.dedup.setEnabled(ctx, eff.dedup)
+	// Recorded after deduplication switched, so eff reads as what is in force.
+	t.pol.mu.Lock()
+	t.pol.eff = eff
+	t.pol.mu.Unlock()
+	return err
 }
 
 // retentionValue maps Pulsar's retention number (-1 infinite, 0 none, n units) to the
