@@ -99,6 +99,18 @@ var namespacePolicies = []policy{
 		remove: func(p *resources.Policies) { p.Persistence = nil },
 	},
 	{
+		name:   "maxProducersPerTopic",
+		get:    func(p *resources.Policies) any { return p.MaxProducersPerTopic },
+		set:    func(p *resources.Policies, r *http.Request) error { return decodeLimit(&p.MaxProducersPerTopic, r) },
+		remove: func(p *resources.Policies) { p.MaxProducersPerTopic = nil },
+	},
+	{
+		name:   "maxConsumersPerTopic",
+		get:    func(p *resources.Policies) any { return p.MaxConsumersPerTopic },
+		set:    func(p *resources.Policies, r *http.Request) error { return decodeLimit(&p.MaxConsumersPerTopic, r) },
+		remove: func(p *resources.Policies) { p.MaxConsumersPerTopic = nil },
+	},
+	{
 		name: "properties",
 		get:  func(p *resources.Policies) any { return nonNilMap(p.Properties) },
 		set: func(p *resources.Policies, r *http.Request) error {
@@ -284,4 +296,17 @@ func decodeBacklogQuota(r *http.Request) (resources.BacklogQuota, error) {
 		return q, fmt.Errorf("%w: policy must be producer_request_hold, producer_exception or consumer_backlog_eviction", ErrBadRequest)
 	}
 	return q, nil
+}
+
+// decodeLimit reads a non-negative int body (0: unlimited) into dst.
+func decodeLimit(dst **int, r *http.Request) error {
+	var v int
+	if err := decodeBody(r, &v); err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("%w: limit must be >= 0, got %d", ErrBadRequest, v)
+	}
+	*dst = &v
+	return nil
 }

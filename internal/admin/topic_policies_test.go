@@ -72,6 +72,19 @@ func TestTopicPoliciesApplyToLiveTopic(t *testing.T) {
 		return strings.Contains(err.Error(), "max producers")
 	})
 	must(t, "remove max producers", a.Topics().RemoveMaxProducers(*tn))
+	// The namespace limit applies when the topic has none.
+	ns, err := utils.GetNamespaceName("public/default")
+	must(t, "namespace name", err)
+	must(t, "ns max producers", a.Namespaces().SetMaxProducersPerTopic(*ns, 1))
+	eventually(t, "namespace max producers applied", func() bool {
+		p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: name, DisableBatching: true})
+		if err == nil {
+			p2.Close()
+			return false
+		}
+		return strings.Contains(err.Error(), "max producers")
+	})
+	must(t, "ns max producers 0", a.Namespaces().SetMaxProducersPerTopic(*ns, 0))
 
 	// Retention: stored and read back; the managed ledger keeps consumed data accordingly.
 	must(t, "retention", a.Topics().SetRetention(*tn, utils.NewRetentionPolicies(60, 10)))
