@@ -218,3 +218,73 @@ func TestTerminateClosesProducersAndDrainsConsumers(t *testing.T) {
 		must(t, "ack", cons.Ack(m))
 	}
 }
+
+// TestBacklogQuotaHoldUnderLoad: a producer that filled the backlog with a burst of async
+// sends is disconnected once a producer_request_hold quota is set and refused with the
+// retriable error while the backlog is over it (its client keeps retrying); after a
+// consumer drains the backlog the same producer is back without the application doing
+// anything, and every message arrives exactly once. (Sends are not issued while the client
+// reconnects: pulsar-client-go v0.19.0 has a data race between its reconnect and send
+// paths that -race reports.)
+func TestBacklogQuotaHoldUnderLoad(t *testing.T) {
+	a := adminClient(t)
+	c := pulsarClient(t)
+	name := "persistent://public/default/quota-hold-load"
+	tn := topicName(t, name)
+	must(t, "create", a.Topics().Create(*tn, 0))
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: name, SubscriptionName: "s"})
+	must(t, "subscribe", err)
+	defer cons.Close()
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: name, Name: "hold-load", DisableBatching: true})
+	must(t, "producer", err)
+	defer p.Close()
+
+	const burst, after = 60, 20
+	payload := make([]byte, 2<<10)
+	msg := func(i int) *pulsar.ProducerMessage {
+		return &pulsar.ProducerMessage{Payload: append([]byte(fmt.Sprintf("%03d:", i)), payload...)}
+	}
+	errs := make(chan error, burst)
+	for i := 0; i < burst; i++ {
+		p.SendAsync(context.Background(), msg(i), func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) { errs <- err })
+	}
+	for i := 0; i < burst; i++ {
+		must(t, "burst send", <-errs)
+	}
+	must(t, "quota", a.Topics().SetBacklogQuota(*tn, utils.NewBacklogQuota(16<<10, -1, utils.ProducerRequestHold), utils.DestinationStorage))
+	eventually(t, "producer held", func() bool {
+		st, err := a.Topics().GetStats(*tn)
+		return err == nil && len(st.Publishers) == 0
+	})
+	if _, err := c.CreateProducer(pulsar.ProducerOptions{Topic: name}); err == nil || !strings.Contains(err.Error(), "ProducerBlockedQuotaExceededError") {
+		t.Fatalf("new producer while held: %v", err)
+	}
+
+	seen := map[string]bool{}
+	take := func(n int) {
+		t.Helper()
+		for len(seen) < n {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			m, err := cons.Receive(ctx)
+			cancel()
+			must(t, "receive", err)
+			key := string(m.Payload()[:4])
+			if seen[key] {
+				t.Fatalf("message %s delivered twice", key)
+			}
+			seen[key] = true
+			must(t, "ack", cons.Ack(m))
+		}
+	}
+	take(burst)
+	eventually(t, "held producer back", func() bool {
+		st, err := a.Topics().GetStats(*tn)
+		return err == nil && len(st.Publishers) == 1
+	})
+	for i := burst; i < burst+after; i++ {
+		_, err := p.Send(context.Background(), msg(i))
+		must(t, "send after the hold", err)
+	}
+	take(burst + after)
+	must(t, "remove quota", a.Topics().RemoveBacklogQuota(*tn, utils.DestinationStorage))
+}
