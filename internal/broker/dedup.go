@@ -15,8 +15,8 @@ import (
 // Message deduplication (Pulsar's MessageDeduplication).
 //
 // Per topic, per producer name, two sequence ids: pushed (the highest accepted at SEND
-// time) and persisted (the highest whose entry is durable). A SEND whose sequence id is at
-// or below pushed is not stored: at or below persisted it is a duplicate and gets a
+// time) and persisted (the highest whose entry is durable). A SEND whose highest sequence
+// id (the sequence id for a single message) is at or below pushed is not stored: at or below persisted it is a duplicate and gets a
 // SEND_RECEIPT with message id (-1, -1), as Pulsar answers; between the two its original is
 // still being written, so the outcome is unknown and it gets SEND_ERROR PersistenceError
 // (the client reconnects and resends, by then it is a plain duplicate). A failed append
@@ -221,11 +221,16 @@ func (d *dedup) check(name string, seq, high int64) dedupVerdict {
 	p := d.producers[name]
 	if p != nil {
 		p.used = d.clock
-		if seq <= p.pushed {
-			if seq <= p.persisted {
+		// A batch counts as seen only when all of it is: one that starts at an old id and
+		// ends past pushed is stored whole (its old messages twice) rather than dropped whole.
+		if high <= p.pushed {
+			if high <= p.persisted {
 				return dedupDuplicate
 			}
 			return dedupUnknown
+		}
+		if seq <= p.pushed {
+			d.t.logg.Debug("batch partly seen before; storing all of it", "producer", name, "seq", seq, "highest", high, "pushed", p.pushed)
 		}
 		p.pushed = high
 		return dedupNew

@@ -316,3 +316,101 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestDeduplicationWithBatches: batches from the Go client (which sends no highest sequence
+// id) are deduplicated as a whole, and the highest id of the last batch survives a restart.
+func TestDeduplicationWithBatches(t *testing.T) {
+	if testBackend() == "memory" {
+		t.Skip("deduplication persistence needs the managed ledger")
+	}
+	rs := newRestartableStack(t, func(c *config.BrokerConfig) { c.Policies.BrokerDeduplicationEnabled = true })
+	topic := "persistent://public/default/dedup-batches"
+	opts := pulsar.ProducerOptions{Topic: topic, Name: "batcher", BatchingMaxMessages: 5, BatchingMaxPublishDelay: time.Second}
+	client := newClient(t, rs.url)
+	sub, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Close()
+	p, err := client.CreateProducer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range sendSeq(t, p, seqRange(0, 19)) {
+		if id.LedgerID() == -1 {
+			t.Fatalf("first send answered as a duplicate: %v", id)
+		}
+	}
+	for i, id := range sendSeq(t, p, seqRange(0, 19)) {
+		if id.LedgerID() != -1 {
+			t.Fatalf("resent seq %d stored again as %v", i, id)
+		}
+	}
+	p.Close()
+	client.Close()
+
+	rs.restart()
+	client = newClient(t, rs.url)
+	defer client.Close()
+	p, err = client.CreateProducer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAuto(t, p, "m-20")
+	if got := p.LastSequenceID(); got != 20 {
+		t.Fatalf("sequence id after restart %d, want 20", got)
+	}
+	p.Close()
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, m := range receive(t, c, 21, true) {
+		if want := fmt.Sprint("m-", i); string(m.Payload()) != want {
+			t.Fatalf("message %d = %q, want %q", i, m.Payload(), want)
+		}
+	}
+	expectNothing(t, c)
+}
+
+// TestDedupVerdicts covers the decision table without storage.
+func TestDedupVerdicts(t *testing.T) {
+	cfg := config.DefaultBrokerConfig()
+	cfg.Policies.BrokerDeduplicationMaxNumberOfProducers = 2
+	tp := &topic{s: &Server{cfg: cfg}, logg: testLogger(t), full: "persistent://public/default/verdicts"}
+	d := newDedup(tp)
+	if v := d.check("p", 0, 0); v != dedupNew {
+		t.Fatalf("disabled: %v", v)
+	}
+	d.enabled = true
+	want := func(what string, got, exp dedupVerdict) {
+		t.Helper()
+		if got != exp {
+			t.Fatalf("%s: verdict %d, want %d", what, got, exp)
+		}
+	}
+	want("first", d.check("p", 0, 4), dedupNew)         // batch 0..4
+	want("in flight", d.check("p", 0, 4), dedupUnknown) // not persisted yet
+	d.appended("p", 4, position{1, 0}, nil)
+	want("persisted", d.check("p", 2, 2), dedupDuplicate)
+	want("partly new batch stored whole", d.check("p", 3, 7), dedupNew)
+	d.appended("p", 7, position{1, 1}, fmt.Errorf("bookies down"))
+	want("failed append can be resent", d.check("p", 5, 7), dedupNew)
+	d.appended("p", 7, position{1, 2}, nil)
+	if got := d.lastSequence("p"); got != 7 {
+		t.Fatalf("lastSequence %d", got)
+	}
+	if got := d.lastSequence("nobody"); got != -1 {
+		t.Fatalf("lastSequence of unknown producer %d", got)
+	}
+	d.check("q", 0, 0)
+	d.check("r", 0, 0) // evicts the least recently used ("p")
+	if len(d.producers) != 2 || d.producers["p"] != nil {
+		t.Fatalf("producers after eviction: %v", d.producers)
+	}
+	var nilDedup *dedup
+	if nilDedup.check("p", 1, 1) != dedupNew || nilDedup.lastSequence("p") != -1 {
+		t.Fatal("nil dedup must let everything through")
+	}
+}
