@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/managedledger"
@@ -57,6 +58,9 @@ type dedup struct {
 	snapEvery    time.Duration
 
 	enableMu sync.Mutex // serializes setEnabled (load, watch and checker may race)
+	// on mirrors enabled so the publish path of topics without deduplication (the
+	// default) takes no lock.
+	on atomic.Bool
 
 	mu        sync.Mutex
 	enabled   bool
@@ -95,6 +99,7 @@ func (d *dedup) setEnabled(ctx context.Context, on bool) error {
 	if !on {
 		d.mu.Lock()
 		d.enabled = false
+		d.on.Store(false)
 		d.producers = map[string]*dedupProducer{}
 		d.cursor = nil
 		d.mu.Unlock()
@@ -137,6 +142,7 @@ func (d *dedup) recover(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.producers, d.cursor, d.enabled = state, cur, true
+	d.on.Store(true)
 	d.lastPos, d.since, d.lastSnap = lastPos, 0, time.Now()
 	for len(d.producers) > d.maxProducers {
 		d.evictLocked()
@@ -209,7 +215,7 @@ func highestSequence(seq, highest uint64, md *pb.MessageMetadata) int64 {
 
 // check decides what to do with a SEND of producer name covering sequence ids seq..high.
 func (d *dedup) check(name string, seq, high int64) dedupVerdict {
-	if d == nil {
+	if d == nil || !d.on.Load() {
 		return dedupNew
 	}
 	d.mu.Lock()
@@ -257,7 +263,7 @@ func (d *dedup) evictLocked() {
 
 // appended records the outcome of an append of a SEND checked as dedupNew.
 func (d *dedup) appended(name string, high int64, pos position, err error) {
-	if d == nil {
+	if d == nil || !d.on.Load() {
 		return
 	}
 	d.mu.Lock()
@@ -355,24 +361,37 @@ func (d *dedup) close() {
 	if d == nil {
 		return
 	}
-	for {
-		d.mu.Lock()
-		busy := d.snapping
-		if !busy {
-			d.snapping = true
-		}
-		d.mu.Unlock()
-		if !busy {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := d.snapshotOnce(); err != nil && !errors.Is(err, managedledger.ErrClosed) {
+	if err := d.snapshotSync(); err != nil && !errors.Is(err, managedledger.ErrClosed) {
 		d.t.logg.Warn("final deduplication snapshot failed; the next load replays more", "err", err)
 	}
+}
+
+// snapshotSync takes a snapshot now, after any running one: snapshots stay serialized.
+func (d *dedup) snapshotSync() error {
+	if d == nil {
+		return nil
+	}
+	for {
+		d.mu.Lock()
+		if !d.snapping {
+			d.snapping = true
+			d.mu.Unlock()
+			break
+		}
+		d.mu.Unlock()
+		// A background snapshot is a single in-memory cursor update: this wait is short.
+		time.Sleep(time.Millisecond)
+	}
+	err := d.snapshotOnce()
 	d.mu.Lock()
 	d.snapping = false
+	again := d.snapAgain
+	d.snapAgain = false
 	d.mu.Unlock()
+	if again {
+		d.snapshotAsync()
+	}
+	return err
 }
 
 // tick takes a time-based snapshot when one is due (called by the policy checker).

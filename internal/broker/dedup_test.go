@@ -384,6 +384,7 @@ func TestDedupVerdicts(t *testing.T) {
 		t.Fatalf("disabled: %v", v)
 	}
 	d.enabled = true
+	d.on.Store(true)
 	want := func(what string, got, exp dedupVerdict) {
 		t.Helper()
 		if got != exp {

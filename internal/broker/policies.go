@@ -252,8 +252,8 @@ func (s *Server) checkTopic(ctx context.Context, t *topic) {
 	}
 	// The deduplication cursor lags by at most one snapshot interval; bring it up to date so
 	// its lag never counts as backlog.
-	if d := t.dedup; d != nil {
-		_ = d.snapshotOnce()
+	if err := t.dedup.snapshotSync(); err != nil {
+		t.logg.Debug("deduplication snapshot before the quota check failed", "err", err)
 	}
 	res, err := l.ml.CheckBacklogQuota(ctx, q)
 	if err != nil {
