@@ -24,6 +24,7 @@ type restartableStack struct {
 	store   metadata.Store
 	ledgers ledger.Client
 	mutate  func(*config.BrokerConfig)
+	mlMod   func(*config.ManagedLedgerConfig)
 	s       *Server
 	f       *managedledger.Factory
 	url     string
@@ -44,6 +45,9 @@ func (rs *restartableStack) start() {
 	logger := testLogger(t)
 	mlCfg := config.DefaultManagedLedgerConfig()
 	mlCfg.EnsembleSize, mlCfg.WriteQuorum, mlCfg.AckQuorum = 1, 1, 1
+	if rs.mlMod != nil {
+		rs.mlMod(&mlCfg)
+	}
 	f, err := managedledger.NewFactory(managedledger.FactoryOptions{Ledger: rs.ledgers, Store: rs.store, Config: mlCfg, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
