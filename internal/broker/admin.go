@@ -161,6 +161,8 @@ func (s *Server) TerminateTopic(ctx context.Context, name TopicName) (ledgerID, 
 	if err != nil {
 		return 0, 0, err
 	}
+	// Waiters first: removing the exclusive holder below would grant the topic to one.
+	t.refuseWaiters()
 	t.mu.Lock()
 	producers := make([]*producer, 0, len(t.producers))
 	for _, pr := range t.producers {
