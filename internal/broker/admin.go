@@ -215,7 +215,7 @@ func (s *Server) DeleteTopic(ctx context.Context, name TopicName, force bool) er
 	if err := s.store.Delete(ctx, TopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
-	return nil
+	return s.dropTopicPolicies(ctx, name)
 }
 
 // UpdatePartitions grows a partitioned topic to n partitions (Pulsar never shrinks them;
@@ -261,5 +261,5 @@ func (s *Server) DeletePartitionedTopic(ctx context.Context, name TopicName, for
 	if err := s.store.Delete(ctx, PartitionedTopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
-	return nil
+	return s.dropTopicPolicies(ctx, name)
 }

@@ -391,3 +391,16 @@ func (pm *policyManager) checker(ctx context.Context) {
 		}
 	}
 }
+
+// dropTopicPolicies removes the topic-level policies of a deleted topic, so a topic created
+// later under the same name starts from its namespace's policies. Partitions share their
+// partitioned topic's record, which goes with the partitioned topic.
+func (s *Server) dropTopicPolicies(ctx context.Context, name TopicName) error {
+	if name.Partition >= 0 {
+		return nil
+	}
+	if err := resources.New(s.store).DeleteTopicPolicies(ctx, name.Domain, name.Tenant, name.Namespace, name.Local); err != nil {
+		return fmt.Errorf("%w: delete policies of %s: %w", wire.ErrMetadata, name, err)
+	}
+	return nil
+}

@@ -74,3 +74,29 @@ func TestRetentionPolicyOnLiveTopic(t *testing.T) {
 		t.Fatalf("no retention still keeps %d consumed entries", n)
 	}
 }
+
+// TestTopicPoliciesGoWithTheTopic: deleting a topic deletes its topic-level policies.
+func TestTopicPoliciesGoWithTheTopic(t *testing.T) {
+	b := startBroker(t, nil)
+	ctx := context.Background()
+	name, _ := ParseTopicName("persistent://public/default/policies-deleted")
+	if err := b.s.CreateTopic(ctx, name, 0); err != nil {
+		t.Fatal(err)
+	}
+	res := resources.New(b.s.store)
+	ttl := 30
+	err := res.UpdateTopicPolicies(ctx, name.Domain, name.Tenant, name.Namespace, name.Local, func(p *resources.TopicPolicies) error {
+		p.MessageTTLInSeconds = &ttl
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.s.DeleteTopic(ctx, name, false); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := res.TopicPolicies(ctx, name.Domain, name.Tenant, name.Namespace, name.Local)
+	if err != nil || tp.MessageTTLInSeconds != nil {
+		t.Fatalf("policies after delete: %+v, %v", tp, err)
+	}
+}
