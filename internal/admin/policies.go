@@ -99,6 +99,18 @@ var namespacePolicies = []policy{
 		remove: func(p *resources.Policies) { p.Persistence = nil },
 	},
 	{
+		name:   "maxProducersPerTopic",
+		get:    func(p *resources.Policies) any { return p.MaxProducersPerTopic },
+		set:    func(p *resources.Policies, r *http.Request) error { return decodeLimit(&p.MaxProducersPerTopic, r) },
+		remove: func(p *resources.Policies) { p.MaxProducersPerTopic = nil },
+	},
+	{
+		name:   "maxConsumersPerTopic",
+		get:    func(p *resources.Policies) any { return p.MaxConsumersPerTopic },
+		set:    func(p *resources.Policies, r *http.Request) error { return decodeLimit(&p.MaxConsumersPerTopic, r) },
+		remove: func(p *resources.Policies) { p.MaxConsumersPerTopic = nil },
+	},
+	{
 		name: "properties",
 		get:  func(p *resources.Policies) any { return nonNilMap(p.Properties) },
 		set: func(p *resources.Policies, r *http.Request) error {
@@ -230,22 +242,9 @@ func (s *server) setBacklogQuota(ctx context.Context, r *http.Request) (any, err
 	if err != nil {
 		return nil, err
 	}
-	var body backlogQuotaBody
-	if err := decodeBody(r, &body); err != nil {
+	q, err := decodeBacklogQuota(r)
+	if err != nil {
 		return nil, err
-	}
-	q := body.BacklogQuota
-	if len(body.Limit) > 0 && q.LimitSize == 0 {
-		n, err := strconv.ParseInt(strings.Trim(string(body.Limit), `"`), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: limit must be a number of bytes", ErrBadRequest)
-		}
-		q.LimitSize = n
-	}
-	switch q.Policy {
-	case "producer_request_hold", "producer_exception", "consumer_backlog_eviction":
-	default:
-		return nil, fmt.Errorf("%w: policy must be producer_request_hold, producer_exception or consumer_backlog_eviction", ErrBadRequest)
 	}
 	return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error {
 		if p.BacklogQuotaMap == nil {
@@ -275,4 +274,39 @@ func (s *server) grantPermission(ctx context.Context, r *http.Request) (any, err
 		p.AuthPolicies.NamespaceAuth[r.PathValue("role")] = actions
 		return nil
 	})
+}
+
+// decodeBacklogQuota reads a BacklogQuota body (namespace and topic endpoints).
+func decodeBacklogQuota(r *http.Request) (resources.BacklogQuota, error) {
+	var body backlogQuotaBody
+	if err := decodeBody(r, &body); err != nil {
+		return resources.BacklogQuota{}, err
+	}
+	q := body.BacklogQuota
+	if len(body.Limit) > 0 && q.LimitSize == 0 {
+		n, err := strconv.ParseInt(strings.Trim(string(body.Limit), `"`), 10, 64)
+		if err != nil {
+			return q, fmt.Errorf("%w: limit must be a number of bytes", ErrBadRequest)
+		}
+		q.LimitSize = n
+	}
+	switch q.Policy {
+	case "producer_request_hold", "producer_exception", "consumer_backlog_eviction":
+	default:
+		return q, fmt.Errorf("%w: policy must be producer_request_hold, producer_exception or consumer_backlog_eviction", ErrBadRequest)
+	}
+	return q, nil
+}
+
+// decodeLimit reads a non-negative int body (0: unlimited) into dst.
+func decodeLimit(dst **int, r *http.Request) error {
+	var v int
+	if err := decodeBody(r, &v); err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("%w: limit must be >= 0, got %d", ErrBadRequest, v)
+	}
+	*dst = &v
+	return nil
 }

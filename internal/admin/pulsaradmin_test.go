@@ -41,6 +41,7 @@ func TestMain(m *testing.M) {
 	cfg.Broker.BindAddress = "127.0.0.1"
 	cfg.Broker.ServicePort = 0
 	cfg.Broker.WebServicePort = 0
+	cfg.Broker.Policies.PolicyCheckIntervalSeconds = 1 // TTL and backlog quota tests
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	sa, err = standalone.Start(ctx, cfg, nil)
 	cancel()

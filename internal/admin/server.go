@@ -83,6 +83,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.deleteNamespace))
 	s.registerPolicies(mux)
 	s.registerTopics(mux)
+	s.registerTopicPolicies(mux)
 	s.registerBrokers(mux)
 	s.registerSchemas(mux)
 	return cleanPath(mux)

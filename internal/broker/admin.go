@@ -161,6 +161,8 @@ func (s *Server) TerminateTopic(ctx context.Context, name TopicName) (ledgerID, 
 	if err != nil {
 		return 0, 0, err
 	}
+	// Waiters first: removing the exclusive holder below would grant the topic to one.
+	t.refuseWaiters()
 	t.mu.Lock()
 	producers := make([]*producer, 0, len(t.producers))
 	for _, pr := range t.producers {
@@ -214,9 +216,11 @@ func (s *Server) DeleteTopic(ctx context.Context, name TopicName, force bool) er
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
 	if name.Partition < 0 {
-		return s.dropSchema(ctx, name)
+		if err := s.dropSchema(ctx, name); err != nil {
+			return err
+		}
 	}
-	return nil
+	return s.dropTopicPolicies(ctx, name)
 }
 
 // UpdatePartitions grows a partitioned topic to n partitions (Pulsar never shrinks them;
@@ -262,5 +266,8 @@ func (s *Server) DeletePartitionedTopic(ctx context.Context, name TopicName, for
 	if err := s.store.Delete(ctx, PartitionedTopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
 	}
-	return s.dropSchema(ctx, name)
+	if err := s.dropSchema(ctx, name); err != nil {
+		return err
+	}
+	return s.dropTopicPolicies(ctx, name)
 }

@@ -135,7 +135,7 @@ func (a AdminAPI) statsOf(ctx context.Context, t *topic) (admin.TopicStats, erro
 	// Durable subscriptions without consumers live only as cursors.
 	if l, ok := t.log.(mlLog); ok {
 		for _, c := range l.ml.Cursors() {
-			if !c.IsDurable() {
+			if !c.IsDurable() || isSystemCursor(c.Name()) {
 				continue
 			}
 			ss, ok := out.Subscriptions[c.Name()]
@@ -284,7 +284,7 @@ func (a AdminAPI) Subscriptions(ctx context.Context, topic string) ([]string, er
 	}
 	if l, ok := t.log.(mlLog); ok {
 		for _, c := range l.ml.Cursors() {
-			if c.IsDurable() {
+			if c.IsDurable() && !isSystemCursor(c.Name()) {
 				add(c.Name())
 			}
 		}

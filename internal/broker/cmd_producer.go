@@ -44,6 +44,10 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, fmt.Errorf("%w: %s", wire.ErrTopicTerminated, t.full))
 		return
 	}
+	if err := t.admitProducer(); err != nil {
+		c.sendError(rid, err)
+		return
+	}
 	schemaVersion, err := c.producerSchema(ctx, name, cmd.GetSchema())
 	if err != nil {
 		c.sendError(rid, err)
@@ -95,7 +99,7 @@ func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
 		RequestId:      proto.Uint64(rid),
 		ProducerName:   proto.String(p.name),
-		LastSequenceId: proto.Int64(-1),
+		LastSequenceId: proto.Int64(p.topic.dedup.lastSequence(p.name)),
 		ProducerReady:  proto.Bool(true),
 		TopicEpoch:     proto.Uint64(p.topicEpoch),
 		SchemaVersion:  p.schemaVersion,

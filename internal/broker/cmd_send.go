@@ -68,6 +68,16 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
 		highest = seq
 	}
 	// The frame buffer is reused for the next frame; storage keeps its own copy.
+	switch p.topic.dedup.check(p.name, int64(seq), highestSequence(seq, highest, md)) {
+	case dedupDuplicate:
+		p.duplicate(seq, highest, size)
+		return nil
+	case dedupUnknown:
+		p.c.publishMem.release(size)
+		p.c.s.publishMem.release(size)
+		p.reject(seq, fmt.Errorf("%w: sequence id %d of producer %q is still being persisted", wire.ErrPersistence, seq, p.name))
+		return nil
+	}
 	p.publish(seq, highest, bytes.Clone(entry), wire.MessageCount(md), lastBatchIndex(md))
 	return nil
 }

@@ -68,6 +68,9 @@ func (t *topic) subscribe(ctx context.Context, cmd *pb.CommandSubscribe, cs *con
 		return nil, fmt.Errorf("%w: topic %s is closing", wire.ErrServiceNotReady, t.full)
 	}
 	name := cmd.GetSubscription()
+	if err := t.admitConsumerLocked(name); err != nil {
+		return nil, err
+	}
 	sub := t.subs[name]
 	if sub == nil {
 		var cur logCursor

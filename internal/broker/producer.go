@@ -55,12 +55,26 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int, batchInd
 	p.c.s.m.bytesIn.Add(float64(len(data)))
 	p.topic.counters.msgsIn.Add(int64(count))
 	p.topic.counters.bytesIn.Add(int64(len(data)))
+	dedupHigh := highestSequence(seq, highest, nil)
+	if count > 1 {
+		dedupHigh = max(dedupHigh, int64(seq)+int64(count)-1) // as highestSequence does for batches
+	}
 	p.topic.publish(data, count, batchIndex, func(pos position, err error) {
+		p.topic.dedup.appended(p.name, dedupHigh, pos, err)
 		p.mu.Lock()
 		op.done, op.pos, op.err = true, pos, err
 		p.mu.Unlock()
 		p.flush()
 	})
+}
+
+// duplicate answers a SEND that deduplication recognised with SEND_RECEIPT (-1, -1), in its
+// place in the receipt order, without storing it. size bytes were acquired by handleSend.
+func (p *producer) duplicate(seq, highest uint64, size int64) {
+	p.mu.Lock()
+	p.pending = append(p.pending, &sendOp{seq: seq, highest: highest, size: size, done: true, pos: position{-1, -1}})
+	p.mu.Unlock()
+	p.flush()
 }
 
 // reject answers a SEND that is not stored with SEND_ERROR, in its place in the receipt

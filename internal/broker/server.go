@@ -56,6 +56,8 @@ type Server struct {
 	topics    map[string]*topicFuture
 	advertise string // host:port in lookup answers, fixed by the first Serve
 	wg        sync.WaitGroup
+
+	pol *policyManager // policy watches and periodic checks (policies.go)
 }
 
 // topicFuture is a topic being loaded or loaded; concurrent users wait on done.
@@ -114,6 +116,7 @@ func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, l
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
 	s.m = m
+	s.pol = startPolicies(s)
 	return s, nil
 }
 
@@ -229,6 +232,7 @@ func (s *Server) Close(ctx context.Context) error {
 		c.close("broker shutting down")
 	}
 	s.publishMem.close()
+	s.pol.stop()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

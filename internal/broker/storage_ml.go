@@ -137,6 +137,9 @@ func (l mlLog) terminated() bool                  { return l.ml.IsTerminated() }
 func (l mlLog) cursorNames() ([]string, error) {
 	var out []string
 	for _, c := range l.ml.Cursors() {
+		if isSystemCursor(c.Name()) {
+			continue
+		}
 		out = append(out, c.Name())
 	}
 	return out, nil

@@ -21,6 +21,11 @@ type topic struct {
 
 	counters topicCounters
 
+	// dedup is the deduplication state (dedup.go), nil for non-persistent topics; pol the
+	// policies in effect (policies.go).
+	dedup *dedup
+	pol   topicPolicyState
+
 	mu        sync.Mutex
 	producers map[string]*producer // by producer name
 	subs      map[string]*subscription
@@ -286,6 +291,7 @@ func (t *topic) closeResources(ctx context.Context) error {
 	for _, s := range subs {
 		s.stop()
 	}
+	t.dedup.close()
 	if t.log != nil {
 		if err := t.log.close(ctx); err != nil {
 			return fmt.Errorf("broker: close topic %s: %w", t.full, err)

@@ -235,6 +235,12 @@ func (s *Server) loadTopic(ctx context.Context, name TopicName, create bool) (*t
 			return nil, fmt.Errorf("%w: open %s: %w", wire.ErrPersistence, name, err)
 		}
 		t.log = l
+		if err := s.applyPolicies(ctx, t); err != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			_ = l.close(cctx)
+			cancel()
+			return nil, err
+		}
 	}
 	s.log.Info("topic loaded", "topic", name.String())
 	return t, nil

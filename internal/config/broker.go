@@ -64,6 +64,8 @@ type BrokerConfig struct {
 
 	// Schema holds the schema registry's defaults and bounds (schemaCompatibilityStrategy, ...).
 	Schema SchemaConfig
+	// Policies holds the broker defaults of namespace/topic policies (policies.go).
+	Policies PoliciesConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -86,6 +88,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxConnections:                      0,
 		ManagedLedger:                       DefaultManagedLedgerConfig(),
 		Schema:                              DefaultSchemaConfig(),
+		Policies:                            DefaultPoliciesConfig(),
 	}
 }
 
@@ -113,5 +116,6 @@ func (c *BrokerConfig) Validate() error {
 		AtLeast("brokerMaxConnections", c.MaxConnections, 0),
 		c.ManagedLedger.Validate(),
 		c.Schema.Validate(),
+		c.Policies.Validate(),
 	)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sort"
 )
 
 // mlInfo is the value of a managed ledger's key in the metadata store (JSON, see doc.go).
@@ -71,19 +72,38 @@ func decodeCursorInfo(b []byte) (*cursorInfo, error) {
 type cursorState struct {
 	MarkDelete Position
 	Acked      *RangeSet
+	// Props are the cursor's properties (MarkDeleteWithProperties), nil when none.
+	Props map[string]int64
 }
 
-const cursorStateVersion = 1
+const (
+	cursorStateVersion = 1
+	// cursorStatePropsVersion is version 1 followed by the cursor's properties; states
+	// without properties are still written as version 1.
+	cursorStatePropsVersion = 2
+	// maxCursorPropKey bounds a property name, so a corrupt length cannot allocate much.
+	maxCursorPropKey = 4096
+)
 
 // encodeCursorState writes the state in the compact binary form of doc.go, keeping at most
 // maxSpans spans (the lowest ones: losing the highest only causes redelivery).
 func encodeCursorState(md Position, acked *RangeSet, maxSpans int) []byte {
+	return encodeCursorStateProps(md, acked, maxSpans, nil)
+}
+
+// encodeCursorStateProps is encodeCursorState with the cursor's properties (version 2 when
+// there are any). Keys are written sorted, so equal states encode to equal bytes.
+func encodeCursorStateProps(md Position, acked *RangeSet, maxSpans int, props map[string]int64) []byte {
 	spans := acked.spans
 	if len(spans) > maxSpans {
 		spans = spans[:maxSpans]
 	}
 	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+binary.MaxVarintLen64+len(spans)*6)
-	b = append(b, cursorStateVersion)
+	if len(props) > 0 {
+		b = append(b, cursorStatePropsVersion)
+	} else {
+		b = append(b, cursorStateVersion)
+	}
 	b = binary.AppendVarint(b, md.LedgerID)
 	b = binary.AppendVarint(b, md.EntryID)
 	b = binary.AppendUvarint(b, uint64(len(spans)))
@@ -98,6 +118,19 @@ func encodeCursorState(md Position, acked *RangeSet, maxSpans int) []byte {
 		}
 		b = binary.AppendUvarint(b, uint64(s.Last-s.First))
 		prevL, prevEnd = s.LedgerID, s.Last
+	}
+	if len(props) > 0 {
+		keys := make([]string, 0, len(props))
+		for k := range props {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = binary.AppendUvarint(b, uint64(len(keys)))
+		for _, k := range keys {
+			b = binary.AppendUvarint(b, uint64(len(k)))
+			b = append(b, k...)
+			b = binary.AppendVarint(b, props[k])
+		}
 	}
 	return b
 }
@@ -115,7 +148,8 @@ func decodeCursorState(b []byte) (cursorState, error) {
 	if len(b) == 0 {
 		return bad("empty")
 	}
-	if b[0] != cursorStateVersion {
+	version := b[0]
+	if version != cursorStateVersion && version != cursorStatePropsVersion {
 		return bad(fmt.Sprintf("unknown version %d", b[0]))
 	}
 	b = b[1:]
@@ -174,6 +208,29 @@ func decodeCursorState(b []byte) (cursorState, error) {
 			return bad("too many acknowledged entries")
 		}
 		prevL, prevEnd = s.LedgerID, s.Last
+	}
+	if version == cursorStatePropsVersion {
+		np, ok := uvarint()
+		if !ok || np == 0 || np > int64(len(b))/2 {
+			return bad("bad property count")
+		}
+		st.Props = make(map[string]int64, np)
+		for i := int64(0); i < np; i++ {
+			kl, ok := uvarint()
+			if !ok || kl > maxCursorPropKey || kl > int64(len(b)) {
+				return bad(fmt.Sprintf("bad property %d name length", i))
+			}
+			k := string(b[:kl])
+			b = b[kl:]
+			v, ok := varint()
+			if !ok {
+				return bad(fmt.Sprintf("truncated property %d", i))
+			}
+			if _, dup := st.Props[k]; dup {
+				return bad(fmt.Sprintf("duplicate property %q", k))
+			}
+			st.Props[k] = v
+		}
 	}
 	if len(b) != 0 {
 		return bad("trailing bytes")

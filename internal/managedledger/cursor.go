@@ -37,6 +37,7 @@ type Cursor struct {
 	markDelete Position
 	readPos    Position
 	acked      RangeSet
+	props      map[string]int64 // MarkDeleteWithProperties; persisted with the state
 	consumed   int64
 	readEpoch  uint64 // bumped when the read position is moved by hand
 	seq        uint64 // bumped on every change of the persisted state
@@ -429,6 +430,49 @@ func (c *Cursor) MarkDelete(pos Position) error {
 	c.foldLocked()
 	c.changedLocked()
 	return nil
+}
+
+// MarkDeleteWithProperties is MarkDelete that also replaces the cursor's properties (a
+// small name -> int64 map persisted with the acknowledgement state and restored on
+// recovery; the broker's deduplication keeps producer sequence ids there). The properties
+// are replaced even when pos does not move the mark-delete position.
+func (c *Cursor) MarkDeleteWithProperties(pos Position, props map[string]int64) error {
+	for k := range props {
+		if len(k) > maxCursorPropKey {
+			return fmt.Errorf("%w: cursor property name of %d bytes, limit %d", ErrBadConfig, len(k), maxCursorPropKey)
+		}
+	}
+	if err := c.MarkDelete(pos); err != nil {
+		return err
+	}
+	cp := make(map[string]int64, len(props))
+	for k, v := range props {
+		cp[k] = v
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkOpenLocked(); err != nil {
+		return err
+	}
+	c.props = cp
+	c.ml.mu.Lock() // changedLocked reads the config
+	defer c.ml.mu.Unlock()
+	c.changedLocked()
+	return nil
+}
+
+// Properties returns a copy of the cursor's properties (nil map when none).
+func (c *Cursor) Properties() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.props == nil {
+		return nil
+	}
+	cp := make(map[string]int64, len(c.props))
+	for k, v := range c.props {
+		cp[k] = v
+	}
+	return cp
 }
 
 // Delete acknowledges individual entries, in any order. Entries at or before the mark-delete

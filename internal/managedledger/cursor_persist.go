@@ -138,7 +138,7 @@ func (c *Cursor) encodeLocked() ([]byte, Position) {
 	c.ml.mu.Lock()
 	maxSpans := c.ml.cfg.MaxUnackedRangesToPersist
 	c.ml.mu.Unlock()
-	return encodeCursorState(c.markDelete, &c.acked, maxSpans), c.markDelete
+	return encodeCursorStateProps(c.markDelete, &c.acked, maxSpans, c.props), c.markDelete
 }
 
 // persist appends data to the cursor ledger, switching ledgers when due. Caller holds pmu.
@@ -382,6 +382,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv meta
 		c.markDelete = first
 	}
 	c.acked = *st.Acked
+	c.props = st.Props
 	c.acked.RemoveThrough(c.markDelete)
 	c.foldLocked()
 	c.readPos = ml.nextLocked(c.markDelete)

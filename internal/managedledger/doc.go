@@ -56,6 +56,14 @@
 //	                                     last entry, or markDelete.entryId); else: the first entry id itself
 //	  uvarint  length                    last - first
 //
+// Version 2 (a cursor with properties, Cursor.MarkDeleteWithProperties) is version 1 with
+// version byte 2 followed by:
+//
+//	uvarint  p                           number of properties (>= 1)
+//	p times, names ascending:
+//	  uvarint  len, then len bytes       property name (at most 4096 bytes)
+//	  varint   value
+//
 // The encoder keeps only the lowest MaxUnackedRangesToPersist spans; dropping higher spans
 // only causes redelivery. The decoder rejects unknown versions, truncation, trailing bytes
 // and ids of 2^62 or more; adjacent spans from another encoder are merged.

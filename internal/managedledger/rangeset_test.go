@@ -124,6 +124,7 @@ func FuzzCursorState(f *testing.F) {
 	f.Add(encodeCursorState(Position{5, 1}, &rs, 100))
 	f.Add(encodeCursorState(Position{0, -1}, &RangeSet{}, 100))
 	f.Add([]byte{1, 0, 0, 1, 0, 0, 0})
+	f.Add(encodeCursorStateProps(Position{5, 1}, &rs, 100, map[string]int64{"p": 3, "q": -1}))
 	f.Add([]byte{1, 1, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -146,8 +147,8 @@ func FuzzCursorState(f *testing.F) {
 		if n != st.Acked.Count() {
 			t.Fatalf("count %d, spans hold %d", st.Acked.Count(), n)
 		}
-		again, err := decodeCursorState(encodeCursorState(st.MarkDelete, st.Acked, 1<<30))
-		if err != nil || again.MarkDelete != st.MarkDelete || again.Acked.String() != st.Acked.String() {
+		again, err := decodeCursorState(encodeCursorStateProps(st.MarkDelete, st.Acked, 1<<30, st.Props))
+		if err != nil || again.MarkDelete != st.MarkDelete || again.Acked.String() != st.Acked.String() || len(again.Props) != len(st.Props) {
 			t.Fatalf("re-encode: %v %v", again, err)
 		}
 	})

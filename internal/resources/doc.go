@@ -10,6 +10,7 @@
 //	/admin/policies/{tenant}/{namespace}                     Policies
 //	/admin/partitioned-topics/{tenant}/{namespace}/{domain}/{topic}   PartitionedTopicMetadata
 //	/admin/topics/{tenant}/{namespace}/{domain}/{topic}               TopicRecord (written "{}" by the broker)
+//	/admin/topic-policies/{tenant}/{namespace}/{domain}/{topic}       TopicPolicies (topic-level overrides)
 //
 // Every update is a read-modify-CAS loop (Update), so two admins changing different
 // policies of one namespace never lose either change.

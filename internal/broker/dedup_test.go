@@ -1,0 +1,421 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// restartableStack is a broker that can be stopped and started again on the same metadata
+// store and ledgers (the real stack unless MAGNETAR_BROKER_TEST_BACKEND=memory).
+type restartableStack struct {
+	t       *testing.T
+	store   metadata.Store
+	ledgers ledger.Client
+	mutate  func(*config.BrokerConfig)
+	mlMod   func(*config.ManagedLedgerConfig)
+	s       *Server
+	f       *managedledger.Factory
+	url     string
+}
+
+func newRestartableStack(t *testing.T, mutate func(*config.BrokerConfig)) *restartableStack {
+	logger := testLogger(t)
+	store, ledgers := newTestStorage(t, logger)
+	bootstrapNamespaces(t, store)
+	rs := &restartableStack{t: t, store: store, ledgers: ledgers, mutate: mutate}
+	rs.start()
+	t.Cleanup(rs.stop)
+	return rs
+}
+
+func (rs *restartableStack) start() {
+	t := rs.t
+	logger := testLogger(t)
+	mlCfg := config.DefaultManagedLedgerConfig()
+	mlCfg.EnsembleSize, mlCfg.WriteQuorum, mlCfg.AckQuorum = 1, 1, 1
+	if rs.mlMod != nil {
+		rs.mlMod(&mlCfg)
+	}
+	f, err := managedledger.NewFactory(managedledger.FactoryOptions{Ledger: rs.ledgers, Store: rs.store, Config: mlCfg, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.DefaultBrokerConfig()
+	cfg.BindAddress, cfg.AdvertisedAddress, cfg.ServicePort = "127.0.0.1", "127.0.0.1", 0
+	cfg.MaxMessageSize = 1 << 20
+	if rs.mutate != nil {
+		rs.mutate(&cfg)
+	}
+	s, err := New(cfg, Deps{Store: rs.store, Ledgers: f, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	rs.s, rs.f, rs.url = s, f, "pulsar://"+ln.Addr().String()
+}
+
+func (rs *restartableStack) stop() {
+	if rs.s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if err := rs.s.Close(ctx); err != nil {
+		rs.t.Error(err)
+	}
+	if err := rs.f.Close(ctx); err != nil {
+		rs.t.Error(err)
+	}
+	rs.s = nil
+}
+
+func (rs *restartableStack) restart() {
+	rs.stop()
+	rs.start()
+}
+
+// sendSeq sends one message per sequence id with SendAsync and returns the message ids.
+func sendSeq(t *testing.T, p pulsar.Producer, seqs []int64) []pulsar.MessageID {
+	t.Helper()
+	ids := make([]pulsar.MessageID, len(seqs))
+	errs := make([]error, len(seqs))
+	var wg sync.WaitGroup
+	for i, s := range seqs {
+		wg.Add(1)
+		seq := s
+		p.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(fmt.Sprint("m-", seq)), SequenceID: &seq},
+			func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+				ids[i], errs[i] = id, err
+				wg.Done()
+			})
+	}
+	if err := p.FlushWithCtx(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("send seq %d: %v", seqs[i], err)
+		}
+	}
+	return ids
+}
+
+func sendAuto(t *testing.T, p pulsar.Producer, payload string) {
+	t.Helper()
+	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(payload)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seqRange(from, to int64) []int64 {
+	var out []int64
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func setNamespaceDedup(t *testing.T, store metadata.Store, on bool) {
+	t.Helper()
+	err := resources.New(store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
+		p.DeduplicationEnabled = &on
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeduplicationAcrossRestart: with deduplication on, resent sequence ids are answered
+// with (-1, -1) and not stored, before and after a broker restart (clean close: final
+// snapshot; "crash": snapshot skipped, state rebuilt by replay), and PRODUCER_SUCCESS
+// carries the last persisted sequence id.
+func TestDeduplicationAcrossRestart(t *testing.T) {
+	if testBackend() == "memory" {
+		t.Skip("deduplication persistence needs the managed ledger")
+	}
+	rs := newRestartableStack(t, func(c *config.BrokerConfig) {
+		c.Policies.BrokerDeduplicationEntriesInterval = 4
+	})
+	setNamespaceDedup(t, rs.store, true)
+	topic := "persistent://public/default/dedup-restart"
+	client := newClient(t, rs.url)
+	sub, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Close()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "prod", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.LastSequenceID(); got != -1 {
+		t.Fatalf("first producer LastSequenceID %d, want -1", got)
+	}
+	sendSeq(t, p, seqRange(0, 9))
+	ids := sendSeq(t, p, seqRange(5, 12)) // 5..9 are duplicates
+	for i, id := range ids {
+		dup := i < 5
+		if isDup := id.LedgerID() == -1 && id.EntryID() == -1; isDup != dup {
+			t.Fatalf("resend seq %d: id %v, duplicate=%v want %v", 5+i, id, isDup, dup)
+		}
+	}
+	p.Close()
+	client.Close()
+
+	rs.restart() // clean: the final snapshot covers everything
+	client = newClient(t, rs.url)
+	p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "prod", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client numbers its next message from PRODUCER_SUCCESS.last_sequence_id + 1.
+	sendAuto(t, p, "m-13")
+	if got := p.LastSequenceID(); got != 13 {
+		t.Fatalf("sequence id after restart %d, want 13", got)
+	}
+	ids = sendSeq(t, p, seqRange(10, 15)) // 10..13 duplicates
+	for i, id := range ids {
+		if isDup := id.LedgerID() == -1; isDup != (i < 4) {
+			t.Fatalf("after restart seq %d: id %v", 10+i, id)
+		}
+	}
+	p.Close()
+	client.Close()
+
+	// "Crash": drop the snapshot taking so the cursor stays behind, then restart; the state
+	// comes back by replaying the entries after the cursor.
+	name, _ := ParseTopicName(topic)
+	lt := rs.s.loadedTopic(name)
+	if lt == nil || lt.dedup == nil {
+		t.Fatal("topic not loaded")
+	}
+	lt.dedup.mu.Lock()
+	lt.dedup.cursor = nil
+	lt.dedup.mu.Unlock()
+	rs.restart()
+	client = newClient(t, rs.url)
+	defer client.Close()
+	p, err = client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "prod", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAuto(t, p, "m-16")
+	if got := p.LastSequenceID(); got != 16 {
+		t.Fatalf("sequence id after replay %d, want 16", got)
+	}
+	sendSeq(t, p, seqRange(14, 17))
+	p.Close()
+
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := receive(t, c, 18, true)
+	for i, m := range got {
+		if want := fmt.Sprint("m-", i); string(m.Payload()) != want {
+			t.Fatalf("message %d = %q, want %q", i, m.Payload(), want)
+		}
+	}
+	expectNothing(t, c)
+	// The deduplication cursor is not a subscription.
+	st, err := rs.s.TopicStats(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Subscriptions[dedupCursorName]; ok {
+		t.Fatalf("stats list the deduplication cursor: %+v", st.Subscriptions)
+	}
+}
+
+// TestDeduplicationToggledOnLiveTopic: turning the namespace policy on and off applies to a
+// loaded topic without restart; with it off, resends are stored again.
+func TestDeduplicationToggledOnLiveTopic(t *testing.T) {
+	if testBackend() == "memory" {
+		t.Skip("needs the managed ledger")
+	}
+	b := startBroker(t, nil)
+	topic := "persistent://public/default/dedup-toggle"
+	client := newClient(t, b.url)
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Name: "prod", DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sendSeq(t, p, []int64{0, 1})
+	if id := sendSeq(t, p, []int64{1})[0]; id.LedgerID() == -1 {
+		t.Fatal("duplicate detected while deduplication is off")
+	}
+	name, _ := ParseTopicName(topic)
+	setNamespaceDedup(t, b.s.store, true)
+	waitUntil(t, "dedup on", func() bool {
+		lt := b.s.loadedTopic(name)
+		return lt != nil && lt.pol.get().dedup
+	})
+	sendSeq(t, p, []int64{2})
+	if id := sendSeq(t, p, []int64{2})[0]; id.LedgerID() != -1 {
+		t.Fatalf("resend with deduplication on stored as %v", id)
+	}
+	// Many producers: the tracked set stays bounded.
+	lt := b.s.loadedTopic(name)
+	lt.dedup.mu.Lock()
+	lt.dedup.maxProducers = 2
+	lt.dedup.mu.Unlock()
+	for i := 0; i < 4; i++ {
+		if v := lt.dedup.check(fmt.Sprint("other-", i), 0, 0); v != dedupNew {
+			t.Fatalf("new producer verdict %v", v)
+		}
+	}
+	lt.dedup.mu.Lock()
+	n := len(lt.dedup.producers)
+	lt.dedup.mu.Unlock()
+	if n > 2 {
+		t.Fatalf("tracking %d producers, limit 2", n)
+	}
+	setNamespaceDedup(t, b.s.store, false)
+	waitUntil(t, "dedup off", func() bool { return !lt.pol.get().dedup })
+
+	// Retention set on the namespace reaches the live topic's managed ledger.
+	err = resources.New(b.s.store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
+		p.RetentionPolicies = &resources.RetentionPolicies{RetentionTimeInMinutes: 60, RetentionSizeInMB: -1}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "retention applied", func() bool {
+		cfg := lt.log.(mlLog).ml.Config()
+		return cfg.RetentionTime == time.Hour && cfg.RetentionSizeBytes == -1
+	})
+	if id := sendSeq(t, p, []int64{2})[0]; id.LedgerID() == -1 {
+		t.Fatal("duplicate detected after deduplication was turned off")
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDeduplicationWithBatches: batches from the Go client (which sends no highest sequence
+// id) are deduplicated as a whole, and the highest id of the last batch survives a restart.
+func TestDeduplicationWithBatches(t *testing.T) {
+	if testBackend() == "memory" {
+		t.Skip("deduplication persistence needs the managed ledger")
+	}
+	rs := newRestartableStack(t, func(c *config.BrokerConfig) { c.Policies.BrokerDeduplicationEnabled = true })
+	topic := "persistent://public/default/dedup-batches"
+	opts := pulsar.ProducerOptions{Topic: topic, Name: "batcher", BatchingMaxMessages: 5, BatchingMaxPublishDelay: time.Second}
+	client := newClient(t, rs.url)
+	sub, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Close()
+	p, err := client.CreateProducer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range sendSeq(t, p, seqRange(0, 19)) {
+		if id.LedgerID() == -1 {
+			t.Fatalf("first send answered as a duplicate: %v", id)
+		}
+	}
+	for i, id := range sendSeq(t, p, seqRange(0, 19)) {
+		if id.LedgerID() != -1 {
+			t.Fatalf("resent seq %d stored again as %v", i, id)
+		}
+	}
+	p.Close()
+	client.Close()
+
+	rs.restart()
+	client = newClient(t, rs.url)
+	defer client.Close()
+	p, err = client.CreateProducer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendAuto(t, p, "m-20")
+	if got := p.LastSequenceID(); got != 20 {
+		t.Fatalf("sequence id after restart %d, want 20", got)
+	}
+	p.Close()
+	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, m := range receive(t, c, 21, true) {
+		if want := fmt.Sprint("m-", i); string(m.Payload()) != want {
+			t.Fatalf("message %d = %q, want %q", i, m.Payload(), want)
+		}
+	}
+	expectNothing(t, c)
+}
+
+// TestDedupVerdicts covers the decision table without storage.
+func TestDedupVerdicts(t *testing.T) {
+	cfg := config.DefaultBrokerConfig()
+	cfg.Policies.BrokerDeduplicationMaxNumberOfProducers = 2
+	tp := &topic{s: &Server{cfg: cfg}, logg: testLogger(t), full: "persistent://public/default/verdicts"}
+	d := newDedup(tp)
+	if v := d.check("p", 0, 0); v != dedupNew {
+		t.Fatalf("disabled: %v", v)
+	}
+	d.enabled = true
+	d.on.Store(true)
+	want := func(what string, got, exp dedupVerdict) {
+		t.Helper()
+		if got != exp {
+			t.Fatalf("%s: verdict %d, want %d", what, got, exp)
+		}
+	}
+	want("first", d.check("p", 0, 4), dedupNew)         // batch 0..4
+	want("in flight", d.check("p", 0, 4), dedupUnknown) // not persisted yet
+	d.appended("p", 4, position{1, 0}, nil)
+	want("persisted", d.check("p", 2, 2), dedupDuplicate)
+	want("partly new batch stored whole", d.check("p", 3, 7), dedupNew)
+	d.appended("p", 7, position{1, 1}, fmt.Errorf("bookies down"))
+	want("failed append can be resent", d.check("p", 5, 7), dedupNew)
+	d.appended("p", 7, position{1, 2}, nil)
+	if got := d.lastSequence("p"); got != 7 {
+		t.Fatalf("lastSequence %d", got)
+	}
+	if got := d.lastSequence("nobody"); got != -1 {
+		t.Fatalf("lastSequence of unknown producer %d", got)
+	}
+	d.check("q", 0, 0)
+	d.check("r", 0, 0) // evicts the least recently used ("p")
+	if len(d.producers) != 2 || d.producers["p"] != nil {
+		t.Fatalf("producers after eviction: %v", d.producers)
+	}
+	var nilDedup *dedup
+	if nilDedup.check("p", 1, 1) != dedupNew || nilDedup.lastSequence("p") != -1 {
+		t.Fatal("nil dedup must let everything through")
+	}
+}

@@ -1,0 +1,72 @@
+package config
+
+import "errors"
+
+// PoliciesConfig is the broker-wide default of the namespace and topic policies the broker
+// enforces on live topics (deduplication, message TTL, backlog quota, producer/consumer
+// limits), plus the bounds of their machinery. Namespace policies override these defaults
+// and topic policies override the namespace's. Key names are Pulsar's broker.conf keys.
+type PoliciesConfig struct {
+	// BrokerDeduplicationEnabled turns producer deduplication on for every namespace that
+	// does not say otherwise.
+	BrokerDeduplicationEnabled bool `key:"brokerDeduplicationEnabled" help:"deduplicate by producer name and sequence id unless a namespace or topic policy says otherwise"`
+	// BrokerDeduplicationMaxNumberOfProducers bounds the producers whose last sequence id a
+	// topic tracks; the least recently used one is forgotten beyond it.
+	BrokerDeduplicationMaxNumberOfProducers int `key:"brokerDeduplicationMaxNumberOfProducers" help:"producers tracked for deduplication per topic"`
+	// BrokerDeduplicationEntriesInterval is how many entries are appended between two
+	// snapshots of the deduplication state (the most a restart replays).
+	BrokerDeduplicationEntriesInterval int `key:"brokerDeduplicationEntriesInterval" help:"entries between snapshots of a topic's deduplication state"`
+	// BrokerDeduplicationSnapshotIntervalSeconds also takes a snapshot when this much time
+	// passed with entries appended since the last one (0: only by entry count).
+	BrokerDeduplicationSnapshotIntervalSeconds int `key:"brokerDeduplicationSnapshotIntervalSeconds" help:"seconds between time-based deduplication snapshots (0: off)"`
+
+	// TTLDurationDefaultInSeconds is the message TTL of namespaces without one (0: none).
+	TTLDurationDefaultInSeconds int `key:"ttlDurationDefaultInSeconds" help:"default message TTL in seconds (0: messages never expire)"`
+	// MessageExpiryCheckIntervalInMinutes is how often TTL, backlog quotas and retention
+	// are applied to loaded topics. Pulsar's key is minutes; ours adds a seconds key for tests.
+	MessageExpiryCheckIntervalInMinutes int `key:"messageExpiryCheckIntervalInMinutes" help:"minutes between message TTL checks of loaded topics"`
+	// PolicyCheckIntervalSeconds, when > 0, overrides the two intervals above (tests).
+	PolicyCheckIntervalSeconds int `key:"policyCheckIntervalSeconds" help:"seconds between TTL and backlog-quota checks; overrides the minute keys when > 0"`
+	// BacklogQuotaCheckIntervalInSeconds is how often backlog quotas are checked.
+	BacklogQuotaCheckIntervalInSeconds int `key:"backlogQuotaCheckIntervalInSeconds" help:"seconds between backlog quota checks of loaded topics"`
+	// BacklogQuotaDefaultLimitBytes / BacklogQuotaDefaultLimitSecond / BacklogQuotaDefaultRetentionPolicy
+	// are the backlog quota of namespaces without one (limits <= 0: none).
+	BacklogQuotaDefaultLimitBytes      int64  `key:"backlogQuotaDefaultLimitBytes" help:"default backlog quota in bytes (-1: none)"`
+	BacklogQuotaDefaultLimitSecond     int64  `key:"backlogQuotaDefaultLimitSecond" help:"default time backlog quota in seconds (-1: none)"`
+	BacklogQuotaDefaultRetentionPolicy string `key:"backlogQuotaDefaultRetentionPolicy" help:"default backlog quota policy: producer_request_hold, producer_exception or consumer_backlog_eviction"`
+
+	// MaxProducersPerTopic / MaxConsumersPerTopic are the defaults of the namespace policies
+	// of the same name (0: unlimited).
+	MaxProducersPerTopic int `key:"maxProducersPerTopic" help:"most producers per topic (0: unlimited)"`
+	MaxConsumersPerTopic int `key:"maxConsumersPerTopic" help:"most consumers per topic (0: unlimited)"`
+}
+
+// DefaultPoliciesConfig returns Pulsar's broker.conf defaults.
+func DefaultPoliciesConfig() PoliciesConfig {
+	return PoliciesConfig{
+		BrokerDeduplicationMaxNumberOfProducers:    10000,
+		BrokerDeduplicationEntriesInterval:         1000,
+		BrokerDeduplicationSnapshotIntervalSeconds: 120,
+		MessageExpiryCheckIntervalInMinutes:        5,
+		BacklogQuotaCheckIntervalInSeconds:         60,
+		BacklogQuotaDefaultLimitBytes:              -1,
+		BacklogQuotaDefaultLimitSecond:             -1,
+		BacklogQuotaDefaultRetentionPolicy:         "producer_request_hold",
+	}
+}
+
+// Validate checks the policy defaults and bounds.
+func (c *PoliciesConfig) Validate() error {
+	return errors.Join(
+		Between("brokerDeduplicationMaxNumberOfProducers", c.BrokerDeduplicationMaxNumberOfProducers, 1, 1_000_000),
+		Between("brokerDeduplicationEntriesInterval", c.BrokerDeduplicationEntriesInterval, 1, 1_000_000),
+		AtLeast("brokerDeduplicationSnapshotIntervalSeconds", c.BrokerDeduplicationSnapshotIntervalSeconds, 0),
+		AtLeast("ttlDurationDefaultInSeconds", c.TTLDurationDefaultInSeconds, 0),
+		Between("messageExpiryCheckIntervalInMinutes", c.MessageExpiryCheckIntervalInMinutes, 1, 1440),
+		Between("policyCheckIntervalSeconds", c.PolicyCheckIntervalSeconds, 0, 86400),
+		Between("backlogQuotaCheckIntervalInSeconds", c.BacklogQuotaCheckIntervalInSeconds, 1, 86400),
+		OneOf("backlogQuotaDefaultRetentionPolicy", c.BacklogQuotaDefaultRetentionPolicy, "producer_request_hold", "producer_exception", "consumer_backlog_eviction"),
+		AtLeast("maxProducersPerTopic", c.MaxProducersPerTopic, 0),
+		AtLeast("maxConsumersPerTopic", c.MaxConsumersPerTopic, 0),
+	)
+}
