@@ -453,7 +453,7 @@ func (s *subscription) sendLocked(cs *consumer, e logEntry, count int) {
 	cs.unacked += count
 	s.unacked += count
 	s.pending[e.pos] = pendingAck{cs, count}
-	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count)
+	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count, s.ackSetFor(e.pos, count))
 }
 
 // pendingAck is a dispatched, unacknowledged entry: its consumer and message count.
@@ -552,7 +552,7 @@ func (s *subscription) dispatchNonPersistent(e logEntry, count int) {
 	}
 	if cs != nil {
 		cs.permits -= count
-		cs.c.sendMessage(cs, e, 0, count)
+		cs.c.sendMessage(cs, e, 0, count, nil)
 	}
 }
 
@@ -563,9 +563,11 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 		return nil
 	}
 	ps := make([]position, 0, len(ids))
+	var batches []*pb.MessageIdData
 	s.mu.Lock()
 	for _, id := range ids {
 		if partial(id.GetAckSet()) {
+			batches = append(batches, id)
 			continue
 		}
 		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
@@ -574,10 +576,11 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 		ps = append(ps, p)
 	}
 	s.mu.Unlock()
+	berr := s.ackBatchIndexes(batches)
 	if len(ps) == 0 {
-		return nil
+		return berr
 	}
-	return s.cursor.delete(ctx, ps)
+	return errors.Join(s.cursor.delete(ctx, ps), berr)
 }
 
 func partial(ackSet []int64) bool {
@@ -596,8 +599,9 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 	}
 	p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
 	if partial(id.GetAckSet()) {
-		// The batch itself is not complete: acknowledge up to the entry before it.
-		// (L, -1) means "before the first entry of L".
+		// The batch itself is not complete: acknowledge up to the entry before it, and
+		// its acknowledged members. (L, -1) means "before the first entry of L".
+		defer func() { _ = s.ackBatchIndexes([]*pb.MessageIdData{id}) }()
 		p.entry--
 	}
 	s.mu.Lock()
@@ -683,11 +687,14 @@ func (s *subscription) stop() {
 }
 
 // sendMessage queues a MESSAGE frame carrying a stored entry.
-func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count int) {
+// ackSet (nil unless the entry is a partly acknowledged batch) has a set bit per member
+// still to deliver.
+func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count int, ackSet []int64) {
 	cmd := &pb.BaseCommand{Type: pb.BaseCommand_MESSAGE.Enum(), Message: &pb.CommandMessage{
 		ConsumerId:      proto.Uint64(cs.id),
 		MessageId:       cs.sub.t.messageIDData(e.pos, -1),
 		RedeliveryCount: proto.Uint32(redeliveries),
+		AckSet:          ackSet,
 	}}
 	c.s.m.msgsOut.Add(float64(count))
 	c.s.m.bytesOut.Add(float64(len(e.data)))

@@ -61,6 +61,9 @@ type BrokerConfig struct {
 	// keys) through to the topic logs this broker opens. dispatcherMaxReadBatchSize is
 	// bound to both this struct and the managed ledger's, so one setting drives both.
 	ManagedLedger ManagedLedgerConfig
+
+	// Delivery is batch-index acknowledgement and delayed delivery (delivery.go).
+	Delivery DeliveryConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -82,6 +85,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxUnackedMessagesPerSubscription:   200000,
 		MaxConnections:                      0,
 		ManagedLedger:                       DefaultManagedLedgerConfig(),
+		Delivery:                            DefaultDeliveryConfig(),
 	}
 }
 
@@ -108,5 +112,6 @@ func (c *BrokerConfig) Validate() error {
 		AtLeast("maxUnackedMessagesPerSubscription", c.MaxUnackedMessagesPerSubscription, 0),
 		AtLeast("brokerMaxConnections", c.MaxConnections, 0),
 		c.ManagedLedger.Validate(),
+		c.Delivery.Validate(),
 	)
 }

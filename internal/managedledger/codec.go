@@ -71,9 +71,15 @@ func decodeCursorInfo(b []byte) (*cursorInfo, error) {
 type cursorState struct {
 	MarkDelete Position
 	Acked      *RangeSet
+	// BatchAcks holds the partly acknowledged batch entries (version 2 only): per entry,
+	// a bitset whose set bits are the batch members not yet acknowledged.
+	BatchAcks map[Position][]uint64
 }
 
-const cursorStateVersion = 1
+const (
+	cursorStateVersion        = 1
+	cursorStateVersionBatches = 2 // version 1 followed by the partly acknowledged batches
+)
 
 // encodeCursorState writes the state in the compact binary form of doc.go, keeping at most
 // maxSpans spans (the lowest ones: losing the highest only causes redelivery).
@@ -115,7 +121,8 @@ func decodeCursorState(b []byte) (cursorState, error) {
 	if len(b) == 0 {
 		return bad("empty")
 	}
-	if b[0] != cursorStateVersion {
+	version := b[0]
+	if version != cursorStateVersion && version != cursorStateVersionBatches {
 		return bad(fmt.Sprintf("unknown version %d", b[0]))
 	}
 	b = b[1:]
@@ -174,6 +181,13 @@ func decodeCursorState(b []byte) (cursorState, error) {
 			return bad("too many acknowledged entries")
 		}
 		prevL, prevEnd = s.LedgerID, s.Last
+	}
+	if version == cursorStateVersionBatches {
+		rest, batches, err := decodeBatchAcks(b)
+		if err != nil {
+			return cursorState{}, err
+		}
+		b, st.BatchAcks = rest, batches
 	}
 	if len(b) != 0 {
 		return bad("trailing bytes")

@@ -37,6 +37,7 @@ type Cursor struct {
 	markDelete Position
 	readPos    Position
 	acked      RangeSet
+	batchAcks  map[Position][]uint64 // partly acknowledged batches (cursor_batch.go)
 	consumed   int64
 	readEpoch  uint64 // bumped when the read position is moved by hand
 	seq        uint64 // bumped on every change of the persisted state
@@ -477,6 +478,7 @@ func (c *Cursor) foldLocked() {
 		c.markDelete = s.end()
 		c.acked.RemoveThrough(s.end())
 	}
+	c.pruneBatchAcksLocked()
 	if n := ml.nextLocked(c.markDelete); c.readPos.Less(n) {
 		c.readPos = n
 	}
@@ -559,6 +561,7 @@ func (c *Cursor) ResetCursor(ctx context.Context, pos Position) error {
 	c.markDelete = prevPosition(pos)
 	c.readPos = pos
 	c.acked.Clear()
+	clear(c.batchAcks)
 	c.readEpoch++
 	c.changedLocked()
 	ml.notifyLocked() // wake parked reads: there may be entries to read again

@@ -138,7 +138,7 @@ func (c *Cursor) encodeLocked() ([]byte, Position) {
 	c.ml.mu.Lock()
 	maxSpans := c.ml.cfg.MaxUnackedRangesToPersist
 	c.ml.mu.Unlock()
-	return encodeCursorState(c.markDelete, &c.acked, maxSpans), c.markDelete
+	return encodeCursorStateBatches(c.markDelete, &c.acked, c.batchAcks, maxSpans), c.markDelete
 }
 
 // persist appends data to the cursor ledger, switching ledgers when due. Caller holds pmu.
@@ -383,6 +383,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv meta
 	}
 	c.acked = *st.Acked
 	c.acked.RemoveThrough(c.markDelete)
+	c.batchAcks = st.BatchAcks
 	c.foldLocked()
 	c.readPos = ml.nextLocked(c.markDelete)
 	return c, nil

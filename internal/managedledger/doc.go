@@ -56,7 +56,18 @@
 //	                                     last entry, or markDelete.entryId); else: the first entry id itself
 //	  uvarint  length                    last - first
 //
-// The encoder keeps only the lowest MaxUnackedRangesToPersist spans; dropping higher spans
+// Version 2 (written only while some batch entry is partly acknowledged, cursor_batch.go)
+// is version 1 with the version byte 2, followed by:
+//
+//	uvarint  m                           number of partly acknowledged batch entries
+//	m times, ascending by position:
+//	  varint   ledgerId
+//	  varint   entryId
+//	  uvarint  w                           bitset words, 1..1024
+//	  w times  uint64 little-endian        bit i set: batch member i not yet acknowledged
+//
+// The encoder keeps only the lowest MaxUnackedRangesToPersist spans (and as many batch
+// entries); dropping higher spans
 // only causes redelivery. The decoder rejects unknown versions, truncation, trailing bytes
 // and ids of 2^62 or more; adjacent spans from another encoder are merged.
 //
