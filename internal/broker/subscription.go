@@ -68,8 +68,9 @@ type subscription struct {
 	rewindReq    bool
 	ksMode       pb.KeySharedMode // Key_Shared only (keyshared.go)
 	ring         []ringPoint
-	stalled      bool         // last round dispatched nothing although consumers had permits
-	replay       []replayItem // Key_Shared entries held back, in position order
+	stalled      bool            // last round dispatched nothing although consumers had permits
+	replay       []replayItem    // Key_Shared entries held back, in position order
+	delayed      *delayedTracker // delayed delivery (delayed.go); nil until needed
 	gen          uint64
 	stopped      bool
 	started      bool
@@ -324,7 +325,13 @@ func (s *subscription) run() {
 			s.replay = s.replay[:0] // re-read by the rewind anyway
 			s.cursor.rewind()
 		}
-		sent := 0
+		sent, st := s.dispatchDueLocked(&backoff) // delayed.go
+		if st == readStop {
+			return
+		}
+		if st == readAgain {
+			continue
+		}
 		if len(s.replay) > 0 {
 			ps := make([]position, len(s.replay))
 			for i, r := range s.replay {
@@ -340,6 +347,12 @@ func (s *subscription) run() {
 				continue
 			}
 			sent += s.replayLocked(entries)
+		}
+		if s.delayedFullLocked() {
+			if sent == 0 {
+				s.waitDueLocked()
+			}
+			continue
 		}
 		if len(s.replay) < maxReplay(s.t.s.cfg.DispatcherMaxReadBatchSize) {
 			n := min(s.t.s.cfg.DispatcherMaxReadBatchSize, max(s.permitsLocked(), 1))
@@ -388,7 +401,7 @@ const (
 // (s.gen moved) is discarded.
 func (s *subscription) readLocked(backoff *time.Duration, read func(context.Context) ([]logEntry, error)) ([]logEntry, readStatus) {
 	gen := s.gen
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.readContext()
 	s.cancelRead = cancel
 	s.mu.Unlock()
 	entries, err := read(ctx)
@@ -430,7 +443,15 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 		if _, ok := s.pending[e.pos]; ok {
 			continue
 		}
-		count, key := entryInfo(e.data)
+		m := entryMetaOf(e.data)
+		switch s.delayLocked(e.pos, m.deliverAt) { // delayed.go
+		case delayHeld:
+			continue
+		case delayFull:
+			s.cursor.seek(e.pos)
+			return sent
+		}
+		count, key := m.count, m.key
 		var cs *consumer
 		if s.typ == pb.CommandSubscribe_Key_Shared {
 			slot := keyHashSlot(key)
@@ -660,6 +681,7 @@ func (s *subscription) reset(move func(logCursor) error) error {
 	}
 	clear(s.redeliveries)
 	s.replay = nil
+	s.delayed.clear()
 	s.gen++
 	s.rewindReq = false
 	if s.cancelRead != nil {
