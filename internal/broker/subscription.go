@@ -640,8 +640,9 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 	return s.cursor.markDelete(ctx, p)
 }
 
-// redeliver releases cs's unacknowledged entries (only ids, for Shared subscriptions when
-// given) for redelivery.
+// redeliver releases cs's unacknowledged entries (only ids, for Shared and Key_Shared
+// subscriptions when given) for redelivery; Exclusive and Failover rewind over all of them
+// to keep order, as Pulsar does.
 func (s *subscription) redeliver(cs *consumer, ids []*pb.MessageIdData) {
 	if s.cursor == nil {
 		return
@@ -649,7 +650,7 @@ func (s *subscription) redeliver(cs *consumer, ids []*pb.MessageIdData) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var only map[position]bool
-	if s.typ == pb.CommandSubscribe_Shared && len(ids) > 0 {
+	if (s.typ == pb.CommandSubscribe_Shared || s.typ == pb.CommandSubscribe_Key_Shared) && len(ids) > 0 {
 		only = make(map[position]bool, len(ids))
 		for _, id := range ids {
 			only[position{int64(id.GetLedgerId()), int64(id.GetEntryId())}] = true
