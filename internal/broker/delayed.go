@@ -200,9 +200,10 @@ func (s *subscription) dispatchDueLocked(backoff *time.Duration) (int, readStatu
 		}
 		m := entryMetaOf(e.data)
 		var cs *consumer
+		slot := -1
 		if s.typ == pb.CommandSubscribe_Key_Shared {
-			slot := keyHashSlot(m.key)
-			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) {
+			slot = keyHashSlot(m.key)
+			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, slot, e.pos) {
 				s.replay = append(s.replay, replayItem{e.pos, slot})
 				continue
 			}
@@ -210,7 +211,7 @@ func (s *subscription) dispatchDueLocked(backoff *time.Duration) (int, readStatu
 			s.delayed.add(e.pos, at[e.pos])
 			continue
 		}
-		s.sendLocked(cs, e, m.count)
+		s.sendLocked(cs, e, m.count, slot)
 		sent++
 	}
 	if s.typ == pb.CommandSubscribe_Key_Shared {

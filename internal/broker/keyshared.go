@@ -134,6 +134,7 @@ func (s *subscription) addKeySharedLocked(cs *consumer, meta *pb.KeySharedMeta) 
 		cs.ranges = meta.GetHashRanges()
 		return nil
 	}
+	s.setJoinLimitLocked(cs, meta) // keyshared_join.go
 	for i := 0; i < ringPoints; i++ {
 		h := murmur3([]byte(cs.name+"#"+strconv.Itoa(i)+"#"+strconv.FormatUint(cs.id, 10)+cs.c.remote), 0)
 		s.ring = append(s.ring, ringPoint{h, cs})

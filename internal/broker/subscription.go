@@ -28,6 +28,8 @@ type consumer struct {
 	removed bool
 	unacked int            // messages dispatched and not acknowledged
 	ranges  []*pb.IntRange // Key_Shared STICKY: the hash slots it takes
+	// Key_Shared: entries after this position wait until it is acknowledged (keyshared_join.go).
+	joinLimit *position
 }
 
 // subscription is a named cursor on a topic and the consumers it dispatches to.
@@ -68,9 +70,11 @@ type subscription struct {
 	rewindReq    bool
 	ksMode       pb.KeySharedMode // Key_Shared only (keyshared.go)
 	ring         []ringPoint
-	stalled      bool            // last round dispatched nothing although consumers had permits
-	replay       []replayItem    // Key_Shared entries held back, in position order
-	delayed      *delayedTracker // delayed delivery (delayed.go); nil until needed
+	stalled      bool              // last round dispatched nothing although consumers had permits
+	replay       []replayItem      // Key_Shared entries held back, in position order
+	delayed      *delayedTracker   // delayed delivery (delayed.go); nil until needed
+	maxRead      position          // highest position read for dispatch (keyshared_join.go)
+	slotHolds    map[int]*slotHold // Key_Shared: who holds unacked entries per slot (keyshared_join.go)
 	gen          uint64
 	stopped      bool
 	started      bool
@@ -84,6 +88,7 @@ func newSubscription(t *topic, name string, typ pb.CommandSubscribe_SubType, dur
 	return &subscription{
 		t: t, name: name, typ: typ, durable: durable, cursor: cur,
 		log:          t.logg.With("subscription", name),
+		maxRead:      earliest,
 		pending:      map[position]pendingAck{},
 		redeliveries: map[position]uint32{},
 		wake:         make(chan struct{}, 1),
@@ -269,14 +274,7 @@ func (s *subscription) pickLocked() *consumer {
 	if s.typ == pb.CommandSubscribe_Exclusive || s.typ == pb.CommandSubscribe_Failover {
 		return nil
 	}
-	for i := range s.consumers {
-		cs := s.consumers[(s.rr+i)%len(s.consumers)]
-		if s.canReceiveLocked(cs) {
-			s.rr = (s.rr + i + 1) % len(s.consumers)
-			return cs
-		}
-	}
-	return nil
+	return s.pickSharedLocked() // priority.go
 }
 
 // permitsLocked is the number of messages the subscription may dispatch now: the permits
@@ -437,6 +435,7 @@ func (s *subscription) readLocked(backoff *time.Duration, read func(context.Cont
 func (s *subscription) dispatchLocked(entries []logEntry) int {
 	sent := 0
 	for _, e := range entries {
+		s.noteReadLocked(e.pos)
 		if s.cursor.isAcked(e.pos) {
 			continue
 		}
@@ -451,11 +450,11 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 			s.cursor.seek(e.pos)
 			return sent
 		}
-		count, key := m.count, m.key
+		count, key, slot := m.count, m.key, -1
 		var cs *consumer
 		if s.typ == pb.CommandSubscribe_Key_Shared {
-			slot := keyHashSlot(key)
-			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) {
+			slot = keyHashSlot(key)
+			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) || s.keyBlockedLocked(cs, slot, e.pos) {
 				s.replay = append(s.replay, replayItem{e.pos, slot})
 				continue
 			}
@@ -463,24 +462,27 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 			s.cursor.seek(e.pos)
 			return sent
 		}
-		s.sendLocked(cs, e, count)
+		s.sendLocked(cs, e, count, slot)
 		sent++
 	}
 	return sent
 }
 
-func (s *subscription) sendLocked(cs *consumer, e logEntry, count int) {
+// slot is the entry's Key_Shared hash slot, -1 for other subscription types.
+func (s *subscription) sendLocked(cs *consumer, e logEntry, count, slot int) {
 	cs.permits -= count
 	cs.unacked += count
 	s.unacked += count
-	s.pending[e.pos] = pendingAck{cs, count}
+	s.pending[e.pos] = pendingAck{cs, count, slot}
+	s.holdSlotLocked(cs, slot) // keyshared_join.go
 	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count, s.ackSetFor(e.pos, count))
 }
 
 // pendingAck is a dispatched, unacknowledged entry: its consumer and message count.
 type pendingAck struct {
-	c *consumer
-	n int
+	c    *consumer
+	n    int
+	slot int // Key_Shared hash slot, -1 otherwise
 }
 
 // dropPendingLocked forgets a pending entry (acknowledged or released). A consumer blocked
@@ -491,6 +493,7 @@ func (s *subscription) dropPendingLocked(p position) {
 		return
 	}
 	delete(s.pending, p)
+	s.releaseSlotLocked(pa.slot) // may unblock held-back Key_Shared entries
 	pa.c.unacked -= pa.n
 	s.unacked -= pa.n
 	if pa.c.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerConsumer || s.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerSubscription {
@@ -547,13 +550,13 @@ func (s *subscription) replayLocked(entries []logEntry) int {
 			continue
 		}
 		cs := s.keyConsumerLocked(r.slot)
-		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) {
+		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, r.slot, r.pos) {
 			blocked[r.slot] = true
 			s.replay = append(s.replay, r)
 			continue
 		}
 		count, _ := entryInfo(e.data)
-		s.sendLocked(cs, e, count)
+		s.sendLocked(cs, e, count, r.slot)
 		sent++
 	}
 	return sent
@@ -599,9 +602,12 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 	s.mu.Unlock()
 	berr := s.ackBatchIndexes(batches)
 	if len(ps) == 0 {
+		s.acked()
 		return berr
 	}
-	return errors.Join(s.cursor.delete(ctx, ps), berr)
+	err := errors.Join(s.cursor.delete(ctx, ps), berr)
+	s.acked() // keyshared_join.go
+	return err
 }
 
 func partial(ackSet []int64) bool {
@@ -637,7 +643,9 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 		}
 	}
 	s.mu.Unlock()
-	return s.cursor.markDelete(ctx, p)
+	err := s.cursor.markDelete(ctx, p)
+	s.acked() // keyshared_join.go
+	return err
 }
 
 // redeliver releases cs's unacknowledged entries (only ids, for Shared and Key_Shared
@@ -682,6 +690,7 @@ func (s *subscription) reset(move func(logCursor) error) error {
 	}
 	clear(s.redeliveries)
 	s.replay = nil
+	s.maxRead = earliest
 	s.delayed.clear()
 	s.gen++
 	s.rewindReq = false
