@@ -30,6 +30,10 @@ type consumer struct {
 	ranges  []*pb.IntRange // Key_Shared STICKY: the hash slots it takes
 	// Key_Shared: entries after this position wait until it is acknowledged (keyshared_join.go).
 	joinLimit *position
+	// Failover: not yet told whether it is active. The Go client registers a consumer
+	// only after SUBSCRIBE's answer, so the first ACTIVE_CONSUMER_CHANGE waits for its
+	// first FLOW, which comes after that.
+	notifyPending bool
 }
 
 // subscription is a named cursor on a topic and the consumers it dispatches to.
@@ -125,6 +129,8 @@ func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType
 		}
 	}
 	s.typ = typ
+	// A Failover consumer hears whether it is active at its first FLOW (notifyPending).
+	cs.notifyPending = typ == pb.CommandSubscribe_Failover
 	s.consumers = append(s.consumers, cs)
 	s.updateActiveLocked(cs)
 	if s.cursor != nil && !s.started {
@@ -188,7 +194,8 @@ func (s *subscription) requestRewindLocked() {
 // updateActiveLocked recomputes the active consumer of an Exclusive or Failover
 // subscription. The previous active consumer's unacknowledged entries move to the new one
 // (order is kept by rewinding). Failover consumers hear of the change through
-// ACTIVE_CONSUMER_CHANGE; added (if non-nil) is told after its SUBSCRIBE is answered.
+// ACTIVE_CONSUMER_CHANGE; added (if non-nil) and consumers not yet flowing are told at
+// their first FLOW (consumer.notifyPending).
 func (s *subscription) updateActiveLocked(added *consumer) {
 	if s.typ != pb.CommandSubscribe_Exclusive && s.typ != pb.CommandSubscribe_Failover {
 		s.active = nil
@@ -205,7 +212,7 @@ func (s *subscription) updateActiveLocked(added *consumer) {
 	s.poke()
 	if s.typ == pb.CommandSubscribe_Failover {
 		for _, cs := range s.consumers {
-			if cs != added {
+			if cs != added && !cs.notifyPending {
 				cs.c.sendActiveConsumerChange(cs.id, cs == next)
 			}
 		}
@@ -242,18 +249,15 @@ func (s *subscription) pickActiveLocked() *consumer {
 	return first
 }
 
-// notifyActive tells cs (just subscribed) whether it is the active Failover consumer.
-func (s *subscription) notifyActive(cs *consumer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.typ == pb.CommandSubscribe_Failover && !cs.removed {
-		cs.c.sendActiveConsumerChange(cs.id, cs == s.active)
-	}
-}
-
 // flow adds permits to cs.
 func (s *subscription) flow(cs *consumer, n uint32) {
 	s.mu.Lock()
+	if cs.notifyPending {
+		cs.notifyPending = false
+		if s.typ == pb.CommandSubscribe_Failover && !cs.removed {
+			cs.c.sendActiveConsumerChange(cs.id, cs == s.active)
+		}
+	}
 	cs.permits += int(n)
 	if len(s.replay) > 0 && s.cancelRead != nil {
 		// The dispatcher may be waiting at the tail while held-back entries could now go.
