@@ -78,19 +78,29 @@ func (s *subscription) releaseSlotLocked(slot int) {
 	if h := s.slotHolds[slot]; slot >= 0 && h != nil {
 		if h.n--; h.n <= 0 {
 			delete(s.slotHolds, slot)
+			s.slotFreed = true
 		}
 	}
 }
 
 // acked is called after an acknowledgement reached the cursor. Held-back Key_Shared
-// entries may be waiting for exactly this (a draining slot, or the mark-delete position a
-// join limit waits for) while the dispatcher waits at the tail for new entries: wake it.
+// entries may be waiting for exactly this (a slot that finished draining, or the
+// mark-delete position a join limit waits for) while the dispatcher waits at the tail for
+// new entries: wake it. Only then, so that a steady ack stream does not keep aborting reads.
 func (s *subscription) acked() {
 	s.mu.Lock()
-	if len(s.replay) > 0 && s.cancelRead != nil {
+	defer s.mu.Unlock()
+	if len(s.replay) == 0 || s.cancelRead == nil {
+		return
+	}
+	wake := s.slotFreed
+	for _, cs := range s.consumers {
+		wake = wake || cs.joinLimit != nil
+	}
+	if wake {
+		s.slotFreed = false
 		s.cancelRead()
 	}
-	s.mu.Unlock()
 }
 
 // keyBlockedLocked tells whether the Key_Shared entry at p (of slot) must wait instead of

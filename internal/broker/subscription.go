@@ -79,6 +79,7 @@ type subscription struct {
 	delayed      *delayedTracker   // delayed delivery (delayed.go); nil until needed
 	maxRead      position          // highest position read for dispatch (keyshared_join.go)
 	slotHolds    map[int]*slotHold // Key_Shared: who holds unacked entries per slot (keyshared_join.go)
+	slotFreed    bool              // a slot finished draining since the last wake-up
 	gen          uint64
 	stopped      bool
 	started      bool
