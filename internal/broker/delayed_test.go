@@ -82,6 +82,10 @@ func TestDelayedDeliverySurvivesRestart(t *testing.T) {
 			t.Fatalf("%s after restart: %v", sc.name, got)
 		}
 		expectNothing(t, c) // "hour" stays held
+		name, _ := ParseTopicName(topic)
+		if st, err := r.s.TopicStats(context.Background(), name); err != nil || st.Subscriptions[sc.name].MsgDelayed != 1 {
+			t.Fatalf("%s: stats %+v, %v; want msgDelayed 1", sc.name, st.Subscriptions[sc.name], err)
+		}
 		c.Close()
 	}
 }
