@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
 // TestDeadLetterTopic: a message negatively acknowledged again and again comes back with
@@ -119,5 +121,64 @@ func TestRetryLetterTopic(t *testing.T) {
 	}
 	if fmt.Sprint(times) != "[ 1 2]" {
 		t.Fatalf("reconsume times %q", times)
+	}
+}
+
+// TestRedeliverByIDsOrRewind (raw): REDELIVER_UNACKNOWLEDGED_MESSAGES with ids sends back
+// only those on Shared and Key_Shared, with redelivery_count 1; on Failover it rewinds over
+// every unacknowledged message, in order.
+func TestRedeliverByIDsOrRewind(t *testing.T) {
+	b := startBroker(t, nil)
+	topic := "persistent://public/default/redeliver-raw"
+	client := newClient(t, b.url)
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "m", 3)
+	raw := dialRaw(t, b)
+	raw.connect()
+	for i, typ := range []pb.CommandSubscribe_SubType{pb.CommandSubscribe_Shared, pb.CommandSubscribe_Key_Shared, pb.CommandSubscribe_Failover} {
+		id := uint64(i + 1)
+		sub := &pb.CommandSubscribe{Topic: proto.String(topic), Subscription: proto.String(typ.String()), SubType: typ.Enum(),
+			ConsumerId: proto.Uint64(id), RequestId: proto.Uint64(id), InitialPosition: pb.CommandSubscribe_Earliest.Enum()}
+		if typ == pb.CommandSubscribe_Key_Shared {
+			sub.KeySharedMeta = &pb.KeySharedMeta{KeySharedMode: pb.KeySharedMode_AUTO_SPLIT.Enum()}
+		}
+		raw.send(&pb.BaseCommand{Type: pb.BaseCommand_SUBSCRIBE.Enum(), Subscribe: sub})
+		raw.expect(pb.BaseCommand_SUCCESS)
+		raw.send(&pb.BaseCommand{Type: pb.BaseCommand_FLOW.Enum(), Flow: &pb.CommandFlow{
+			ConsumerId: proto.Uint64(id), MessagePermits: proto.Uint32(100)}})
+		next := func() *pb.CommandMessage {
+			for {
+				f, err := raw.next()
+				if err != nil {
+					t.Fatalf("%s: %v", typ, err)
+				}
+				if m := f.Cmd.GetMessage(); m != nil {
+					return m
+				}
+			}
+		}
+		var ids []*pb.MessageIdData
+		for j := 0; j < 3; j++ {
+			ids = append(ids, next().GetMessageId())
+		}
+		raw.send(&pb.BaseCommand{Type: pb.BaseCommand_REDELIVER_UNACKNOWLEDGED_MESSAGES.Enum(),
+			RedeliverUnacknowledgedMessages: &pb.CommandRedeliverUnacknowledgedMessages{
+				ConsumerId: proto.Uint64(id), MessageIds: []*pb.MessageIdData{ids[1]}}})
+		want := []uint64{ids[1].GetEntryId()}
+		if typ == pb.CommandSubscribe_Failover {
+			want = []uint64{ids[0].GetEntryId(), ids[1].GetEntryId(), ids[2].GetEntryId()}
+		}
+		for _, e := range want {
+			m := next()
+			if m.GetMessageId().GetEntryId() != e || m.GetRedeliveryCount() != 1 {
+				t.Fatalf("%s: redelivered entry %d count %d, want entry %d count 1", typ,
+					m.GetMessageId().GetEntryId(), m.GetRedeliveryCount(), e)
+			}
+		}
+		raw.ping() // nothing else was sent before the PONG
 	}
 }
