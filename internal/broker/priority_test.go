@@ -27,6 +27,7 @@ func TestSharedPriorityLevels(t *testing.T) {
 		raw.send(&pb.BaseCommand{Type: pb.BaseCommand_FLOW.Enum(), Flow: &pb.CommandFlow{
 			ConsumerId: proto.Uint64(id), MessagePermits: proto.Uint32(permits)}})
 	}
+	raw.ping() // the FLOWs are handled (in order) before anything is produced
 	client := newClient(t, b.url)
 	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
 	if err != nil {
