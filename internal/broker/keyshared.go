@@ -115,6 +115,7 @@ func (s *subscription) addKeySharedLocked(cs *consumer, meta *pb.KeySharedMeta) 
 		return fmt.Errorf("%w: subscription %s is Key_Shared %s, not %s", wire.ErrConsumerBusy, s.name, s.ksMode, mode)
 	}
 	s.ksMode = mode
+	cs.outOfOrder = meta.GetAllowOutOfOrderDelivery() // keyshared_join.go
 	if mode == pb.KeySharedMode_STICKY {
 		if len(meta.GetHashRanges()) == 0 {
 			return fmt.Errorf("%w: sticky Key_Shared consumer without hash ranges", wire.ErrNotAllowed)

@@ -165,3 +165,26 @@ func TestKeySharedSticky(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyBlockedRules checks the two ordering rules and allow_out_of_order_delivery
+// directly on the subscription's state.
+func TestKeyBlockedRules(t *testing.T) {
+	s := &subscription{}
+	old, newcomer, relaxed := &consumer{}, &consumer{}, &consumer{outOfOrder: true}
+	s.holdSlotLocked(old, 7)
+	s.holdSlotLocked(old, 7)
+	if !s.keyBlockedLocked(newcomer, 7, position{1, 1}) || s.keyBlockedLocked(old, 7, position{1, 1}) {
+		t.Fatal("draining slot: only its holder may receive")
+	}
+	if s.keyBlockedLocked(relaxed, 7, position{1, 1}) || s.keyBlockedLocked(newcomer, 8, position{1, 1}) {
+		t.Fatal("out-of-order consumer or another slot blocked")
+	}
+	s.releaseSlotLocked(7)
+	if !s.keyBlockedLocked(newcomer, 7, position{1, 1}) {
+		t.Fatal("slot free while one entry is still pending")
+	}
+	s.releaseSlotLocked(7)
+	if s.keyBlockedLocked(newcomer, 7, position{1, 1}) || !s.slotFreed {
+		t.Fatal("slot still held after draining")
+	}
+}

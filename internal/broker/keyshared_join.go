@@ -106,6 +106,9 @@ func (s *subscription) acked() {
 // keyBlockedLocked tells whether the Key_Shared entry at p (of slot) must wait instead of
 // going to its consumer cs now.
 func (s *subscription) keyBlockedLocked(cs *consumer, slot int, p position) bool {
+	if cs.outOfOrder {
+		return false // the consumer asked for speed over per-key order
+	}
 	if h := s.slotHolds[slot]; h != nil && h.c != cs {
 		return true
 	}

@@ -29,7 +29,8 @@ type consumer struct {
 	unacked int            // messages dispatched and not acknowledged
 	ranges  []*pb.IntRange // Key_Shared STICKY: the hash slots it takes
 	// Key_Shared: entries after this position wait until it is acknowledged (keyshared_join.go).
-	joinLimit *position
+	joinLimit  *position
+	outOfOrder bool // Key_Shared allow_out_of_order_delivery: neither ordering rule applies
 	// Failover: not yet told whether it is active. The Go client registers a consumer
 	// only after SUBSCRIBE's answer, so the first ACTIVE_CONSUMER_CHANGE waits for its
 	// first FLOW, which comes after that.
