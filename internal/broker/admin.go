@@ -33,6 +33,7 @@ type SubscriptionStats struct {
 	MsgBacklog int64           `json:"msgBacklog"` // unacknowledged entries
 	IsDurable  bool            `json:"isDurable"`
 	Consumers  []ConsumerStats `json:"consumers"`
+	MsgDelayed int             `json:"msgDelayed"` // held by delayed delivery (delayed.go)
 }
 
 // TopicStats is a snapshot of a loaded topic (shapes follow Pulsar's topic stats JSON).
@@ -76,6 +77,7 @@ func (s *Server) TopicStats(ctx context.Context, name TopicName) (TopicStats, er
 		}
 		sub.mu.Lock()
 		ss.Type = sub.typ.String()
+		ss.MsgDelayed = sub.delayed.len()
 		for _, cs := range sub.consumers {
 			ss.Consumers = append(ss.Consumers, ConsumerStats{ConsumerName: cs.name, AvailablePermits: cs.permits,
 				UnackedMessages: cs.unacked, Address: cs.c.remote})

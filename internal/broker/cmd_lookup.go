@@ -70,6 +70,5 @@ func (c *conn) handleGetTopicsOfNamespace(cmd *pb.CommandGetTopicsOfNamespace) {
 		}
 	}
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_TOPICS_OF_NAMESPACE_RESPONSE.Enum(),
-		GetTopicsOfNamespaceResponse: &pb.CommandGetTopicsOfNamespaceResponse{
-			RequestId: proto.Uint64(rid), Topics: out, Filtered: proto.Bool(false), Changed: proto.Bool(true)}})
+		GetTopicsOfNamespaceResponse: c.s.topicsOfNamespaceResponse(cmd, out)}) // topics_pattern.go
 }

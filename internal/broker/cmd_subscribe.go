@@ -56,7 +56,6 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	c.mu.Unlock()
 	c.log.Debug("consumer subscribed", "topic", t.full, "subscription", sub.name, "type", cmd.GetSubType().String(), "id", cid)
 	c.sendSuccess(rid)
-	sub.notifyActive(cs)
 }
 
 // subscribe attaches cs to the named subscription, creating it (and, for persistent

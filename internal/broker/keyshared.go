@@ -80,19 +80,31 @@ func murmur3(data []byte, seed uint32) uint32 {
 // key. Unreadable metadata counts as one message with an empty key (the consumer will
 // report and acknowledge it).
 func entryInfo(data []byte) (count int, key []byte) {
+	m := entryMetaOf(data)
+	return m.count, m.key
+}
+
+// entryMeta is what dispatch reads from an entry's metadata, parsed once per entry.
+type entryMeta struct {
+	count     int
+	key       []byte
+	deliverAt int64 // deliver_at_time in Unix milliseconds, 0 if none (delayed.go)
+}
+
+func entryMetaOf(data []byte) entryMeta {
 	e, err := wire.ParseEntry(data, false)
 	if err != nil {
-		return 1, nil
+		return entryMeta{count: 1}
 	}
 	md, err := wire.ParseMetadata(e.Metadata)
 	if err != nil {
-		return 1, nil
+		return entryMeta{count: 1}
 	}
-	key = md.GetOrderingKey()
+	key := md.GetOrderingKey()
 	if len(key) == 0 {
 		key = []byte(md.GetPartitionKey())
 	}
-	return wire.MessageCount(md), key
+	return entryMeta{count: wire.MessageCount(md), key: key, deliverAt: md.GetDeliverAtTime()}
 }
 
 // addKeySharedLocked registers cs with the key router: ring points (AUTO_SPLIT) or its
@@ -103,6 +115,7 @@ func (s *subscription) addKeySharedLocked(cs *consumer, meta *pb.KeySharedMeta) 
 		return fmt.Errorf("%w: subscription %s is Key_Shared %s, not %s", wire.ErrConsumerBusy, s.name, s.ksMode, mode)
 	}
 	s.ksMode = mode
+	cs.outOfOrder = meta.GetAllowOutOfOrderDelivery() // keyshared_join.go
 	if mode == pb.KeySharedMode_STICKY {
 		if len(meta.GetHashRanges()) == 0 {
 			return fmt.Errorf("%w: sticky Key_Shared consumer without hash ranges", wire.ErrNotAllowed)
@@ -122,6 +135,7 @@ func (s *subscription) addKeySharedLocked(cs *consumer, meta *pb.KeySharedMeta) 
 		cs.ranges = meta.GetHashRanges()
 		return nil
 	}
+	s.setJoinLimitLocked(cs, meta) // keyshared_join.go
 	for i := 0; i < ringPoints; i++ {
 		h := murmur3([]byte(cs.name+"#"+strconv.Itoa(i)+"#"+strconv.FormatUint(cs.id, 10)+cs.c.remote), 0)
 		s.ring = append(s.ring, ringPoint{h, cs})

@@ -138,6 +138,7 @@ type memCursor struct {
 	md    int64 // guarded by l.mu, as are rd and acked
 	rd    int64
 	acked map[int64]bool
+	batch map[int64][]uint64 // partly acknowledged batches
 }
 
 func (c *memCursor) read(ctx context.Context, max int) ([]logEntry, error) {
@@ -258,4 +259,44 @@ func (c *memCursor) backlog() int64 {
 	c.l.mu.Lock()
 	defer c.l.mu.Unlock()
 	return int64(len(c.l.entries)) - 1 - c.md - int64(len(c.acked))
+}
+
+func (c *memCursor) ackBatch(p position, remaining []uint64) (bool, error) {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if p.entry <= c.md || c.acked[p.entry] {
+		return true, nil
+	}
+	bits := append([]uint64(nil), remaining...)
+	if old, ok := c.batch[p.entry]; ok {
+		for i := range bits {
+			if i < len(old) {
+				bits[i] &= old[i]
+			} else {
+				bits[i] = 0
+			}
+		}
+	}
+	for _, w := range bits {
+		if w != 0 {
+			if c.batch == nil {
+				c.batch = map[int64][]uint64{}
+			}
+			c.batch[p.entry] = bits
+			return false, nil
+		}
+	}
+	delete(c.batch, p.entry)
+	c.acked[p.entry] = true
+	c.foldLocked()
+	return true, nil
+}
+
+func (c *memCursor) batchAckSet(p position) []uint64 {
+	c.l.mu.Lock()
+	defer c.l.mu.Unlock()
+	if p.entry <= c.md || c.acked[p.entry] {
+		return nil
+	}
+	return append([]uint64(nil), c.batch[p.entry]...)
 }

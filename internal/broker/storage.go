@@ -98,6 +98,11 @@ type logCursor interface {
 	resetToTime(ctx context.Context, t time.Time) error
 	// backlog is the number of unacknowledged entries.
 	backlog() int64
+	// ackBatch records a partial acknowledgement of a batch entry (remaining: a set bit per
+	// member still unacknowledged) and reports whether the entry is now fully acknowledged.
+	ackBatch(p position, remaining []uint64) (bool, error)
+	// batchAckSet is the members of a partly acknowledged entry still unacknowledged, or nil.
+	batchAckSet(p position) []uint64
 	// close releases the cursor (durable state stays).
 	close()
 }

@@ -28,6 +28,13 @@ type consumer struct {
 	removed bool
 	unacked int            // messages dispatched and not acknowledged
 	ranges  []*pb.IntRange // Key_Shared STICKY: the hash slots it takes
+	// Key_Shared: entries after this position wait until it is acknowledged (keyshared_join.go).
+	joinLimit  *position
+	outOfOrder bool // Key_Shared allow_out_of_order_delivery: neither ordering rule applies
+	// Failover: not yet told whether it is active. The Go client registers a consumer
+	// only after SUBSCRIBE's answer, so the first ACTIVE_CONSUMER_CHANGE waits for its
+	// first FLOW, which comes after that.
+	notifyPending bool
 }
 
 // subscription is a named cursor on a topic and the consumers it dispatches to.
@@ -68,8 +75,12 @@ type subscription struct {
 	rewindReq    bool
 	ksMode       pb.KeySharedMode // Key_Shared only (keyshared.go)
 	ring         []ringPoint
-	stalled      bool         // last round dispatched nothing although consumers had permits
-	replay       []replayItem // Key_Shared entries held back, in position order
+	stalled      bool              // last round dispatched nothing although consumers had permits
+	replay       []replayItem      // Key_Shared entries held back, in position order
+	delayed      *delayedTracker   // delayed delivery (delayed.go); nil until needed
+	maxRead      position          // highest position read for dispatch (keyshared_join.go)
+	slotHolds    map[int]*slotHold // Key_Shared: who holds unacked entries per slot (keyshared_join.go)
+	slotFreed    bool              // a slot finished draining since the last wake-up
 	gen          uint64
 	stopped      bool
 	started      bool
@@ -83,6 +94,7 @@ func newSubscription(t *topic, name string, typ pb.CommandSubscribe_SubType, dur
 	return &subscription{
 		t: t, name: name, typ: typ, durable: durable, cursor: cur,
 		log:          t.logg.With("subscription", name),
+		maxRead:      earliest,
 		pending:      map[position]pendingAck{},
 		redeliveries: map[position]uint32{},
 		wake:         make(chan struct{}, 1),
@@ -119,6 +131,8 @@ func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType
 		}
 	}
 	s.typ = typ
+	// A Failover consumer hears whether it is active at its first FLOW (notifyPending).
+	cs.notifyPending = typ == pb.CommandSubscribe_Failover
 	s.consumers = append(s.consumers, cs)
 	s.updateActiveLocked(cs)
 	if s.cursor != nil && !s.started {
@@ -182,7 +196,8 @@ func (s *subscription) requestRewindLocked() {
 // updateActiveLocked recomputes the active consumer of an Exclusive or Failover
 // subscription. The previous active consumer's unacknowledged entries move to the new one
 // (order is kept by rewinding). Failover consumers hear of the change through
-// ACTIVE_CONSUMER_CHANGE; added (if non-nil) is told after its SUBSCRIBE is answered.
+// ACTIVE_CONSUMER_CHANGE; added (if non-nil) and consumers not yet flowing are told at
+// their first FLOW (consumer.notifyPending).
 func (s *subscription) updateActiveLocked(added *consumer) {
 	if s.typ != pb.CommandSubscribe_Exclusive && s.typ != pb.CommandSubscribe_Failover {
 		s.active = nil
@@ -199,7 +214,7 @@ func (s *subscription) updateActiveLocked(added *consumer) {
 	s.poke()
 	if s.typ == pb.CommandSubscribe_Failover {
 		for _, cs := range s.consumers {
-			if cs != added {
+			if cs != added && !cs.notifyPending {
 				cs.c.sendActiveConsumerChange(cs.id, cs == next)
 			}
 		}
@@ -236,18 +251,15 @@ func (s *subscription) pickActiveLocked() *consumer {
 	return first
 }
 
-// notifyActive tells cs (just subscribed) whether it is the active Failover consumer.
-func (s *subscription) notifyActive(cs *consumer) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.typ == pb.CommandSubscribe_Failover && !cs.removed {
-		cs.c.sendActiveConsumerChange(cs.id, cs == s.active)
-	}
-}
-
 // flow adds permits to cs.
 func (s *subscription) flow(cs *consumer, n uint32) {
 	s.mu.Lock()
+	if cs.notifyPending {
+		cs.notifyPending = false
+		if s.typ == pb.CommandSubscribe_Failover && !cs.removed {
+			cs.c.sendActiveConsumerChange(cs.id, cs == s.active)
+		}
+	}
 	cs.permits += int(n)
 	if len(s.replay) > 0 && s.cancelRead != nil {
 		// The dispatcher may be waiting at the tail while held-back entries could now go.
@@ -268,14 +280,7 @@ func (s *subscription) pickLocked() *consumer {
 	if s.typ == pb.CommandSubscribe_Exclusive || s.typ == pb.CommandSubscribe_Failover {
 		return nil
 	}
-	for i := range s.consumers {
-		cs := s.consumers[(s.rr+i)%len(s.consumers)]
-		if s.canReceiveLocked(cs) {
-			s.rr = (s.rr + i + 1) % len(s.consumers)
-			return cs
-		}
-	}
-	return nil
+	return s.pickSharedLocked() // priority.go
 }
 
 // permitsLocked is the number of messages the subscription may dispatch now: the permits
@@ -324,7 +329,13 @@ func (s *subscription) run() {
 			s.replay = s.replay[:0] // re-read by the rewind anyway
 			s.cursor.rewind()
 		}
-		sent := 0
+		sent, st := s.dispatchDueLocked(&backoff) // delayed.go
+		if st == readStop {
+			return
+		}
+		if st == readAgain {
+			continue
+		}
 		if len(s.replay) > 0 {
 			ps := make([]position, len(s.replay))
 			for i, r := range s.replay {
@@ -340,6 +351,12 @@ func (s *subscription) run() {
 				continue
 			}
 			sent += s.replayLocked(entries)
+		}
+		if s.delayedFullLocked() {
+			if sent == 0 {
+				s.waitDueLocked()
+			}
+			continue
 		}
 		if len(s.replay) < maxReplay(s.t.s.cfg.DispatcherMaxReadBatchSize) {
 			n := min(s.t.s.cfg.DispatcherMaxReadBatchSize, max(s.permitsLocked(), 1))
@@ -388,7 +405,7 @@ const (
 // (s.gen moved) is discarded.
 func (s *subscription) readLocked(backoff *time.Duration, read func(context.Context) ([]logEntry, error)) ([]logEntry, readStatus) {
 	gen := s.gen
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := s.readContext()
 	s.cancelRead = cancel
 	s.mu.Unlock()
 	entries, err := read(ctx)
@@ -424,17 +441,26 @@ func (s *subscription) readLocked(backoff *time.Duration, read func(context.Cont
 func (s *subscription) dispatchLocked(entries []logEntry) int {
 	sent := 0
 	for _, e := range entries {
+		s.noteReadLocked(e.pos)
 		if s.cursor.isAcked(e.pos) {
 			continue
 		}
 		if _, ok := s.pending[e.pos]; ok {
 			continue
 		}
-		count, key := entryInfo(e.data)
+		m := entryMetaOf(e.data)
+		switch s.delayLocked(e.pos, m.deliverAt) { // delayed.go
+		case delayHeld:
+			continue
+		case delayFull:
+			s.cursor.seek(e.pos)
+			return sent
+		}
+		count, key, slot := m.count, m.key, -1
 		var cs *consumer
 		if s.typ == pb.CommandSubscribe_Key_Shared {
-			slot := keyHashSlot(key)
-			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) {
+			slot = keyHashSlot(key)
+			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) || s.keyBlockedLocked(cs, slot, e.pos) {
 				s.replay = append(s.replay, replayItem{e.pos, slot})
 				continue
 			}
@@ -442,24 +468,27 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 			s.cursor.seek(e.pos)
 			return sent
 		}
-		s.sendLocked(cs, e, count)
+		s.sendLocked(cs, e, count, slot)
 		sent++
 	}
 	return sent
 }
 
-func (s *subscription) sendLocked(cs *consumer, e logEntry, count int) {
+// slot is the entry's Key_Shared hash slot, -1 for other subscription types.
+func (s *subscription) sendLocked(cs *consumer, e logEntry, count, slot int) {
 	cs.permits -= count
 	cs.unacked += count
 	s.unacked += count
-	s.pending[e.pos] = pendingAck{cs, count}
-	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count)
+	s.pending[e.pos] = pendingAck{cs, count, slot}
+	s.holdSlotLocked(cs, slot) // keyshared_join.go
+	cs.c.sendMessage(cs, e, s.redeliveries[e.pos], count, s.ackSetFor(e.pos, count))
 }
 
 // pendingAck is a dispatched, unacknowledged entry: its consumer and message count.
 type pendingAck struct {
-	c *consumer
-	n int
+	c    *consumer
+	n    int
+	slot int // Key_Shared hash slot, -1 otherwise
 }
 
 // dropPendingLocked forgets a pending entry (acknowledged or released). A consumer blocked
@@ -470,6 +499,7 @@ func (s *subscription) dropPendingLocked(p position) {
 		return
 	}
 	delete(s.pending, p)
+	s.releaseSlotLocked(pa.slot) // may unblock held-back Key_Shared entries
 	pa.c.unacked -= pa.n
 	s.unacked -= pa.n
 	if pa.c.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerConsumer || s.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerSubscription {
@@ -526,13 +556,13 @@ func (s *subscription) replayLocked(entries []logEntry) int {
 			continue
 		}
 		cs := s.keyConsumerLocked(r.slot)
-		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) {
+		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, r.slot, r.pos) {
 			blocked[r.slot] = true
 			s.replay = append(s.replay, r)
 			continue
 		}
 		count, _ := entryInfo(e.data)
-		s.sendLocked(cs, e, count)
+		s.sendLocked(cs, e, count, r.slot)
 		sent++
 	}
 	return sent
@@ -552,7 +582,7 @@ func (s *subscription) dispatchNonPersistent(e logEntry, count int) {
 	}
 	if cs != nil {
 		cs.permits -= count
-		cs.c.sendMessage(cs, e, 0, count)
+		cs.c.sendMessage(cs, e, 0, count, nil)
 	}
 }
 
@@ -563,9 +593,11 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 		return nil
 	}
 	ps := make([]position, 0, len(ids))
+	var batches []*pb.MessageIdData
 	s.mu.Lock()
 	for _, id := range ids {
 		if partial(id.GetAckSet()) {
+			batches = append(batches, id)
 			continue
 		}
 		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
@@ -574,10 +606,14 @@ func (s *subscription) ackIndividual(ctx context.Context, ids []*pb.MessageIdDat
 		ps = append(ps, p)
 	}
 	s.mu.Unlock()
+	berr := s.ackBatchIndexes(batches)
 	if len(ps) == 0 {
-		return nil
+		s.acked()
+		return berr
 	}
-	return s.cursor.delete(ctx, ps)
+	err := errors.Join(s.cursor.delete(ctx, ps), berr)
+	s.acked() // keyshared_join.go
+	return err
 }
 
 func partial(ackSet []int64) bool {
@@ -596,8 +632,9 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 	}
 	p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
 	if partial(id.GetAckSet()) {
-		// The batch itself is not complete: acknowledge up to the entry before it.
-		// (L, -1) means "before the first entry of L".
+		// The batch itself is not complete: acknowledge up to the entry before it, and
+		// its acknowledged members. (L, -1) means "before the first entry of L".
+		defer func() { _ = s.ackBatchIndexes([]*pb.MessageIdData{id}) }()
 		p.entry--
 	}
 	s.mu.Lock()
@@ -612,11 +649,14 @@ func (s *subscription) ackCumulative(ctx context.Context, id *pb.MessageIdData) 
 		}
 	}
 	s.mu.Unlock()
-	return s.cursor.markDelete(ctx, p)
+	err := s.cursor.markDelete(ctx, p)
+	s.acked() // keyshared_join.go
+	return err
 }
 
-// redeliver releases cs's unacknowledged entries (only ids, for Shared subscriptions when
-// given) for redelivery.
+// redeliver releases cs's unacknowledged entries (only ids, for Shared and Key_Shared
+// subscriptions when given) for redelivery; Exclusive and Failover rewind over all of them
+// to keep order, as Pulsar does.
 func (s *subscription) redeliver(cs *consumer, ids []*pb.MessageIdData) {
 	if s.cursor == nil {
 		return
@@ -624,7 +664,7 @@ func (s *subscription) redeliver(cs *consumer, ids []*pb.MessageIdData) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var only map[position]bool
-	if s.typ == pb.CommandSubscribe_Shared && len(ids) > 0 {
+	if (s.typ == pb.CommandSubscribe_Shared || s.typ == pb.CommandSubscribe_Key_Shared) && len(ids) > 0 {
 		only = make(map[position]bool, len(ids))
 		for _, id := range ids {
 			only[position{int64(id.GetLedgerId()), int64(id.GetEntryId())}] = true
@@ -656,6 +696,8 @@ func (s *subscription) reset(move func(logCursor) error) error {
 	}
 	clear(s.redeliveries)
 	s.replay = nil
+	s.maxRead = earliest
+	s.delayed.clear()
 	s.gen++
 	s.rewindReq = false
 	if s.cancelRead != nil {
@@ -683,11 +725,14 @@ func (s *subscription) stop() {
 }
 
 // sendMessage queues a MESSAGE frame carrying a stored entry.
-func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count int) {
+// ackSet (nil unless the entry is a partly acknowledged batch) has a set bit per member
+// still to deliver.
+func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count int, ackSet []int64) {
 	cmd := &pb.BaseCommand{Type: pb.BaseCommand_MESSAGE.Enum(), Message: &pb.CommandMessage{
 		ConsumerId:      proto.Uint64(cs.id),
 		MessageId:       cs.sub.t.messageIDData(e.pos, -1),
 		RedeliveryCount: proto.Uint32(redeliveries),
+		AckSet:          ackSet,
 	}}
 	c.s.m.msgsOut.Add(float64(count))
 	c.s.m.bytesOut.Add(float64(len(e.data)))

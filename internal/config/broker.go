@@ -66,6 +66,8 @@ type BrokerConfig struct {
 	Schema SchemaConfig
 	// Policies holds the broker defaults of namespace/topic policies (policies.go).
 	Policies PoliciesConfig
+	// Delivery is batch-index acknowledgement and delayed delivery (delivery.go).
+	Delivery DeliveryConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -89,6 +91,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		ManagedLedger:                       DefaultManagedLedgerConfig(),
 		Schema:                              DefaultSchemaConfig(),
 		Policies:                            DefaultPoliciesConfig(),
+		Delivery:                            DefaultDeliveryConfig(),
 	}
 }
 
@@ -117,5 +120,6 @@ func (c *BrokerConfig) Validate() error {
 		c.ManagedLedger.Validate(),
 		c.Schema.Validate(),
 		c.Policies.Validate(),
+		c.Delivery.Validate(),
 	)
 }

@@ -74,13 +74,16 @@ type cursorState struct {
 	Acked      *RangeSet
 	// Props are the cursor's properties (MarkDeleteWithProperties), nil when none.
 	Props map[string]int64
+	// BatchAcks holds the partly acknowledged batch entries: per entry, a bitset whose set
+	// bits are the batch members not yet acknowledged.
+	BatchAcks map[Position][]uint64
 }
 
 const (
 	cursorStateVersion = 1
-	// cursorStatePropsVersion is version 1 followed by the cursor's properties; states
-	// without properties are still written as version 1.
-	cursorStatePropsVersion = 2
+	// cursorStateVersionExt is version 1 followed by the cursor's properties and its partly
+	// acknowledged batches; states with neither are still written as version 1.
+	cursorStateVersionExt = 2
 	// maxCursorPropKey bounds a property name, so a corrupt length cannot allocate much.
 	maxCursorPropKey = 4096
 )
@@ -91,16 +94,25 @@ func encodeCursorState(md Position, acked *RangeSet, maxSpans int) []byte {
 	return encodeCursorStateProps(md, acked, maxSpans, nil)
 }
 
-// encodeCursorStateProps is encodeCursorState with the cursor's properties (version 2 when
-// there are any). Keys are written sorted, so equal states encode to equal bytes.
+// encodeCursorStateProps is encodeCursorState with the cursor's properties.
 func encodeCursorStateProps(md Position, acked *RangeSet, maxSpans int, props map[string]int64) []byte {
+	return encodeCursorStateFull(md, acked, maxSpans, props, nil)
+}
+
+// encodeCursorStateFull writes the whole state: version 1 when the cursor has neither
+// properties nor partly acknowledged batches, else version 2 with both sections. Keys and
+// positions are written sorted, so equal states encode to equal bytes. At most maxSpans
+// spans (and as many batches) are kept, the lowest first: losing the highest only causes
+// redelivery.
+func encodeCursorStateFull(md Position, acked *RangeSet, maxSpans int, props map[string]int64, batches map[Position][]uint64) []byte {
 	spans := acked.spans
 	if len(spans) > maxSpans {
 		spans = spans[:maxSpans]
 	}
+	ext := len(props) > 0 || len(batches) > 0
 	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+binary.MaxVarintLen64+len(spans)*6)
-	if len(props) > 0 {
-		b = append(b, cursorStatePropsVersion)
+	if ext {
+		b = append(b, cursorStateVersionExt)
 	} else {
 		b = append(b, cursorStateVersion)
 	}
@@ -119,20 +131,21 @@ func encodeCursorStateProps(md Position, acked *RangeSet, maxSpans int, props ma
 		b = binary.AppendUvarint(b, uint64(s.Last-s.First))
 		prevL, prevEnd = s.LedgerID, s.Last
 	}
-	if len(props) > 0 {
-		keys := make([]string, 0, len(props))
-		for k := range props {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b = binary.AppendUvarint(b, uint64(len(keys)))
-		for _, k := range keys {
-			b = binary.AppendUvarint(b, uint64(len(k)))
-			b = append(b, k...)
-			b = binary.AppendVarint(b, props[k])
-		}
+	if !ext {
+		return b
 	}
-	return b
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendVarint(b, props[k])
+	}
+	return appendBatchAcks(b, batches, maxSpans)
 }
 
 // maxCoord bounds decoded ledger and entry ids so that arithmetic on them cannot overflow.
@@ -149,7 +162,7 @@ func decodeCursorState(b []byte) (cursorState, error) {
 		return bad("empty")
 	}
 	version := b[0]
-	if version != cursorStateVersion && version != cursorStatePropsVersion {
+	if version != cursorStateVersion && version != cursorStateVersionExt {
 		return bad(fmt.Sprintf("unknown version %d", b[0]))
 	}
 	b = b[1:]
@@ -209,12 +222,14 @@ func decodeCursorState(b []byte) (cursorState, error) {
 		}
 		prevL, prevEnd = s.LedgerID, s.Last
 	}
-	if version == cursorStatePropsVersion {
+	if version == cursorStateVersionExt {
 		np, ok := uvarint()
-		if !ok || np == 0 || np > int64(len(b))/2 {
+		if !ok || np > int64(len(b))/2 {
 			return bad("bad property count")
 		}
-		st.Props = make(map[string]int64, np)
+		if np > 0 {
+			st.Props = make(map[string]int64, np)
+		}
 		for i := int64(0); i < np; i++ {
 			kl, ok := uvarint()
 			if !ok || kl > maxCursorPropKey || kl > int64(len(b)) {
@@ -230,6 +245,14 @@ func decodeCursorState(b []byte) (cursorState, error) {
 				return bad(fmt.Sprintf("duplicate property %q", k))
 			}
 			st.Props[k] = v
+		}
+		rest, batches, err := decodeBatchAcks(b)
+		if err != nil {
+			return cursorState{}, err
+		}
+		b = rest
+		if len(batches) > 0 {
+			st.BatchAcks = batches
 		}
 	}
 	if len(b) != 0 {

@@ -37,7 +37,8 @@ type Cursor struct {
 	markDelete Position
 	readPos    Position
 	acked      RangeSet
-	props      map[string]int64 // MarkDeleteWithProperties; persisted with the state
+	props      map[string]int64      // MarkDeleteWithProperties; persisted with the state
+	batchAcks  map[Position][]uint64 // partly acknowledged batches (cursor_batch.go)
 	consumed   int64
 	readEpoch  uint64 // bumped when the read position is moved by hand
 	seq        uint64 // bumped on every change of the persisted state
@@ -521,6 +522,7 @@ func (c *Cursor) foldLocked() {
 		c.markDelete = s.end()
 		c.acked.RemoveThrough(s.end())
 	}
+	c.pruneBatchAcksLocked()
 	if n := ml.nextLocked(c.markDelete); c.readPos.Less(n) {
 		c.readPos = n
 	}
@@ -603,6 +605,7 @@ func (c *Cursor) ResetCursor(ctx context.Context, pos Position) error {
 	c.markDelete = prevPosition(pos)
 	c.readPos = pos
 	c.acked.Clear()
+	clear(c.batchAcks)
 	c.readEpoch++
 	c.changedLocked()
 	ml.notifyLocked() // wake parked reads: there may be entries to read again

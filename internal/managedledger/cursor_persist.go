@@ -138,7 +138,7 @@ func (c *Cursor) encodeLocked() ([]byte, Position) {
 	c.ml.mu.Lock()
 	maxSpans := c.ml.cfg.MaxUnackedRangesToPersist
 	c.ml.mu.Unlock()
-	return encodeCursorStateProps(c.markDelete, &c.acked, maxSpans, c.props), c.markDelete
+	return encodeCursorStateFull(c.markDelete, &c.acked, maxSpans, c.props, c.batchAcks), c.markDelete
 }
 
 // persist appends data to the cursor ledger, switching ledgers when due. Caller holds pmu.
@@ -384,6 +384,7 @@ func (ml *ManagedLedger) recoverCursor(ctx context.Context, name string, kv meta
 	c.acked = *st.Acked
 	c.props = st.Props
 	c.acked.RemoveThrough(c.markDelete)
+	c.batchAcks = st.BatchAcks
 	c.foldLocked()
 	c.readPos = ml.nextLocked(c.markDelete)
 	return c, nil

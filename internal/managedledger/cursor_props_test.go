@@ -60,7 +60,7 @@ func TestCursorStatePropsCodec(t *testing.T) {
 	rs.Add(Position{5, 7})
 	props := map[string]int64{"b": -3, "a": 1 << 40}
 	b := encodeCursorStateProps(Position{5, 1}, &rs, 10, props)
-	if b[0] != cursorStatePropsVersion {
+	if b[0] != cursorStateVersionExt {
 		t.Fatalf("version %d", b[0])
 	}
 	st, err := decodeCursorState(b)
@@ -81,6 +81,34 @@ func TestCursorStatePropsCodec(t *testing.T) {
 	} {
 		if _, err := decodeCursorState(bad); !errors.Is(err, ErrCorruptMetadata) {
 			t.Fatalf("decode(%v) = %v", bad, err)
+		}
+	}
+}
+
+// Properties and partly acknowledged batches share version 2 of the cursor state.
+func TestCursorStateWithPropsAndBatches(t *testing.T) {
+	var acked RangeSet
+	acked.Add(Position{3, 5})
+	props := map[string]int64{"producer-a": 41, "producer-b": 7}
+	batches := map[Position][]uint64{{3, 7}: {0b1010}, {4, 0}: {1, 1 << 63}}
+	b := encodeCursorStateFull(Position{3, 1}, &acked, 100, props, batches)
+	st, err := decodeCursorState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MarkDelete != (Position{3, 1}) || st.Acked.String() != acked.String() ||
+		len(st.Props) != 2 || st.Props["producer-a"] != 41 || len(st.BatchAcks) != 2 ||
+		st.BatchAcks[Position{4, 0}][1] != 1<<63 {
+		t.Fatalf("round trip: %+v", st)
+	}
+	// Only batches: properties count 0; only properties: batch count 0.
+	for _, c := range []struct {
+		p map[string]int64
+		b map[Position][]uint64
+	}{{nil, batches}, {props, nil}} {
+		st, err := decodeCursorState(encodeCursorStateFull(Position{3, 1}, &acked, 100, c.p, c.b))
+		if err != nil || len(st.Props) != len(c.p) || len(st.BatchAcks) != len(c.b) {
+			t.Fatalf("one section: %+v %v", st, err)
 		}
 	}
 }

@@ -56,15 +56,23 @@
 //	                                     last entry, or markDelete.entryId); else: the first entry id itself
 //	  uvarint  length                    last - first
 //
-// Version 2 (a cursor with properties, Cursor.MarkDeleteWithProperties) is version 1 with
-// version byte 2 followed by:
+// Version 2 (a cursor with properties, Cursor.MarkDeleteWithProperties, or with partly
+// acknowledged batch entries, cursor_batch.go) is version 1 with version byte 2, followed by
+// both sections (either count may be 0):
 //
-//	uvarint  p                           number of properties (>= 1)
+//	uvarint  p                           number of properties
 //	p times, names ascending:
 //	  uvarint  len, then len bytes       property name (at most 4096 bytes)
 //	  varint   value
+//	uvarint  m                           number of partly acknowledged batch entries
+//	m times, ascending by position:
+//	  varint   ledgerId
+//	  varint   entryId
+//	  uvarint  w                         bitset words, 1..1024
+//	  w times  uint64 little-endian      bit i set: batch member i not yet acknowledged
 //
-// The encoder keeps only the lowest MaxUnackedRangesToPersist spans; dropping higher spans
+// The encoder keeps only the lowest MaxUnackedRangesToPersist spans (and as many batch
+// entries); dropping higher spans
 // only causes redelivery. The decoder rejects unknown versions, truncation, trailing bytes
 // and ids of 2^62 or more; adjacent spans from another encoder are merged.
 //

@@ -123,6 +123,8 @@ func FuzzCursorState(f *testing.F) {
 	}
 	f.Add(encodeCursorState(Position{5, 1}, &rs, 100))
 	f.Add(encodeCursorState(Position{0, -1}, &RangeSet{}, 100))
+	f.Add(encodeCursorStateBatches(Position{5, 1}, &rs, map[Position][]uint64{{5, 2}: {3}, {8, 0}: {0, 1}}, 100))
+	f.Add([]byte{2, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{1, 0, 0, 1, 0, 0, 0})
 	f.Add(encodeCursorStateProps(Position{5, 1}, &rs, 100, map[string]int64{"p": 3, "q": -1}))
 	f.Add([]byte{1, 1, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0})
@@ -147,8 +149,8 @@ func FuzzCursorState(f *testing.F) {
 		if n != st.Acked.Count() {
 			t.Fatalf("count %d, spans hold %d", st.Acked.Count(), n)
 		}
-		again, err := decodeCursorState(encodeCursorStateProps(st.MarkDelete, st.Acked, 1<<30, st.Props))
-		if err != nil || again.MarkDelete != st.MarkDelete || again.Acked.String() != st.Acked.String() || len(again.Props) != len(st.Props) {
+		again, err := decodeCursorState(encodeCursorStateFull(st.MarkDelete, st.Acked, 1<<30, st.Props, st.BatchAcks))
+		if err != nil || again.MarkDelete != st.MarkDelete || again.Acked.String() != st.Acked.String() || len(again.Props) != len(st.Props) || len(again.BatchAcks) != len(st.BatchAcks) {
 			t.Fatalf("re-encode: %v %v", again, err)
 		}
 	})
