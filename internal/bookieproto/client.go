@@ -289,9 +289,15 @@ func (cc *clientConn) writeLoop(nc net.Conn) {
 			continue
 		}
 		for i, cl := range batch {
-			scratch = AppendRequest(scratch[:0], &cl.req)
+			// The head goes through scratch, the payload straight to bw: one copy of each
+			// added entry instead of two (bufio writes a large payload directly).
+			scratch = AppendRequestHead(scratch[:0], &cl.req)
 			batch[i] = nil
-			if _, err := bw.Write(scratch); err != nil {
+			_, err := bw.Write(scratch)
+			if err == nil && cl.req.Op == OpAddEntry {
+				_, err = bw.Write(cl.req.Payload)
+			}
+			if err != nil {
 				cc.fail(fmt.Errorf("%w: write to %s: %w", ErrUnavailable, cc.addr, err))
 				return
 			}
