@@ -35,12 +35,16 @@ type Config struct {
 	WebServiceAddr string
 	// Pprof serves Go's profiler under /debug/pprof/ (enablePprof).
 	Pprof bool
+	// Dynamic is the broker's runtime-tunable configuration (/admin/v2/brokers/configuration);
+	// nil lists no dynamic keys. Its TopicLevelMetrics also switches this API's per-topic
+	// series to per-namespace ones.
+	Dynamic DynamicConfig
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, broker: cfg.Broker,
-		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr}
+		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, dynamic: cfg.Dynamic}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -50,7 +54,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	if cfg.Broker != nil {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster})
+		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster, dynamic: cfg.Dynamic})
 		g = prometheus.Gatherers{g, reg}
 	}
 	mux := http.NewServeMux()
@@ -128,6 +132,7 @@ type server struct {
 	cluster        string
 	webServiceAddr string
 	rates          rateTracker
+	dynamic        DynamicConfig
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

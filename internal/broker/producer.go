@@ -3,6 +3,7 @@ package broker
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -53,7 +54,11 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int, batchInd
 	p.c.s.m.bytesIn.Add(float64(len(data)))
 	p.topic.counters.msgsIn.Add(int64(count))
 	p.topic.counters.bytesIn.Add(int64(len(data)))
+	start := time.Now()
 	p.topic.publish(data, count, batchIndex, func(pos position, err error) {
+		if err == nil {
+			p.topic.observePublish(start)
+		}
 		p.mu.Lock()
 		op.done, op.pos, op.err = true, pos, err
 		p.mu.Unlock()

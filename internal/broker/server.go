@@ -40,6 +40,8 @@ type Server struct {
 	logs  logStorage
 	log   *slog.Logger
 	m     *metrics
+	dyn   *dynamicConfig     // runtime-tunable settings (dynconfig.go)
+	stop  context.CancelFunc // ends the dynamic-configuration watch
 
 	maxFrame    int
 	publishMem  *byteLimiter // broker-wide pending publish bytes
@@ -104,12 +106,16 @@ func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, l
 		nameID:     hex.EncodeToString(id[:]),
 		conns:      map[*conn]struct{}{},
 		topics:     map[string]*topicFuture{},
+		dyn:        newDynamicConfig(&cfg),
 	}
 	m, err := newMetrics(s, reg)
 	if err != nil {
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
 	s.m = m
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.watchDynamic(ctx)
 	return s, nil
 }
 
@@ -212,6 +218,7 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.stop()
 	lns := s.listeners
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
