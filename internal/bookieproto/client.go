@@ -380,7 +380,7 @@ func opError(op Op, addr string, ledgerID, entryID int64, err error) error {
 
 // AddEntry implements Client.
 func (c *client) AddEntry(ctx context.Context, addr string, req AddRequest, done func(error)) {
-	r := Request{Op: OpAddEntry, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: req.LAC, MasterKey: req.MasterKey, Payload: req.Payload}
+	r := Request{Op: OpAddEntry, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: req.LAC, MasterKey: req.MasterKey, Prefix: req.Prefix, Payload: req.Payload}
 	if req.Recovery {
 		r.Flags |= FlagRecovery
 	}

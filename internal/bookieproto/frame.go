@@ -85,7 +85,11 @@ type Request struct {
 	MaxBytes  uint32 // range: payload budget
 	TimeoutMs uint32 // wait-LAC
 	MasterKey []byte // add, read, read-LAC
-	Payload   []byte // add
+	// Prefix and Payload of an add are one payload on the wire (Prefix first); the encoder
+	// writes them from two slices so the ledger client's digest header needs no copy of
+	// the entry. A decoded request has everything in Payload.
+	Prefix  []byte // add
+	Payload []byte // add
 }
 
 // Response is one decoded response; which fields are meaningful depends on Op (doc.go).
@@ -363,7 +367,7 @@ func RequestSize(r *Request) int {
 	n := lengthSize + headerSize + 8
 	switch r.Op {
 	case OpAddEntry:
-		n += 16 + 2 + len(r.MasterKey) + len(r.Payload)
+		n += 16 + 2 + len(r.MasterKey) + len(r.Prefix) + len(r.Payload)
 	case OpReadEntry:
 		n += 8 + 2 + len(r.MasterKey)
 	case OpReadRange:
@@ -383,8 +387,9 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	return finish(dst, start)
 }
 
-// AppendRequestHead appends r without the payload of an add: the length prefix counts the
-// payload, which the caller writes right after (saving a copy of every added entry).
+// AppendRequestHead appends r without the Payload of an add (its Prefix included): the
+// length prefix counts the Payload, which the caller writes right after (saving a copy of
+// every added entry).
 func AppendRequestHead(dst []byte, r *Request) []byte {
 	if r.Op != OpAddEntry {
 		return AppendRequest(dst, r)
@@ -405,6 +410,7 @@ func appendRequest(dst []byte, r *Request) ([]byte, int) {
 		dst = appendI64(dst, r.EntryID)
 		dst = appendI64(dst, r.LAC)
 		dst = appendKey(dst, r.MasterKey)
+		dst = append(dst, r.Prefix...)
 		dst = append(dst, r.Payload...)
 	case OpReadEntry:
 		dst = appendI64(dst, r.EntryID)

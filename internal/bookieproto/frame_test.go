@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 	"testing/iotest"
 )
@@ -310,9 +311,18 @@ func TestWireFormatPinned(t *testing.T) {
 func TestAppendRequestHead(t *testing.T) {
 	for _, r := range []Request{
 		{Op: OpAddEntry, RequestID: 9, LedgerID: 3, EntryID: 4, LAC: 2, MasterKey: []byte("k"), Payload: bytes.Repeat([]byte("p"), 5000)},
+		{Op: OpAddEntry, RequestID: 9, LedgerID: 3, EntryID: 4, LAC: 2, MasterKey: []byte("k"), Prefix: []byte("digest"), Payload: bytes.Repeat([]byte("p"), 5000)},
 		{Op: OpReadEntry, RequestID: 10, LedgerID: 3, EntryID: 4, MasterKey: []byte("k")},
 	} {
 		want := AppendRequest(nil, &r)
+		if r.Prefix != nil {
+			// On the wire a prefix is just the start of the payload.
+			q := r
+			q.Prefix, q.Payload = nil, append(slices.Clone(r.Prefix), r.Payload...)
+			if !bytes.Equal(want, AppendRequest(nil, &q)) {
+				t.Fatal("Prefix+Payload encodes differently from the joined payload")
+			}
+		}
 		got := AppendRequestHead(nil, &r)
 		if r.Op == OpAddEntry {
 			got = append(got, r.Payload...)
