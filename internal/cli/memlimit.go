@@ -11,7 +11,7 @@ import (
 // data (42 MiB resident in a busy bookie, /proc/<pid>/status RssFile), plus a few MiB for
 // what Pebble allocates outside the Go heap (cgo). The bookie's limit leaves room for them
 // so its whole RSS, not only its heap, stays within the caches plus memoryHeadroom: with
-// 40 MiB the peak was 206-212 MiB against the 200 MiB bound, with 48 MiB 189 MiB.
+// 40 MiB the peak was 202-207 MiB against the 200 MiB bound, with 48 MiB 189 MiB.
 const codeReserve = 48 << 20
 
 // applyMemoryLimit sets the Go runtime's soft memory limit to limit bytes unless GOMEMLIMIT

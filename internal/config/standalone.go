@@ -45,8 +45,8 @@ func DefaultStandaloneConfig() StandaloneConfig {
 	// Smaller caches than a dedicated broker's and bookie's: one process holds both, the
 	// broker's entry cache already serves tailing reads (so the bookie's read-ahead cache
 	// only serves catch-up), and a small machine is the standalone's home. Against 256/64/64
-	// MiB this cut peak RSS from 210-333 to 160-174 MiB at 100 B max rate and from 554-601
-	// to 261-264 MiB in a 128 MiB catch-up, throughput within the (large) noise of a shared
+	// MiB this cut peak RSS from 205-325 to 156-170 MiB at 100 B max rate and from 541-587
+	// to 255-258 MiB in a 128 MiB catch-up, throughput within the (large) noise of a shared
 	// machine (docs/bench-perf.md).
 	ml.CacheSizeMB = 64
 	c.Storage.WriteCacheMaxSizeMB = 32
