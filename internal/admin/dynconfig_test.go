@@ -103,11 +103,13 @@ func TestDynamicConfiguration(t *testing.T) {
 		t.Fatalf("static key: %v, want 412", err)
 	}
 
+	must(t, "update another", a.UpdateDynamicConfiguration("dispatcherMaxReadBatchSize", "50"))
+	t.Cleanup(func() { _ = a.DeleteDynamicConfiguration("dispatcherMaxReadBatchSize") })
 	must(t, "delete", a.DeleteDynamicConfiguration("maxUnackedMessagesPerConsumer"))
 	values, err = a.GetAllDynamicConfigurations()
 	must(t, "values", err)
-	if values["maxUnackedMessagesPerConsumer"] != "50000" {
-		t.Fatalf("after delete %q, want 50000", values["maxUnackedMessagesPerConsumer"])
+	if values["maxUnackedMessagesPerConsumer"] != "50000" || values["dispatcherMaxReadBatchSize"] != "50" {
+		t.Fatalf("after deleting one override: %v, want maxUnacked 50000 and the other override kept", values)
 	}
 }
 

@@ -140,13 +140,18 @@ func (c DynamicConfig) Set(ctx context.Context, name, value string) error {
 // Delete removes the override of name from the metadata store and goes back to the value
 // this broker started with.
 func (c DynamicConfig) Delete(ctx context.Context, name string) error {
-	if _, ok := dynamicKeys[name]; !ok {
+	dk, ok := dynamicKeys[name]
+	if !ok {
 		return fmt.Errorf("%w: %s", ErrNotDynamic, name)
 	}
 	if err := c.update(ctx, func(m map[string]string) { delete(m, name) }); err != nil {
 		return err
 	}
-	c.s.applyDynamic(nil)
+	// Only this key goes back; the other overrides stay as they are.
+	if apply, err := dk.parse(dk.get(newDynamicConfig(&c.s.cfg))); err == nil {
+		apply(c.s.dyn)
+	}
+	c.s.log.Info("dynamic configuration override removed", "key", name)
 	return nil
 }
 
