@@ -61,9 +61,13 @@ func (s *latencySnapshot) count() int64 {
 	return n
 }
 
-// observePublish records one stored entry's latency from its SEND being read, for the
-// topic's buckets and the broker's histogram.
+// observePublish records one stored entry's latency from its SEND being handed to the
+// topic (after any publish throttling), for the topic's buckets and the broker's histogram.
+// Non-persistent topics store nothing and are not counted.
 func (t *topic) observePublish(start time.Time) {
+	if t.log == nil {
+		return
+	}
 	d := time.Since(start)
 	t.counters.writeLatency.observe(d)
 	t.s.m.publishLatency.Observe(float64(d) / float64(time.Millisecond))

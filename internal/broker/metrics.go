@@ -15,7 +15,8 @@ type metrics struct {
 	bytesIn     prometheus.Counter
 	msgsOut     prometheus.Counter
 	bytesOut    prometheus.Counter
-	// publishLatency is SEND read to entry stored (what the receipt waits for), in ms.
+	// publishLatency is SEND handed to the topic to entry stored (what the receipt waits
+	// for, without publish throttling), in ms.
 	publishLatency prometheus.Histogram
 }
 
@@ -33,7 +34,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 		msgsOut:     prometheus.NewCounter(prometheus.CounterOpts{Name: "pulsar_broker_out_messages_total", Help: "Messages dispatched to consumers."}),
 		bytesOut:    prometheus.NewCounter(prometheus.CounterOpts{Name: "pulsar_broker_out_bytes_total", Help: "Bytes dispatched to consumers."}),
 		publishLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pulsar_broker_publish_latency",
-			Help: "Milliseconds from a SEND read to its entry stored (persistent topics).", Buckets: latencyBoundsMs[:]}),
+			Help: "Milliseconds from a SEND handed to its topic (after publish throttling) to its entry stored (persistent topics).", Buckets: latencyBoundsMs[:]}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.connections, m.msgsIn, m.bytesIn, m.msgsOut, m.bytesOut, m.publishLatency, &topicCollector{s}} {
