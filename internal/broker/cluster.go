@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ownership"
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -32,10 +33,14 @@ func (s *Server) checkOwner(ctx context.Context, name TopicName) error {
 	if s.own == nil {
 		return nil
 	}
-	if err := s.own.Acquire(ctx, name.String()); err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
+	err := s.own.Acquire(ctx, name.String())
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, resources.ErrNotFound), errors.Is(err, resources.ErrInvalid):
+		return s.checkNamespace(ctx, name) // no such namespace: TopicNotFound naming it
 	}
-	return nil
+	return fmt.Errorf("%w: %w", wire.ErrServiceNotReady, err)
 }
 
 // handleClusterLookup answers LOOKUP through the ownership manager: Connect when this
@@ -49,6 +54,11 @@ func (c *conn) handleClusterLookup(cmd *pb.CommandLookupTopic) {
 	if err == nil {
 		ctx, cancel := c.opContext()
 		res, err = c.s.own.Lookup(ctx, name.String(), cmd.GetAuthoritative())
+		if errors.Is(err, resources.ErrNotFound) || errors.Is(err, resources.ErrInvalid) {
+			if nsErr := c.s.checkNamespace(ctx, name); nsErr != nil {
+				err = nsErr
+			}
+		}
 		cancel()
 	}
 	switch {

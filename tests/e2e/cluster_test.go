@@ -400,9 +400,12 @@ func TestClusterPausedOwnerAcknowledgesNothingAfterFence(t *testing.T) {
 		b, err := os.ReadFile(owner.Log())
 		return strings.Contains(string(b), "metadata session lost"), err
 	})
-	if b, _ := os.ReadFile(owner.Log()); true {
-		t.Logf("resumed owner: %d publishes failed on the fenced ledger (topic storage failed lines)",
-			strings.Count(string(b), "topic storage failed"))
+	// Which comes first after SIGCONT is a race: the piled-up SENDs reach the fenced ledger
+	// (storage failure), or the lost session unloads the topic first (producer gone). Either
+	// way nothing may be acknowledged, which checkAllConsumed verifies.
+	if b, err := os.ReadFile(owner.Log()); err == nil {
+		t.Logf("resumed owner: %d sends failed on the fenced ledger, %d refused after the unload",
+			strings.Count(string(b), "topic storage failed"), strings.Count(string(b), "is not connected"))
 	}
 	if now := ownerOf(t, c, topic); now != peer {
 		t.Fatalf("topic owned by %s after the pause, want %s", now.Name, peer.Name)

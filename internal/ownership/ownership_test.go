@@ -1,0 +1,273 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// fakeUnloader records which topics the manager asked to unload.
+type fakeUnloader struct {
+	mu     sync.Mutex
+	loaded []string
+	calls  int
+}
+
+func (f *fakeUnloader) UnloadTopics(_ context.Context, match func(string) bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	keep := f.loaded[:0]
+	for _, t := range f.loaded {
+		if !match(t) {
+			keep = append(keep, t)
+		}
+	}
+	f.loaded = keep
+	return nil
+}
+
+func setup(t *testing.T) (*memstore.Store, *resources.Resources) {
+	t.Helper()
+	st := memstore.New(memstore.Options{})
+	res := resources.New(st)
+	if err := res.EnsureDefaults(context.Background(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	return st, res
+}
+
+func startManager(t *testing.T, st metadata.Store, res *resources.Resources, host string) *Manager {
+	t.Helper()
+	m, err := Start(context.Background(), Options{Store: st, Resources: res, BrokerURL: "pulsar://" + host + ":6650",
+		HTTPURL: "http://" + host + ":8080", TTL: time.Second, LoadReportInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Register(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Release(context.Background()) })
+	return m
+}
+
+func TestBundlesOfNewNamespace(t *testing.T) {
+	_, res := setup(t)
+	p, err := res.Namespace(context.Background(), "public", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"0x00000000", "0x40000000", "0x80000000", "0xc0000000", "0xffffffff"}
+	if p.Bundles == nil || strings.Join(p.Bundles.Boundaries, ",") != strings.Join(want, ",") || p.Bundles.NumBundles != 4 {
+		t.Fatalf("bundles %+v, want Pulsar's 4 default boundaries %v", p.Bundles, want)
+	}
+	b, _ := resources.ParseBoundaries(want)
+	for _, c := range []struct {
+		h    uint32
+		want string
+	}{{0, "0x00000000_0x40000000"}, {0x3fffffff, "0x00000000_0x40000000"}, {0x40000000, "0x40000000_0x80000000"},
+		{0xfffffffe, "0xc0000000_0xffffffff"}, {0xffffffff, "0xc0000000_0xffffffff"}} {
+		if got := resources.FindBundle("public/default", b, c.h).Range(); got != c.want {
+			t.Errorf("hash %#x in %s, want %s", c.h, got, c.want)
+		}
+	}
+}
+
+func TestOneOwnerAndRedirect(t *testing.T) {
+	st, res := setup(t)
+	a := startManager(t, st, res, "a")
+	b := startManager(t, st, res, "b")
+	ctx := context.Background()
+	topic := "persistent://public/default/x"
+	if err := a.Acquire(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.Lookup(ctx, topic, false)
+	if err != nil || r.Self || r.BrokerURL != "pulsar://a:6650" || !r.Authoritative {
+		t.Fatalf("lookup on b: %+v %v, want redirect to a", r, err)
+	}
+	if err := b.Acquire(ctx, topic); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("acquire on b: %v, want ErrNotOwner", err)
+	}
+	// Free bundles go to the broker with fewer bundles: b, which owns none.
+	other := ""
+	for _, name := range []string{"y", "z", "w", "v", "u", "q"} {
+		tb, _ := a.BundleOf(ctx, "persistent://public/default/"+name)
+		if tb != mustBundle(t, a, topic) {
+			other = "persistent://public/default/" + name
+			break
+		}
+	}
+	r, err = a.Lookup(ctx, other, false)
+	if err != nil || r.Self || r.BrokerURL != "pulsar://b:6650" {
+		t.Fatalf("lookup of a free bundle on a: %+v %v, want redirect to the less loaded b", r, err)
+	}
+	if r, err = b.Lookup(ctx, other, true); err != nil || !r.Self {
+		t.Fatalf("authoritative lookup on b: %+v %v", r, err)
+	}
+}
+
+func mustBundle(t *testing.T, m *Manager, topic string) resources.Bundle {
+	t.Helper()
+	b, err := m.BundleOf(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSessionLossUnloadsAndFreesBundles(t *testing.T) {
+	st, res := setup(t)
+	a := startManager(t, st, res, "a")
+	b := startManager(t, st, res, "b")
+	u := &fakeUnloader{loaded: []string{"persistent://public/default/x"}}
+	a.SetUnloader(u)
+	ctx := context.Background()
+	topic := "persistent://public/default/x"
+	if err := a.Acquire(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	sess := a.sess
+	a.mu.Unlock()
+	if err := st.ExpireSession(sess); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		u.mu.Lock()
+		gone := len(u.loaded) == 0
+		u.mu.Unlock()
+		if gone && !a.Owned(mustBundle(t, a, topic)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("topics not unloaded after the session was lost")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := b.Acquire(ctx, topic); err != nil {
+		t.Fatalf("b taking the lost bundle: %v", err)
+	}
+	// a re-registers with its new session and is redirected to b.
+	if r, err := a.Lookup(ctx, topic, false); err != nil || r.Self || r.BrokerURL != "pulsar://b:6650" {
+		t.Fatalf("lookup on a after loss: %+v %v", r, err)
+	}
+	waitLive(t, a, 2)
+}
+
+func waitLive(t *testing.T, m *Manager, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		live, err := m.LiveBrokers(context.Background())
+		if err == nil && len(live) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("live brokers %v (%v), want %d", live, err, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestReleaseHandsBundlesOver(t *testing.T) {
+	st, res := setup(t)
+	a := startManager(t, st, res, "a")
+	b := startManager(t, st, res, "b")
+	u := &fakeUnloader{loaded: []string{"persistent://public/default/x"}}
+	a.SetUnloader(u)
+	ctx := context.Background()
+	topic := "persistent://public/default/x"
+	if err := a.Acquire(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u.calls == 0 || len(u.loaded) != 0 {
+		t.Fatalf("release did not unload topics: %+v", u)
+	}
+	if owners, _ := b.Owners(ctx); len(owners) != 0 {
+		t.Fatalf("owners after release: %v", owners)
+	}
+	waitLive(t, b, 1)
+	if r, err := b.Lookup(ctx, topic, false); err != nil || !r.Self {
+		t.Fatalf("lookup on b after a released: %+v %v", r, err)
+	}
+	// A released broker sends even authoritative lookups of free bundles elsewhere.
+	if r, err := a.Lookup(ctx, "persistent://public/default/zz", true); err != nil || r.Self || r.BrokerURL != "pulsar://b:6650" {
+		t.Fatalf("lookup on a released broker: %+v %v, want redirect to b", r, err)
+	}
+}
+
+func TestHTTPRedirectsToOwner(t *testing.T) {
+	st, res := setup(t)
+	a := startManager(t, st, res, "a")
+	b := startManager(t, st, res, "b")
+	ctx := context.Background()
+	topic := "persistent://public/default/x"
+	if err := a.Acquire(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(299) })
+	h := b.Handler(next)
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/admin/v2/persistent/public/default/x/stats", http.StatusTemporaryRedirect},
+		{"GET", "/lookup/v2/topic/persistent/public/default/x", http.StatusTemporaryRedirect},
+		{"GET", "/admin/v2/persistent/public/default/x/partitions", 299},
+		{"PUT", "/admin/v2/persistent/public/default/x", 299},
+		{"GET", "/admin/v2/clusters", 299},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		if rec.Code != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, rec.Code, c.want)
+		}
+		if c.want == http.StatusTemporaryRedirect && !strings.HasPrefix(rec.Header().Get("Location"), "http://a:8080"+c.path) {
+			t.Errorf("%s: Location %q", c.path, rec.Header().Get("Location"))
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/admin/v2/brokers/leaderBroker", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "brokerId") {
+		t.Errorf("leaderBroker: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func FuzzParseBoundaries(f *testing.F) {
+	f.Add("0x00000000,0x40000000,0x80000000,0xc0000000,0xffffffff")
+	f.Add("0x00000000,0xffffffff")
+	f.Add("0x1,0x0")
+	f.Add("zz")
+	f.Fuzz(func(t *testing.T, s string) {
+		b, err := resources.ParseBoundaries(strings.Split(s, ","))
+		if err != nil {
+			return
+		}
+		if b[0] != 0 || b[len(b)-1] != 0xffffffff {
+			t.Fatalf("accepted %v", b)
+		}
+		for i := 1; i < len(b); i++ {
+			if b[i] <= b[i-1] {
+				t.Fatalf("not increasing: %v", b)
+			}
+			bd := resources.FindBundle("t/n", b, b[i-1])
+			if !bd.Contains(b[i-1]) {
+				t.Fatalf("bundle %v does not contain its lower bound", bd)
+			}
+		}
+	})
+}
