@@ -25,6 +25,19 @@ type Ownership interface {
 	Lookup(ctx context.Context, topic string, authoritative bool) (ownership.Result, error)
 	// Acquire makes sure this broker owns topic's bundle before the topic is loaded.
 	Acquire(ctx context.Context, topic string) error
+	// Holds tells, without I/O, whether this broker still holds topic's bundle.
+	Holds(topic string) bool
+}
+
+// recheckOwner closes a topic that finished loading after its bundle was lost (the session
+// ended while the log was being opened, after the unload sweep had passed): it must not be
+// served. Fencing would stop its writes anyway; this sends its clients away at once.
+func (s *Server) recheckOwner(ctx context.Context, t *topic) error {
+	if s.own == nil || s.own.Holds(t.full) {
+		return nil
+	}
+	_ = t.closeResources(ctx)
+	return fmt.Errorf("%w: bundle of %s lost while loading it", wire.ErrServiceNotReady, t.full)
 }
 
 // checkOwner refuses to load a topic whose bundle another broker owns: two brokers must

@@ -239,6 +239,9 @@ func (s *Server) loadTopic(ctx context.Context, name TopicName, create bool) (*t
 		}
 		t.log = l
 	}
+	if err := s.recheckOwner(ctx, t); err != nil {
+		return nil, err
+	}
 	s.log.Info("topic loaded", "topic", name.String())
 	return t, nil
 }

@@ -233,6 +233,23 @@ func (m *Manager) Owned(b resources.Bundle) bool {
 	return ok
 }
 
+// Holds tells, without I/O, whether this broker holds the bundle of topic now (false when
+// the namespace's bundles were never read here).
+func (m *Manager) Holds(topic string) bool {
+	ns, ok := NamespaceOf(topic)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.bounds[ns]
+	if !ok {
+		return false
+	}
+	_, held := m.owned[resources.FindBundle(ns, b, resources.TopicHash(topic)).String()]
+	return held && !m.closing
+}
+
 // OwnedBundles lists the bundles this broker holds, sorted.
 func (m *Manager) OwnedBundles() []string {
 	m.mu.Lock()

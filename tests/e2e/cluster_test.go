@@ -415,3 +415,71 @@ func TestClusterPausedOwnerAcknowledgesNothingAfterFence(t *testing.T) {
 	res.mu.Unlock()
 	checkAllConsumed(t, cons, acked)
 }
+
+// TestClusterOwnerSIGTERMMovesClientsWithoutErrors: the owner is stopped gracefully during a
+// stream; it unloads its topics and releases its bundles before exiting, so the producer
+// moves to the other broker without a single failed send, and everything acknowledged is
+// consumed.
+func TestClusterOwnerSIGTERMMovesClientsWithoutErrors(t *testing.T) {
+	c := startCluster(t)
+	topic := "persistent://public/default/failover-term"
+	owner := ownerOf(t, c, topic)
+	cl := newClient(t, c.BrokerServiceURL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &streamResult{acked: map[string]pulsar.MessageID{}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var failed sync.Map
+	go func() {
+		var wg sync.WaitGroup
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				wg.Wait()
+				close(done)
+				return
+			default:
+			}
+			payload := fmt.Sprintf("t-%d", i)
+			wg.Add(1)
+			prod.SendAsync(context.Background(), &pulsar.ProducerMessage{Payload: []byte(payload)},
+				func(id pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
+					defer wg.Done()
+					if err != nil {
+						failed.Store(payload, err)
+						return
+					}
+					res.mu.Lock()
+					res.acked[payload] = id
+					res.mu.Unlock()
+				})
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	count := func() int { res.mu.Lock(); defer res.mu.Unlock(); return len(res.acked) }
+	waitFor(t, "100 acknowledged publishes", func() (bool, error) { return count() >= 100, nil })
+	owner.Stop(30 * time.Second)
+	before := count()
+	waitFor(t, "100 publishes acknowledged by the other broker", func() (bool, error) { return count() >= before+100, nil })
+	close(stop)
+	<-done
+	failed.Range(func(k, v any) bool {
+		t.Errorf("send %v failed across the graceful move: %v", k, v)
+		return true
+	})
+	if b, err := os.ReadFile(owner.Log()); err != nil || !strings.Contains(string(b), "bundles released") {
+		t.Errorf("the stopped owner did not release its bundles (%v)", err)
+	}
+	res.mu.Lock()
+	acked := res.acked
+	res.mu.Unlock()
+	checkAllConsumed(t, cons, acked)
+}
