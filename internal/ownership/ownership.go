@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -72,7 +73,10 @@ type Options struct {
 	TTL time.Duration
 	// LoadReportInterval is how often the load report is refreshed (0: 10 s).
 	LoadReportInterval time.Duration
-	Logger             *slog.Logger
+	// Probe checks that an owner at host:port is up before clients are sent there (nil: a
+	// TCP dial; tests replace it).
+	Probe  func(ctx context.Context, hostPort string) error
+	Logger *slog.Logger
 }
 
 // Result answers a lookup.
@@ -94,12 +98,14 @@ type Manager struct {
 	interval time.Duration
 	log      *slog.Logger
 	stats    func() LoadStats
+	probe    func(ctx context.Context, hostPort string) error
 
 	mu       sync.Mutex
 	sess     metadata.Session // nil while lost and not yet renewed
 	renewed  chan struct{}    // signalled (buffer 1) when a new session replaced a lost one
 	owned    map[string]resources.Bundle
-	bounds   map[string][]uint32 // namespace -> boundaries (bundles are never split yet)
+	bounds   map[string][]uint32  // namespace -> boundaries (bundles are never split yet)
+	dialed   map[string]time.Time // broker host:port -> last successful dial (reachable)
 	unloader Unloader
 	closing  bool
 	released chan struct{} // closed when a graceful release has finished
@@ -124,6 +130,9 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Probe == nil {
+		o.Probe = dialProbe
+	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	u, err := url.Parse(o.BrokerURL)
@@ -131,11 +140,11 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("ownership: bad broker URL %q", o.BrokerURL)
 	}
 	m := &Manager{
-		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval,
+		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval, probe: o.Probe,
 		self:  OwnerData{NativeURL: o.BrokerURL, HTTPURL: o.HTTPURL, Instance: hex.EncodeToString(id[:])},
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),
-		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{},
+		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{},
 		renewed: make(chan struct{}, 1), released: make(chan struct{}), stop: make(chan struct{}),
 	}
 	sess, err := m.store.NewSession(ctx, m.ttl)
@@ -317,6 +326,16 @@ func (m *Manager) Lookup(ctx context.Context, topic string, authoritative bool) 
 				}
 				continue
 			}
+			if !m.reachable(ctx, od.NativeURL) {
+				// The owner is down (refused connection) but its lease still runs: rather
+				// than send the client there to fail and back off, wait here for the key to
+				// expire and take the bundle (failover then costs the lease, not the
+				// client's growing retry delays). A partitioned-but-alive owner keeps its
+				// key: after the wait, redirect to it anyway.
+				if m.waitGone(ctx, key) == nil {
+					continue
+				}
+			}
 			return Result{BrokerURL: od.NativeURL, HTTPURL: od.HTTPURL, Authoritative: true}, nil
 		case !errors.Is(err, metadata.ErrNotFound):
 			return Result{}, fmt.Errorf("ownership: reading owner of %s: %w", b, err)
@@ -401,6 +420,42 @@ func (m *Manager) waitGone(ctx context.Context, key string) error {
 			}
 		}
 	}
+}
+
+// reachableFor is how long a successful dial of a broker is trusted.
+const reachableFor = 2 * time.Second
+
+// reachable tells whether the broker at a pulsar:// URL accepts TCP connections, remembering
+// successes for reachableFor so lookups do not dial every time.
+func (m *Manager) reachable(ctx context.Context, brokerURL string) bool {
+	u, err := url.Parse(brokerURL)
+	if err != nil || u.Host == "" {
+		return true // not ours to judge; the client will find out
+	}
+	m.mu.Lock()
+	ok := time.Since(m.dialed[u.Host]) < reachableFor
+	m.mu.Unlock()
+	if ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if m.probe(ctx, u.Host) != nil {
+		return false
+	}
+	m.mu.Lock()
+	m.dialed[u.Host] = time.Now()
+	m.mu.Unlock()
+	return true
+}
+
+func dialProbe(ctx context.Context, hostPort string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", hostPort)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 func waitCh(ctx context.Context, ch <-chan struct{}, d time.Duration) error {

@@ -46,10 +46,20 @@ func setup(t *testing.T) (*memstore.Store, *resources.Resources) {
 	return st, res
 }
 
+// down lists the fake hosts whose probe fails.
+var down sync.Map
+
+func probe(_ context.Context, hostPort string) error {
+	if _, ok := down.Load(hostPort); ok {
+		return errors.New("connection refused")
+	}
+	return nil
+}
+
 func startManager(t *testing.T, st metadata.Store, res *resources.Resources, host string) *Manager {
 	t.Helper()
 	m, err := Start(context.Background(), Options{Store: st, Resources: res, BrokerURL: "pulsar://" + host + ":6650",
-		HTTPURL: "http://" + host + ":8080", TTL: time.Second, LoadReportInterval: 50 * time.Millisecond})
+		HTTPURL: "http://" + host + ":8080", TTL: time.Second, LoadReportInterval: 50 * time.Millisecond, Probe: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +175,36 @@ func TestSessionLossUnloadsAndFreesBundles(t *testing.T) {
 	waitLive(t, a, 2)
 }
 
+// TestLookupWaitsOutADeadOwner: an owner that refuses connections still holds its key until
+// its lease expires; a lookup elsewhere waits for that and takes the bundle instead of
+// redirecting the client to a dead broker.
+func TestLookupWaitsOutADeadOwner(t *testing.T) {
+	st, res := setup(t)
+	a := startManager(t, st, res, "dead")
+	b := startManager(t, st, res, "alive")
+	ctx := context.Background()
+	topic := "persistent://public/default/x"
+	if err := a.Acquire(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	down.Store("dead:6650", true)
+	a.mu.Lock()
+	sess := a.sess
+	a.mu.Unlock()
+	a.mu.Lock()
+	a.closing = true // a "dies": it must not take anything back once its session ends
+	a.mu.Unlock()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = st.ExpireSession(sess)
+	}()
+	r, err := b.Lookup(ctx, topic, false)
+	close(a.stop) // end a's background loops (Release returns early on a closing manager)
+	if err != nil || !r.Self {
+		t.Fatalf("lookup on alive: %+v %v, want it to take the dead owner's bundle", r, err)
+	}
+}
+
 func waitLive(t *testing.T, m *Manager, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -240,10 +280,17 @@ func TestHTTPRedirectsToOwner(t *testing.T) {
 			t.Errorf("%s: Location %q", c.path, rec.Header().Get("Location"))
 		}
 	}
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/admin/v2/brokers/leaderBroker", nil))
-	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "brokerId") {
-		t.Errorf("leaderBroker: %d %s", rec.Code, rec.Body.String())
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/admin/v2/brokers/leaderBroker", nil))
+		if rec.Code == http.StatusOK && strings.Contains(rec.Body.String(), "brokerId") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leaderBroker: %d %s", rec.Code, rec.Body.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
