@@ -274,7 +274,7 @@ func (m *Manager) OwnedBundles() []string {
 // Acquire makes sure this broker owns the topic's bundle, taking it when no broker does;
 // ErrNotOwner when another broker owns it.
 func (m *Manager) Acquire(ctx context.Context, topic string) error {
-	r, err := m.Lookup(ctx, topic, true)
+	r, err := m.lookup(ctx, topic, true, true)
 	if err != nil {
 		return err
 	}
@@ -291,6 +291,14 @@ const maxLookupRounds = 5
 // did and either authoritative is set or this broker is the least loaded), or another broker
 // to redirect to.
 func (m *Manager) Lookup(ctx context.Context, topic string, authoritative bool) (Result, error) {
+	return m.lookup(ctx, topic, authoritative, false)
+}
+
+// lookup is Lookup; with verify, a bundle we believe we hold is checked against the store
+// first. A broker that has not noticed yet that its session was lost (paused, partitioned)
+// must not load a topic on a stale belief: its managed-ledger open would fence the new
+// owner's ledger. Topic loads verify; plain LOOKUPs do not (the load that follows does).
+func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verify bool) (Result, error) {
 	b, err := m.BundleOf(ctx, topic)
 	if err != nil {
 		return Result{}, err
@@ -302,7 +310,17 @@ func (m *Manager) Lookup(ctx context.Context, topic string, authoritative bool) 
 		_, mine := m.owned[b.String()]
 		m.mu.Unlock()
 		if mine && !closing {
-			return Result{Self: true}, nil
+			if !verify {
+				return Result{Self: true}, nil
+			}
+			held, err := m.verifyHeld(ctx, b)
+			if err != nil {
+				return Result{}, err
+			}
+			if held {
+				return Result{Self: true}, nil
+			}
+			continue
 		}
 		if mine && closing {
 			// Being released: wait until our keys are gone, then send the client on.
@@ -358,6 +376,36 @@ func (m *Manager) Lookup(ctx context.Context, topic string, authoritative bool) 
 		}
 	}
 	return Result{}, fmt.Errorf("%w: ownership of %s keeps changing", ErrNotOwner, b)
+}
+
+// verifyHeld reads a bundle's key: true when it still carries our instance. Otherwise the
+// bundle was lost without our noticing (the key expired or another broker holds it): it is
+// forgotten and its topics are unloaded in the background.
+func (m *Manager) verifyHeld(ctx context.Context, b resources.Bundle) (bool, error) {
+	kv, err := m.store.Get(ctx, ownerKey(b))
+	if err != nil && !errors.Is(err, metadata.ErrNotFound) {
+		return false, fmt.Errorf("ownership: reading owner of %s: %w", b, err)
+	}
+	var od OwnerData
+	if err == nil && json.Unmarshal(kv.Value, &od) == nil && od.Instance == m.self.Instance {
+		return true, nil
+	}
+	m.mu.Lock()
+	delete(m.owned, b.String())
+	u := m.unloader
+	m.mu.Unlock()
+	m.log.Warn("bundle lost without notice (its key expired or another broker holds it); unloading its topics", "bundle", b.String())
+	if u != nil {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = u.UnloadTopics(ctx, func(topic string) bool {
+				tb, err := m.BundleOf(ctx, topic)
+				return err == nil && tb == b
+			})
+		}()
+	}
+	return false, nil
 }
 
 // take tries to create the bundle's ownership key through our session; false when another
