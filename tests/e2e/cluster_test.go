@@ -483,3 +483,77 @@ func TestClusterOwnerSIGTERMMovesClientsWithoutErrors(t *testing.T) {
 	res.mu.Unlock()
 	checkAllConsumed(t, cons, acked)
 }
+
+// TestClusterBundleUnloadAndOwnerRestart: an admin unload of a bundle (sent to the broker
+// that does not own it, so it is redirected) releases it and its topic is served again on
+// the next lookup; then the owner is SIGKILLed and restarted at once on the same address:
+// it must not mistake its predecessor's still-living ownership key for its own, and serves
+// the topic after that lease expired.
+func TestClusterBundleUnloadAndOwnerRestart(t *testing.T) {
+	c := startCluster(t)
+	topic := "persistent://public/default/unload-restart"
+	owner := ownerOf(t, c, topic)
+	cl := newClient(t, "pulsar://"+owner.Addr)
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(p pulsar.Producer, payload string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Payload: []byte(payload)}); err != nil {
+			t.Fatalf("send %s: %v", payload, err)
+		}
+	}
+	send(prod, "before-unload")
+	var bundle string
+	for b, od := range owners(t, owner.HTTP) {
+		if od.NativeURL == "pulsar://"+owner.Addr {
+			bundle = b
+		}
+	}
+	rng := strings.TrimPrefix(bundle, "public/default/") // "0x..._0x..."
+	req, _ := http.NewRequest(http.MethodPut, "http://"+other(c, owner).HTTP+"/admin/v2/namespaces/public/default/"+rng+"/unload", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("unload bundle %s: %d", rng, resp.StatusCode)
+	}
+	send(prod, "after-unload") // the producer was told to reconnect and looked the topic up again
+
+	now := ownerOf(t, c, topic)
+	now.Kill()
+	if err := now.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := now.WaitServing(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	again := newClient(t, "pulsar://"+now.Addr)
+	p2, err := again.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatalf("producer through the restarted broker: %v", err)
+	}
+	send(p2, "after-restart")
+	cons, err := again.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"before-unload", "after-unload", "after-restart"}
+	got := map[string]bool{}
+	for len(got) < len(want) {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatalf("got %v of %v: %v", got, want, err)
+		}
+		got[string(m.Payload())] = true
+		_ = cons.Ack(m)
+	}
+}
