@@ -130,6 +130,10 @@ func (s *Server) LoadStats() ownership.LoadStats {
 	st := ownership.LoadStats{}
 	for _, t := range s.loadedTopics() {
 		st.Topics++
+		st.MsgsInTotal += t.counters.msgsIn.Load()
+		st.MsgsOutTotal += t.counters.msgsOut.Load()
+		st.BytesInTotal += t.counters.bytesIn.Load()
+		st.BytesOutTotal += t.counters.bytesOut.Load()
 		t.mu.Lock()
 		st.Producers += len(t.producers)
 		subs := make([]*subscription, 0, len(t.subs))

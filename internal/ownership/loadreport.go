@@ -24,6 +24,9 @@ type LoadStats struct {
 	MsgRateOut  float64 `json:"msgRateOut"`
 	BytesIn     float64 `json:"msgThroughputIn"`
 	BytesOut    float64 `json:"msgThroughputOut"`
+	// Running totals the rates are computed from (the broker supplies these, the report
+	// fills the rates above from two samples).
+	MsgsInTotal, MsgsOutTotal, BytesInTotal, BytesOutTotal int64 `json:"-"`
 }
 
 // LoadReport is what a broker publishes in its registration (a subset of Pulsar's
@@ -52,10 +55,20 @@ func (m *Manager) Register(ctx context.Context, stats func() LoadStats) error {
 	return nil
 }
 
-// cpuSample remembers the process CPU seconds at the last report.
+// cpuSample remembers the process CPU seconds and the message totals at the last report.
 type cpuSample struct {
-	at  time.Time
-	cpu float64
+	at    time.Time
+	cpu   float64
+	stats LoadStats
+}
+
+// rate is the per-second increase of a running total (0 when it went down: a topic with its
+// counts was unloaded).
+func rate(now, before int64, secs float64) float64 {
+	if secs <= 0 || now < before {
+		return 0
+	}
+	return float64(now-before) / secs
 }
 
 var cpuMetric = []metrics.Sample{{Name: "/cpu/classes/total:cpu-seconds"}, {Name: "/memory/classes/total:bytes"}}
@@ -73,15 +86,24 @@ func (m *Manager) report(prev *cpuSample) *LoadReport {
 	copy(s, cpuMetric)
 	metrics.Read(s)
 	now := time.Now()
+	wall := now.Sub(prev.at).Seconds()
+	if prev.at.IsZero() {
+		wall = 0
+	}
+	if wall > 0 {
+		r.MsgRateIn = rate(r.MsgsInTotal, prev.stats.MsgsInTotal, wall)
+		r.MsgRateOut = rate(r.MsgsOutTotal, prev.stats.MsgsOutTotal, wall)
+		r.BytesIn = rate(r.BytesInTotal, prev.stats.BytesInTotal, wall)
+		r.BytesOut = rate(r.BytesOutTotal, prev.stats.BytesOutTotal, wall)
+	}
 	if s[0].Value.Kind() == metrics.KindFloat64 {
 		cpu := s[0].Value.Float64()
-		if !prev.at.IsZero() {
-			if wall := now.Sub(prev.at).Seconds(); wall > 0 {
-				r.CPUPercent = 100 * (cpu - prev.cpu) / wall / float64(runtime.GOMAXPROCS(0))
-			}
+		if wall > 0 {
+			r.CPUPercent = 100 * (cpu - prev.cpu) / wall / float64(runtime.GOMAXPROCS(0))
 		}
-		*prev = cpuSample{at: now, cpu: cpu}
+		prev.cpu = cpu
 	}
+	prev.at, prev.stats = now, r.LoadStats
 	if s[1].Value.Kind() == metrics.KindUint64 {
 		r.MemoryMB = float64(s[1].Value.Uint64()) / (1 << 20)
 	}
