@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-io/magnetar/internal/devcluster"
+	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 	"github.com/magnetar-io/magnetar/internal/ownership"
 )
 
@@ -25,11 +27,16 @@ const clusterTTL = 2 * time.Second
 // 2/2/2) with a short session TTL; logs are printed if the test fails.
 func startCluster(t *testing.T) *devcluster.Cluster {
 	t.Helper()
+	return startClusterWith(t, 2)
+}
+
+func startClusterWith(t *testing.T, bookies int) *devcluster.Cluster {
+	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := devcluster.Start(ctx, devcluster.Options{
-		Binary: binary, Dir: dir, Metadata: 1, Bookies: 2, Brokers: 2,
+		Binary: binary, Dir: dir, Metadata: 1, Bookies: bookies, Brokers: 2,
 		BrokerArgs: []string{"--metadata-store-session-timeout-millis", fmt.Sprint(clusterTTL.Milliseconds()),
 			"--load-balancer-report-update-min-interval-millis", "500"},
 		BookieArgs: []string{"--auto-recovery-daemon-enabled=false"},
@@ -556,4 +563,62 @@ func TestClusterBundleUnloadAndOwnerRestart(t *testing.T) {
 		got[string(m.Payload())] = true
 		_ = cons.Ack(m)
 	}
+}
+
+// TestClusterBookieSIGKILLLosesNoAcknowledgedMessage: with three bookies and E/Qw/Qa
+// 2/2/2, a bookie of the topic's ensemble is SIGKILLed during a stream through the cluster;
+// the ledger client replaces it (ensemble change) and every acknowledged message is
+// consumed afterwards.
+func TestClusterBookieSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
+	c := startClusterWith(t, 3)
+	topic := "persistent://public/default/bookie-kill"
+	cl := newClient(t, c.BrokerServiceURL())
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 60 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &streamResult{acked: map[string]pulsar.MessageID{}}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { produceStream(t, prod, "b", stop, res, nil); close(done) }()
+	count := func() int { res.mu.Lock(); defer res.mu.Unlock(); return len(res.acked) }
+	waitFor(t, "100 acknowledged publishes", func() (bool, error) { return count() >= 100, nil })
+	// Kill a bookie of the current ledger's ensemble (two of the three hold it).
+	res.mu.Lock()
+	var ledgerID int64
+	for _, id := range res.acked {
+		ledgerID = max(ledgerID, id.LedgerID())
+	}
+	res.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store, err := connect.Open(ctx, c.MetadataURL, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ensemble := ledgerEnsemble(t, ctx, store, ledgerID)
+	var victim *devcluster.Proc
+	for _, b := range c.Bookies {
+		if b.Addr == ensemble[0] {
+			victim = b
+		}
+	}
+	if victim == nil {
+		t.Fatalf("ensemble %v of ledger %d names no bookie of the cluster", ensemble, ledgerID)
+	}
+	victim.Kill()
+	before := count()
+	waitFor(t, "100 publishes acknowledged after the bookie died", func() (bool, error) { return count() >= before+100, nil })
+	close(stop)
+	<-done
+	res.mu.Lock()
+	acked := res.acked
+	res.mu.Unlock()
+	checkAllConsumed(t, cons, acked)
 }
