@@ -71,6 +71,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		HTTPURL:            "http://" + net.JoinHostPort(broker.AdvertisedHost(cfg.Broker), httpPort),
 		TTL:                cfg.Cluster.SessionTimeout(),
 		LoadReportInterval: time.Duration(cfg.Cluster.LoadReportIntervalMillis) * time.Millisecond,
+		ShedInterval:       cfg.Cluster.ShedInterval(),
 		Logger:             logger,
 	}); err != nil {
 		_, _ = brokerLn.Close(), httpLn.Close()

@@ -17,11 +17,25 @@ type ClusterConfig struct {
 	SessionTimeoutMillis int64 `key:"metadataStoreSessionTimeoutMillis" help:"metadata session TTL in milliseconds (failover time after a broker dies)"`
 	// LoadReportIntervalMillis is how often a broker refreshes its load report.
 	LoadReportIntervalMillis int64 `key:"loadBalancerReportUpdateMinIntervalMillis" help:"milliseconds between load report updates"`
+	// Load shedding by the leader broker: move a bundle away from a broker holding at least
+	// two more bundles than the least loaded one, at most one per interval. Pulsar's interval
+	// key is in minutes; ours is in milliseconds so tests can shorten it.
+	SheddingEnabled        bool  `key:"loadBalancerSheddingEnabled" help:"let the leader broker unload bundles from overloaded brokers"`
+	SheddingIntervalMillis int64 `key:"loadBalancerSheddingIntervalMillis" help:"milliseconds between load shedding checks of the leader"`
 }
 
 // DefaultClusterConfig returns Pulsar's defaults (4 bundles, 30 s session).
 func DefaultClusterConfig() ClusterConfig {
-	return ClusterConfig{NumBundles: 4, SessionTimeoutMillis: 30_000, LoadReportIntervalMillis: 5_000}
+	return ClusterConfig{NumBundles: 4, SessionTimeoutMillis: 30_000, LoadReportIntervalMillis: 5_000,
+		SheddingEnabled: true, SheddingIntervalMillis: 60_000}
+}
+
+// ShedInterval is the leader's shedding interval, 0 when shedding is off.
+func (c *ClusterConfig) ShedInterval() time.Duration {
+	if !c.SheddingEnabled {
+		return 0
+	}
+	return time.Duration(c.SheddingIntervalMillis) * time.Millisecond
 }
 
 // SessionTimeout is SessionTimeoutMillis as a duration.
@@ -35,6 +49,7 @@ func (c *ClusterConfig) Validate() error {
 		Between("defaultNumberOfNamespaceBundles", c.NumBundles, 1, 1<<16),
 		Between("metadataStoreSessionTimeoutMillis", c.SessionTimeoutMillis, 1000, 600_000),
 		Between("loadBalancerReportUpdateMinIntervalMillis", c.LoadReportIntervalMillis, 100, 600_000),
+		Between("loadBalancerSheddingIntervalMillis", c.SheddingIntervalMillis, 100, 3_600_000),
 	)
 }
 

@@ -152,10 +152,10 @@ func (m *Manager) reportLoop() {
 	}
 }
 
-// leaderLoop campaigns for the brokers' leadership with every session it gets. The leader is
-// what /admin/v2/brokers/leaderBroker reports; assignment of free bundles needs no leader
-// here (every broker picks the least loaded one from the reports, and the NotExists put of
-// the ownership key settles races).
+// leaderLoop campaigns for the brokers' leadership with every session it gets. The leader
+// sheds load (shed.go) and is what /admin/v2/brokers/leaderBroker reports; assignment of
+// free bundles needs no leader here (every broker picks the least loaded one from the
+// ownership keys and reports, and the NotExists put of the ownership key settles races).
 func (m *Manager) leaderLoop() {
 	defer m.wg.Done()
 	for {
@@ -185,10 +185,15 @@ func (m *Manager) leaderLoop() {
 			m.leader = l
 			m.mu.Unlock()
 			m.log.Info("this broker is the leader")
+			shedCtx, shedCancel := context.WithCancel(ctx)
+			shedDone := make(chan struct{})
+			go func() { defer close(shedDone); m.shedLoop(shedCtx) }()
 			select {
 			case <-l.Done():
 			case <-ctx.Done():
 			}
+			shedCancel()
+			<-shedDone
 			m.mu.Lock()
 			m.leader = nil
 			m.mu.Unlock()

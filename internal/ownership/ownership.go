@@ -73,6 +73,9 @@ type Options struct {
 	TTL time.Duration
 	// LoadReportInterval is how often the load report is refreshed (0: 10 s).
 	LoadReportInterval time.Duration
+	// ShedInterval is how often the leader checks for a broker to shed a bundle from
+	// (shed.go); 0 disables shedding.
+	ShedInterval time.Duration
 	// Probe checks that an owner at host:port is up before clients are sent there (nil: a
 	// TCP dial; tests replace it).
 	Probe  func(ctx context.Context, hostPort string) error
@@ -90,15 +93,16 @@ type Result struct {
 
 // Manager holds this broker's bundle ownerships and its registration.
 type Manager struct {
-	store    metadata.Store
-	res      *resources.Resources
-	self     OwnerData
-	key      string // registration key
-	ttl      time.Duration
-	interval time.Duration
-	log      *slog.Logger
-	stats    func() LoadStats
-	probe    func(ctx context.Context, hostPort string) error
+	store        metadata.Store
+	res          *resources.Resources
+	self         OwnerData
+	key          string // registration key
+	ttl          time.Duration
+	interval     time.Duration
+	log          *slog.Logger
+	stats        func() LoadStats
+	probe        func(ctx context.Context, hostPort string) error
+	shedInterval time.Duration
 
 	mu       sync.Mutex
 	sess     metadata.Session // nil while lost and not yet renewed
@@ -140,7 +144,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("ownership: bad broker URL %q", o.BrokerURL)
 	}
 	m := &Manager{
-		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval, probe: o.Probe,
+		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval, probe: o.Probe, shedInterval: o.ShedInterval,
 		self:  OwnerData{NativeURL: o.BrokerURL, HTTPURL: o.HTTPURL, Instance: hex.EncodeToString(id[:])},
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),

@@ -318,3 +318,65 @@ func FuzzParseBoundaries(f *testing.F) {
 		}
 	})
 }
+
+// TestLeaderShedsBundlesToTheLessLoadedBroker: the leader holds all four bundles; it unloads
+// them one at a time while the other broker has two fewer, and lookups (clients coming back)
+// assign each freed bundle to the less loaded broker, until both hold two.
+func TestLeaderShedsBundlesToTheLessLoadedBroker(t *testing.T) {
+	st, res := setup(t)
+	ctx := context.Background()
+	a, err := Start(ctx, Options{Store: st, Resources: res, BrokerURL: "pulsar://sa:6650", HTTPURL: "http://sa:8080",
+		TTL: time.Second, LoadReportInterval: 50 * time.Millisecond, ShedInterval: 50 * time.Millisecond, Probe: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Release(ctx) })
+	if err := a.Register(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l, _ := a.Leader(ctx); l != "http://sa:8080"; l, _ = a.Leader(ctx) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leader %q", l)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// One topic per bundle, all taken by a while it is alone.
+	byBundle := map[resources.Bundle]string{}
+	for i := 0; len(byBundle) < 4; i++ {
+		topic := "persistent://public/default/t" + strings.Repeat("x", i)
+		b, err := a.BundleOf(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := byBundle[b]; !ok {
+			byBundle[b] = topic
+			if err := a.Acquire(ctx, topic); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := startManager(t, st, res, "sb")
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		// Clients of freed bundles come back through b, which assigns them.
+		for bd, topic := range byBundle {
+			if !a.Owned(bd) && !b.Owned(bd) {
+				if _, err := b.Lookup(ctx, topic, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if len(a.OwnedBundles()) == 2 && len(b.OwnedBundles()) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a holds %v, b holds %v; want two each", a.OwnedBundles(), b.OwnedBundles())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // balanced: nothing more moves
+	if len(a.OwnedBundles()) != 2 || len(b.OwnedBundles()) != 2 {
+		t.Fatalf("after balance a holds %v, b holds %v", a.OwnedBundles(), b.OwnedBundles())
+	}
+}
