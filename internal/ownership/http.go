@@ -54,7 +54,8 @@ func (m *Manager) topicRoute(next http.Handler, domain string) http.HandlerFunc 
 		sub := strings.TrimPrefix(r.URL.Path, "/admin/v2/"+domain+"/"+r.PathValue("tenant")+"/"+r.PathValue("namespace")+"/"+r.PathValue("topic"))
 		first, _, _ := strings.Cut(strings.TrimPrefix(sub, "/"), "/")
 		if domain != "persistent" && domain != "non-persistent" || notRedirected[first] ||
-			(r.Method == http.MethodPut && sub == "") {
+			(r.Method == http.MethodPut && sub == "") ||
+			(r.Method == http.MethodGet && sub == "" && r.PathValue("topic") == "partitioned") { // list partitioned topics
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -270,6 +270,8 @@ func TestHTTPRedirectsToOwner(t *testing.T) {
 		{"GET", "/admin/v2/persistent/public/default/x/partitions", 299},
 		{"PUT", "/admin/v2/persistent/public/default/x", 299},
 		{"GET", "/admin/v2/clusters", 299},
+		{"GET", "/admin/v2/persistent/public/default/partitioned", 299},
+		{"GET", "/admin/v2/persistent/public/default", 299},
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
