@@ -43,6 +43,14 @@ func (m *Manager) Handler(next http.Handler) http.Handler {
 		return m.LiveBrokers(ctx)
 	}))
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload", m.unloadBundleRoute)
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", m.unloadNamespaceRoute)
+	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/bundles", m.jsonRoute(func(ctx context.Context, r *http.Request) (any, error) {
+		p, err := m.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
+		if err != nil {
+			return nil, err
+		}
+		return p.Bundles, nil
+	}))
 	return mux
 }
 
@@ -176,6 +184,43 @@ func (m *Manager) unloadBundleRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := m.ReleaseBundle(r.Context(), b); err != nil {
+		writeErr(w, http.StatusInternalServerError, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// unloadNamespaceRoute releases every owned bundle of a namespace, wherever it is owned.
+func (m *Manager) unloadNamespaceRoute(w http.ResponseWriter, r *http.Request) {
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	owners, err := m.Owners(r.Context())
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	live, err := m.LiveBrokers(r.Context())
+	if err != nil {
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	byInstance := map[string]BrokerInfo{}
+	for _, bi := range live {
+		byInstance[bi.Instance] = bi
+	}
+	var errs []error
+	for bundle, od := range owners {
+		if !strings.HasPrefix(bundle, ns+"/") {
+			continue
+		}
+		bi, ok := byInstance[od.Instance]
+		if !ok {
+			continue // its owner is gone; the key expires with its lease
+		}
+		if err := m.unloadAt(r.Context(), bi, bundle); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		writeErr(w, http.StatusInternalServerError, err)
 		return
 	}

@@ -282,6 +282,18 @@ func TestHTTPRedirectsToOwner(t *testing.T) {
 			t.Errorf("%s: Location %q", c.path, rec.Header().Get("Location"))
 		}
 	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/admin/v2/namespaces/public/default/bundles", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"numBundles":4`) {
+		t.Errorf("bundles: %d %s", rec.Code, rec.Body.String())
+	}
+	// Unloading the namespace through b releases a's bundle (a is reached directly: it is
+	// this process).
+	rec = httptest.NewRecorder()
+	a.Handler(next).ServeHTTP(rec, httptest.NewRequest("PUT", "/admin/v2/namespaces/public/default/unload", nil))
+	if rec.Code != http.StatusNoContent || len(a.OwnedBundles()) != 0 {
+		t.Errorf("namespace unload: %d %s, a still holds %v", rec.Code, rec.Body.String(), a.OwnedBundles())
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		rec := httptest.NewRecorder()
