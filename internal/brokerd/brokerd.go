@@ -81,7 +81,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if b.svc, err = StartServices(ctx, ServicesOptions{
 		Store: b.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: reg, Logger: logger,
-		Ownership: b.own, WrapHTTP: b.own.Handler, BrokerLn: brokerLn, HTTPLn: httpLn,
+		Ownership: b.own, WrapHTTP: b.own.Handler, BrokerLn: brokerLn, HTTPLn: httpLn, DeferReady: true,
 	}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -89,6 +89,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	if err := b.own.Register(ctx, b.svc.Broker.LoadStats); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
+	b.svc.MarkReady()
 	b.log.Info("magnetar broker ready", "broker", b.own.Self().NativeURL, "http", b.own.Self().HTTPURL,
 		"metadata", cfg.MetadataStoreURL, "startup", time.Since(began).Round(time.Millisecond))
 	return b, nil

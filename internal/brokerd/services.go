@@ -35,6 +35,9 @@ type ServicesOptions struct {
 	Ownership broker.Ownership
 	// WrapHTTP wraps the admin handler (cluster redirects); nil: none.
 	WrapHTTP func(http.Handler) http.Handler
+	// DeferReady leaves /status.html answering 503 until MarkReady (a cluster broker is
+	// ready once registered, not once listening).
+	DeferReady bool
 	// BrokerLn and HTTPLn are listeners opened by the caller (nil: listen on the
 	// configured bind address and ports).
 	BrokerLn, HTTPLn net.Listener
@@ -100,9 +103,12 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}
 	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.served <- s.http.Serve(s.httpLn) }()
-	s.ready.Store(true)
+	s.ready.Store(!o.DeferReady)
 	return s, nil
 }
+
+// MarkReady makes /status.html and the health checks answer OK.
+func (s *Services) MarkReady() { s.ready.Store(true) }
 
 // BrokerAddr is the binary protocol listener's address.
 func (s *Services) BrokerAddr() string { return s.brokerLn.Addr().String() }
