@@ -34,6 +34,7 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.StringVarP(&ac.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
+	ac.addClusterVerbs(cmd) // admin_cluster.go
 	return cmd
 }
 
