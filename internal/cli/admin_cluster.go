@@ -29,6 +29,13 @@ func (ac *adminCLI) addClusterVerbs(root *cobra.Command) {
 					}
 					return ac.send(ctx, http.MethodPut, "/admin/v2/namespaces/"+ns+"/"+url.PathEscape(args[1])+"/unload", nil)
 				}),
+				ac.verb("split-bundle <tenant/namespace> <0xlower_0xupper>", "Split a bundle in two halves (its topics move on their next lookup)", 2, func(ctx context.Context, args []string) ([]byte, error) {
+					ns, err := nsPath(args[0])
+					if err != nil {
+						return nil, err
+					}
+					return ac.send(ctx, http.MethodPut, "/admin/v2/namespaces/"+ns+"/"+url.PathEscape(args[1])+"/split", nil)
+				}),
 			)
 		case "brokers":
 			g.AddCommand(

@@ -43,6 +43,7 @@ func TestAdminClusterVerbs(t *testing.T) {
 	for _, args := range [][]string{
 		{"namespaces", "bundles", "public/default"},
 		{"namespaces", "unload-bundle", "public/default", "0x00000000_0x40000000"},
+		{"namespaces", "split-bundle", "public/default", "0x00000000_0x40000000"},
 		{"brokers", "bundle-owners"},
 		{"brokers", "load-reports"},
 	} {
@@ -51,6 +52,7 @@ func TestAdminClusterVerbs(t *testing.T) {
 		}
 	}
 	want := []string{"GET /admin/v2/namespaces/public/default/bundles", "PUT /admin/v2/namespaces/public/default/0x00000000_0x40000000/unload",
+		"PUT /admin/v2/namespaces/public/default/0x00000000_0x40000000/split",
 		"GET /admin/v2/bundle-owners", "GET /admin/v2/broker-load-reports"}
 	if strings.Join(seen, "|") != strings.Join(want, "|") {
 		t.Errorf("requests %v, want %v", seen, want)

@@ -19,7 +19,8 @@ import (
 //     lookup (/lookup/v2/topic/...) of a topic served by another broker answer 307 to that
 //     broker's HTTP URL (same path, authoritative=true), so the request runs on the owner;
 //   - the broker list, the leader and the bundle owners come from the metadata store;
-//   - PUT /admin/v2/namespaces/{t}/{ns}/{bundle}/unload releases an owned bundle.
+//   - PUT /admin/v2/namespaces/{t}/{ns}/{bundle}/unload releases an owned bundle, .../split
+//     splits it in two (split.go), PUT .../{ns}/unload releases every bundle of a namespace.
 //
 // Everything else goes to next unchanged.
 func (m *Manager) Handler(next http.Handler) http.Handler {
@@ -43,6 +44,7 @@ func (m *Manager) Handler(next http.Handler) http.Handler {
 		return m.LiveBrokers(ctx)
 	}))
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload", m.unloadBundleRoute)
+	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split", m.splitBundleRoute)
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", m.unloadNamespaceRoute)
 	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/bundles", m.jsonRoute(func(ctx context.Context, r *http.Request) (any, error) {
 		p, err := m.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
@@ -228,24 +230,34 @@ func (m *Manager) unloadNamespaceRoute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Manager) bundleByRange(ctx context.Context, ns, rng string) (resources.Bundle, error) {
-	// Any topic hash inside the range finds the bundle; the range's lower bound is one.
-	lo, _, ok := strings.Cut(rng, "_")
-	if !ok {
-		return resources.Bundle{}, fmt.Errorf("%w: bundle %q is not 0x..._0x...", resources.ErrInvalid, rng)
-	}
-	if _, err := m.BundleOf(ctx, "persistent://"+ns+"/x"); err != nil {
+	// Fresh boundaries: an admin call may name a bundle a split on another broker just made.
+	bounds, err := m.loadBoundaries(ctx, ns)
+	if err != nil {
 		return resources.Bundle{}, err
 	}
 	m.mu.Lock()
-	bounds := m.bounds[ns]
+	m.bounds[ns] = bounds
 	m.mu.Unlock()
 	for i := 1; i < len(bounds); i++ {
 		b := resources.Bundle{Namespace: ns, Lower: bounds[i-1], Upper: bounds[i]}
-		if b.Range() == rng || fmt.Sprintf("0x%08x", b.Lower) == lo && b.Range() == strings.ToLower(rng) {
+		if b.Range() == strings.ToLower(rng) {
 			return b, nil
 		}
 	}
 	return resources.Bundle{}, fmt.Errorf("%w: namespace %s has no bundle %s", metadata.ErrNotFound, ns, rng)
+}
+
+// ownerOf reads a bundle's owner; false when nobody owns it (or the value is unreadable).
+func (m *Manager) ownerOf(r *http.Request, b resources.Bundle) (OwnerData, bool) {
+	kv, err := m.store.Get(r.Context(), ownerKey(b))
+	if err != nil {
+		return OwnerData{}, false
+	}
+	var od OwnerData
+	if json.Unmarshal(kv.Value, &od) != nil {
+		return OwnerData{}, false
+	}
+	return od, true
 }
 
 // ReleaseBundle gives up one owned bundle: its topics are unloaded, then its key deleted,

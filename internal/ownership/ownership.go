@@ -303,12 +303,14 @@ func (m *Manager) Lookup(ctx context.Context, topic string, authoritative bool) 
 // must not load a topic on a stale belief: its managed-ledger open would fence the new
 // owner's ledger. Topic loads verify; plain LOOKUPs do not (the load that follows does).
 func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verify bool) (Result, error) {
-	b, err := m.BundleOf(ctx, topic)
-	if err != nil {
-		return Result{}, err
-	}
-	key := ownerKey(b)
 	for range maxLookupRounds {
+		// Inside the loop: a take that finds the namespace split meanwhile refreshes the
+		// cached boundaries, and the next round must use them.
+		b, err := m.BundleOf(ctx, topic)
+		if err != nil {
+			return Result{}, err
+		}
+		key := ownerKey(b)
 		m.mu.Lock()
 		closing, released := m.closing, m.released
 		_, mine := m.owned[b.String()]
@@ -379,7 +381,7 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 			return Result{Self: true}, nil
 		}
 	}
-	return Result{}, fmt.Errorf("%w: ownership of %s keeps changing", ErrNotOwner, b)
+	return Result{}, fmt.Errorf("%w: ownership of %s keeps changing", ErrNotOwner, topic)
 }
 
 // verifyHeld reads a bundle's key: true when it still carries our instance. Otherwise the
@@ -425,12 +427,15 @@ func (m *Manager) take(ctx context.Context, b resources.Bundle) (bool, error) {
 		return false, fmt.Errorf("%w: metadata session lost, renewing", ErrNotOwner)
 	}
 	v, _ := json.Marshal(m.self)
-	_, err := sess.PutEphemeral(ctx, ownerKey(b), v, metadata.NotExists)
+	ver, err := sess.PutEphemeral(ctx, ownerKey(b), v, metadata.NotExists)
 	if errors.Is(err, metadata.ErrBadVersion) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("%w: taking %s: %w", ErrNotOwner, b, err)
+	}
+	if ok, err := m.stillABundle(ctx, b, ver); !ok || err != nil {
+		return false, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

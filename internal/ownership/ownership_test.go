@@ -394,3 +394,53 @@ func TestLeaderShedsBundlesToTheLessLoadedBroker(t *testing.T) {
 		t.Fatalf("after balance a holds %v, b holds %v", a.OwnedBundles(), b.OwnedBundles())
 	}
 }
+
+// TestSplitBundle: the owner splits a bundle in two and releases it; a broker still caching
+// the old boundaries takes the old bundle's key on its next lookup, finds it split, drops
+// the key and takes the right half instead.
+func TestSplitBundle(t *testing.T) {
+	st, res := setup(t)
+	a := startManager(t, st, res, "a")
+	b := startManager(t, st, res, "b")
+	ctx := context.Background()
+	topic := "persistent://public/default/x"
+	u := &fakeUnloader{loaded: []string{topic}}
+	a.SetUnloader(u)
+	if err := a.Acquire(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	old := mustBundle(t, b, topic) // b caches the boundaries before the split
+
+	// Through b: the split is redirected to the owner a.
+	rec := httptest.NewRecorder()
+	b.Handler(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("PUT", "/admin/v2/namespaces/public/default/"+old.Range()+"/split", nil))
+	if rec.Code != http.StatusTemporaryRedirect || !strings.HasPrefix(rec.Header().Get("Location"), "http://a:8080/") {
+		t.Fatalf("split via b: %d %q", rec.Code, rec.Header().Get("Location"))
+	}
+	rec = httptest.NewRecorder()
+	a.Handler(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("PUT", "/admin/v2/namespaces/public/default/"+old.Range()+"/split", nil))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("split on a: %d %s", rec.Code, rec.Body.String())
+	}
+	p, err := res.Namespace(ctx, "public", "default")
+	if err != nil || p.Bundles.NumBundles != 5 {
+		t.Fatalf("bundles after split: %+v %v", p.Bundles, err)
+	}
+	if len(u.loaded) != 0 || a.Owned(old) {
+		t.Fatalf("split left topics %v loaded / bundle owned", u.loaded)
+	}
+	if r, err := b.Lookup(ctx, topic, true); err != nil || !r.Self {
+		t.Fatalf("lookup on b after the split: %+v %v", r, err)
+	}
+	owners, _ := b.Owners(ctx)
+	if _, ok := owners[old.String()]; ok || len(owners) != 1 {
+		t.Fatalf("owners after the split: %v (the old bundle %s must be gone)", owners, old)
+	}
+	now := mustBundle(t, b, topic)
+	mid := old.Lower + (old.Upper-old.Lower)/2
+	lower := resources.Bundle{Namespace: old.Namespace, Lower: old.Lower, Upper: mid}
+	upper := resources.Bundle{Namespace: old.Namespace, Lower: mid, Upper: old.Upper}
+	if (now != lower && now != upper) || !b.Owned(now) {
+		t.Fatalf("b owns %v (bundle of the topic now %v, before %v)", b.OwnedBundles(), now, old)
+	}
+}

@@ -496,7 +496,7 @@ func TestClusterOwnerSIGTERMMovesClientsWithoutErrors(t *testing.T) {
 
 // TestClusterBundleUnloadAndOwnerRestart: an admin unload of a bundle (sent to the broker
 // that does not own it, so it is redirected) releases it and its topic is served again on
-// the next lookup; then the owner is SIGKILLed and restarted at once on the same address:
+// the next lookup; a split of its bundle (also redirected) moves it again; then the owner is SIGKILLed and restarted at once on the same address:
 // it must not mistake its predecessor's still-living ownership key for its own, and serves
 // the topic after that lease expired.
 func TestClusterBundleUnloadAndOwnerRestart(t *testing.T) {
@@ -535,6 +535,20 @@ func TestClusterBundleUnloadAndOwnerRestart(t *testing.T) {
 	}
 	send(prod, "after-unload") // the producer was told to reconnect and looked the topic up again
 
+	// Split the topic's bundle (same range: nothing split it yet), again through the broker
+	// that does not own it.
+	owner = ownerOf(t, c, topic)
+	req, _ = http.NewRequest(http.MethodPut, "http://"+other(c, owner).HTTP+"/admin/v2/namespaces/public/default/"+rng+"/split", nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("split bundle %s: %d", rng, resp.StatusCode)
+	}
+	send(prod, "after-split")
+
 	now := ownerOf(t, c, topic)
 	now.Kill()
 	if err := now.Start(); err != nil {
@@ -556,7 +570,7 @@ func TestClusterBundleUnloadAndOwnerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"before-unload", "after-unload", "after-restart"}
+	want := []string{"before-unload", "after-unload", "after-split", "after-restart"}
 	got := map[string]bool{}
 	for len(got) < len(want) {
 		m, err := cons.Receive(ctx)
