@@ -125,6 +125,26 @@ func (s *Server) UnloadTopics(ctx context.Context, match func(topic string) bool
 	return errors.Join(errs...)
 }
 
+// LoadedTopicLoads lists the loaded topics with their producer and consumer counts, for
+// automatic bundle splits (ownership.TopicLister).
+func (s *Server) LoadedTopicLoads() []ownership.TopicLoad {
+	var out []ownership.TopicLoad
+	for _, t := range s.loadedTopics() {
+		t.mu.Lock()
+		n := len(t.producers)
+		subs := make([]*subscription, 0, len(t.subs))
+		for _, sub := range t.subs {
+			subs = append(subs, sub)
+		}
+		t.mu.Unlock()
+		for _, sub := range subs {
+			n += len(sub.consumersSnapshot())
+		}
+		out = append(out, ownership.TopicLoad{Topic: t.full, Sessions: n})
+	}
+	return out
+}
+
 // LoadStats counts what a load report carries (ownership.Manager.Register).
 func (s *Server) LoadStats() ownership.LoadStats {
 	st := ownership.LoadStats{}

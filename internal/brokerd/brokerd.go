@@ -65,6 +65,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		return nil, fmt.Errorf("broker: HTTP listen (webServicePort): %w", err)
 	}
 	httpPort := strconv.Itoa(httpLn.Addr().(*net.TCPAddr).Port)
+	maxTopics, maxSessions, maxBundles := cfg.Cluster.SplitLimits()
 	if b.own, err = ownership.Start(ctx, ownership.Options{
 		Store: b.store, Resources: res,
 		BrokerURL:          "pulsar://" + broker.AdvertisedAddr(cfg.Broker, brokerLn.Addr()),
@@ -72,6 +73,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		TTL:                cfg.Cluster.SessionTimeout(),
 		LoadReportInterval: time.Duration(cfg.Cluster.LoadReportIntervalMillis) * time.Millisecond,
 		ShedInterval:       cfg.Cluster.ShedInterval(),
+		Split:              ownership.SplitLimits{MaxTopics: maxTopics, MaxSessions: maxSessions, MaxBundles: maxBundles},
 		Logger:             logger,
 	}); err != nil {
 		_, _ = brokerLn.Close(), httpLn.Close()

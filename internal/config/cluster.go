@@ -22,12 +22,20 @@ type ClusterConfig struct {
 	// key is in minutes; ours is in milliseconds so tests can shorten it.
 	SheddingEnabled        bool  `key:"loadBalancerSheddingEnabled" help:"let the leader broker unload bundles from overloaded brokers"`
 	SheddingIntervalMillis int64 `key:"loadBalancerSheddingIntervalMillis" help:"milliseconds between load shedding checks of the leader"`
+	// Automatic bundle split: a broker splits a bundle it holds whose loaded topics or
+	// connected producers+consumers exceed these (Pulsar's keys and defaults), up to
+	// loadBalancerNamespaceMaximumBundles bundles per namespace.
+	AutoBundleSplitEnabled bool `key:"loadBalancerAutoBundleSplitEnabled" help:"split bundles that exceed the topic or session limits"`
+	BundleMaxTopics        int  `key:"loadBalancerNamespaceBundleMaxTopics" help:"loaded topics of one bundle before it is split"`
+	BundleMaxSessions      int  `key:"loadBalancerNamespaceBundleMaxSessions" help:"producers+consumers of one bundle before it is split"`
+	NamespaceMaxBundles    int  `key:"loadBalancerNamespaceMaximumBundles" help:"most bundles automatic splits make in one namespace"`
 }
 
 // DefaultClusterConfig returns Pulsar's defaults (4 bundles, 30 s session).
 func DefaultClusterConfig() ClusterConfig {
 	return ClusterConfig{NumBundles: 4, SessionTimeoutMillis: 30_000, LoadReportIntervalMillis: 5_000,
-		SheddingEnabled: true, SheddingIntervalMillis: 60_000}
+		SheddingEnabled: true, SheddingIntervalMillis: 60_000,
+		AutoBundleSplitEnabled: true, BundleMaxTopics: 1000, BundleMaxSessions: 1000, NamespaceMaxBundles: 128}
 }
 
 // ShedInterval is the leader's shedding interval, 0 when shedding is off.
@@ -36,6 +44,14 @@ func (c *ClusterConfig) ShedInterval() time.Duration {
 		return 0
 	}
 	return time.Duration(c.SheddingIntervalMillis) * time.Millisecond
+}
+
+// SplitLimits returns the automatic split limits, all zero when splitting is off.
+func (c *ClusterConfig) SplitLimits() (maxTopics, maxSessions, maxBundles int) {
+	if !c.AutoBundleSplitEnabled {
+		return 0, 0, 0
+	}
+	return c.BundleMaxTopics, c.BundleMaxSessions, c.NamespaceMaxBundles
 }
 
 // SessionTimeout is SessionTimeoutMillis as a duration.
@@ -50,6 +66,9 @@ func (c *ClusterConfig) Validate() error {
 		Between("metadataStoreSessionTimeoutMillis", c.SessionTimeoutMillis, 1000, 600_000),
 		Between("loadBalancerReportUpdateMinIntervalMillis", c.LoadReportIntervalMillis, 100, 600_000),
 		Between("loadBalancerSheddingIntervalMillis", c.SheddingIntervalMillis, 100, 3_600_000),
+		AtLeast("loadBalancerNamespaceBundleMaxTopics", c.BundleMaxTopics, 1),
+		AtLeast("loadBalancerNamespaceBundleMaxSessions", c.BundleMaxSessions, 1),
+		Between("loadBalancerNamespaceMaximumBundles", c.NamespaceMaxBundles, 1, 1<<16),
 	)
 }
 

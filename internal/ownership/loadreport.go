@@ -149,6 +149,9 @@ func (m *Manager) reportLoop() {
 			m.log.Warn("publishing the load report", "err", err)
 		}
 		cancel()
+		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+		m.autoSplit(ctx)
+		cancel()
 	}
 }
 

@@ -76,6 +76,8 @@ type Options struct {
 	// ShedInterval is how often the leader checks for a broker to shed a bundle from
 	// (shed.go); 0 disables shedding.
 	ShedInterval time.Duration
+	// Split limits for automatic splits of held bundles, checked after each load report.
+	Split SplitLimits
 	// Probe checks that an owner at host:port is up before clients are sent there (nil: a
 	// TCP dial; tests replace it).
 	Probe  func(ctx context.Context, hostPort string) error
@@ -103,6 +105,7 @@ type Manager struct {
 	stats        func() LoadStats
 	probe        func(ctx context.Context, hostPort string) error
 	shedInterval time.Duration
+	split        SplitLimits
 
 	mu       sync.Mutex
 	sess     metadata.Session // nil while lost and not yet renewed
@@ -144,7 +147,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("ownership: bad broker URL %q", o.BrokerURL)
 	}
 	m := &Manager{
-		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval, probe: o.Probe, shedInterval: o.ShedInterval,
+		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval, probe: o.Probe, shedInterval: o.ShedInterval, split: o.Split,
 		self:  OwnerData{NativeURL: o.BrokerURL, HTTPURL: o.HTTPURL, Instance: hex.EncodeToString(id[:])},
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),

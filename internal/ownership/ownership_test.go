@@ -444,3 +444,71 @@ func TestSplitBundle(t *testing.T) {
 		t.Fatalf("b owns %v (bundle of the topic now %v, before %v)", b.OwnedBundles(), now, old)
 	}
 }
+
+// listingUnloader is a fakeUnloader that also lists its topics (ownership.TopicLister).
+type listingUnloader struct{ fakeUnloader }
+
+func (l *listingUnloader) LoadedTopicLoads() []TopicLoad {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]TopicLoad, 0, len(l.loaded))
+	for _, t := range l.loaded {
+		out = append(out, TopicLoad{Topic: t, Sessions: 1})
+	}
+	return out
+}
+
+// TestAutoSplitOfABundleWithTooManyTopics: a held bundle with more loaded topics than
+// MaxTopics is split after a load report; MaxBundles stops further splits.
+func TestAutoSplitOfABundleWithTooManyTopics(t *testing.T) {
+	st, res := setup(t)
+	ctx := context.Background()
+	m, err := Start(ctx, Options{Store: st, Resources: res, BrokerURL: "pulsar://as:6650", HTTPURL: "http://as:8080",
+		TTL: time.Second, LoadReportInterval: 20 * time.Millisecond, Probe: probe,
+		Split: SplitLimits{MaxTopics: 2, MaxBundles: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Release(ctx) })
+	// Three topics of one bundle.
+	var topics []string
+	var first resources.Bundle
+	for i := 0; len(topics) < 3; i++ {
+		topic := "persistent://public/default/s" + strings.Repeat("y", i)
+		b, err := m.BundleOf(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(topics) == 0 {
+			first = b
+		}
+		if b == first {
+			topics = append(topics, topic)
+			if err := m.Acquire(ctx, topic); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	u := &listingUnloader{fakeUnloader{loaded: topics}}
+	m.SetUnloader(u)
+	if err := m.Register(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := res.Namespace(ctx, "public", "default")
+		if err == nil && p.Bundles.NumBundles == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bundles %+v, want the crowded bundle split", p.Bundles)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The split unloaded the topics; loading them all again in one half must not split
+	// beyond MaxBundles.
+	time.Sleep(200 * time.Millisecond)
+	if p, _ := res.Namespace(ctx, "public", "default"); p.Bundles.NumBundles != 5 {
+		t.Fatalf("bundles %+v, want no split beyond 5", p.Bundles)
+	}
+}

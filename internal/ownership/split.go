@@ -140,3 +140,70 @@ func (m *Manager) splitBundleRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// SplitLimits trigger automatic splits of bundles this broker holds (Pulsar's
+// loadBalancerNamespaceBundleMax* keys); a zero limit is not checked.
+type SplitLimits struct {
+	MaxTopics   int // loaded topics in one bundle
+	MaxSessions int // producers + consumers on one bundle's topics
+	MaxBundles  int // a namespace is never split beyond this many bundles
+}
+
+// TopicLoad is one loaded topic's weight for automatic splits.
+type TopicLoad struct {
+	Topic    string
+	Sessions int
+}
+
+// TopicLister is implemented by an Unloader that can list its loaded topics (the broker
+// does); automatic splits need it.
+type TopicLister interface {
+	LoadedTopicLoads() []TopicLoad
+}
+
+// autoSplit splits at most one held bundle whose loaded topics or sessions exceed the
+// limits (called after each load report).
+func (m *Manager) autoSplit(ctx context.Context) {
+	lim := m.split
+	if lim.MaxTopics <= 0 && lim.MaxSessions <= 0 {
+		return
+	}
+	m.mu.Lock()
+	lister, _ := m.unloader.(TopicLister)
+	m.mu.Unlock()
+	if lister == nil {
+		return
+	}
+	type weight struct{ topics, sessions int }
+	per := map[resources.Bundle]*weight{}
+	for _, tl := range lister.LoadedTopicLoads() {
+		b, err := m.BundleOf(ctx, tl.Topic)
+		if err != nil || !m.Owned(b) {
+			continue
+		}
+		w := per[b]
+		if w == nil {
+			w = &weight{}
+			per[b] = w
+		}
+		w.topics++
+		w.sessions += tl.Sessions
+	}
+	for b, w := range per {
+		if !(lim.MaxTopics > 0 && w.topics > lim.MaxTopics) && !(lim.MaxSessions > 0 && w.sessions > lim.MaxSessions) {
+			continue
+		}
+		m.mu.Lock()
+		n := len(m.bounds[b.Namespace]) - 1
+		m.mu.Unlock()
+		if lim.MaxBundles > 0 && n >= lim.MaxBundles {
+			continue
+		}
+		if _, err := m.SplitBundle(ctx, b); err != nil {
+			m.log.Warn("automatic bundle split", "bundle", b.String(), "err", err)
+		} else {
+			m.log.Info("bundle split automatically", "bundle", b.String(), "topics", w.topics, "sessions", w.sessions)
+		}
+		return
+	}
+}
