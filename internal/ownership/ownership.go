@@ -111,8 +111,9 @@ type Manager struct {
 	sess     metadata.Session // nil while lost and not yet renewed
 	renewed  chan struct{}    // signalled (buffer 1) when a new session replaced a lost one
 	owned    map[string]resources.Bundle
-	bounds   map[string][]uint32  // namespace -> boundaries (bundles are never split yet)
-	dialed   map[string]time.Time // broker host:port -> last successful dial (reachable)
+	bounds   map[string][]uint32                // namespace -> boundaries (bundles are never split yet)
+	dialed   map[string]time.Time               // broker host:port -> last successful dial (reachable)
+	taking   map[resources.Bundle]chan struct{} // takes in progress, closed when done
 	unloader Unloader
 	closing  bool
 	released chan struct{} // closed when a graceful release has finished
@@ -151,7 +152,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		self:  OwnerData{NativeURL: o.BrokerURL, HTTPURL: o.HTTPURL, Instance: hex.EncodeToString(id[:])},
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),
-		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{},
+		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{}, taking: map[resources.Bundle]chan struct{}{},
 		renewed: make(chan struct{}, 1), released: make(chan struct{}), stop: make(chan struct{}),
 	}
 	sess, err := m.store.NewSession(ctx, m.ttl)
@@ -345,6 +346,9 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 			if err := json.Unmarshal(kv.Value, &od); err != nil {
 				return Result{}, fmt.Errorf("ownership: corrupt owner of %s: %w", b, err)
 			}
+			if od.Instance == m.self.Instance && m.waitTaking(ctx, b) {
+				continue // another request of ours is taking it right now: look again
+			}
 			if od.Instance == m.self.Instance || od.NativeURL == m.self.NativeURL {
 				// Ours but not held (a lost session whose lease has not run out yet), or a
 				// predecessor on our address: wait for the key to expire, then take it.
@@ -429,6 +433,24 @@ func (m *Manager) take(ctx context.Context, b resources.Bundle) (bool, error) {
 	if sess == nil {
 		return false, fmt.Errorf("%w: metadata session lost, renewing", ErrNotOwner)
 	}
+	m.mu.Lock()
+	if ch, ok := m.taking[b]; ok {
+		m.mu.Unlock()
+		select { // another request of ours is taking it: wait, then look again
+		case <-ch:
+		case <-ctx.Done():
+		}
+		return false, nil
+	}
+	done := make(chan struct{})
+	m.taking[b] = done
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.taking, b)
+		m.mu.Unlock()
+		close(done)
+	}()
 	v, _ := json.Marshal(m.self)
 	ver, err := sess.PutEphemeral(ctx, ownerKey(b), v, metadata.NotExists)
 	if errors.Is(err, metadata.ErrBadVersion) {
@@ -449,6 +471,23 @@ func (m *Manager) take(ctx context.Context, b resources.Bundle) (bool, error) {
 	m.owned[b.String()] = b
 	m.log.Info("bundle acquired", "bundle", b.String())
 	return true, nil
+}
+
+// waitTaking waits for a take of b by another request of ours, if one is running; true if
+// it waited. Without it, a lookup that reads our fresh key before that take has recorded the
+// bundle would mistake it for a key of a lost session and wait for it to expire.
+func (m *Manager) waitTaking(ctx context.Context, b resources.Bundle) bool {
+	m.mu.Lock()
+	ch, ok := m.taking[b]
+	m.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+	return true
 }
 
 // waitGone waits until key is deleted (its lease expired), at most ttl plus a margin.
