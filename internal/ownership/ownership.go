@@ -521,8 +521,9 @@ func (m *Manager) waitGone(ctx context.Context, key string) error {
 	}
 }
 
-// reachableFor is how long a successful dial of a broker is trusted.
-const reachableFor = 2 * time.Second
+// reachableFor is how long a successful dial of a broker is trusted: short, because a
+// broker that just died must be noticed by the next lookup, not seconds later.
+const reachableFor = 250 * time.Millisecond
 
 // reachable tells whether the broker at a pulsar:// URL accepts TCP connections, remembering
 // successes for reachableFor so lookups do not dial every time.
