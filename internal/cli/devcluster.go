@@ -18,7 +18,7 @@ func (a *app) devClusterCmd() *cobra.Command {
 	var metadata, bookies, brokers int
 	cmd := &cobra.Command{
 		Use:   "dev-cluster",
-		Short: "Run a local development cluster (metadata members, bookies, brokers) as child processes",
+		Short: "Run a local development cluster (metadata members, bookies, brokers and a proxy) as child processes",
 		Args:  cobra.NoArgs,
 	}
 	cmd.Flags().StringVar(&dir, "data-dir", "./data/dev-cluster", "directory for every process's data and log")

@@ -47,7 +47,7 @@ func DefaultStandaloneConfig() StandaloneConfig {
 	// only serves catch-up), and a small machine is the standalone's home. Against 256/64/64
 	// MiB this cut peak RSS from 205-325 to 156-170 MiB at 100 B max rate and from 541-587
 	// to 255-258 MiB in a 128 MiB catch-up, throughput within the (large) noise of a shared
-	// machine (docs/bench-perf.md).
+	// machine (docs/benchmarks.md, "Performance work").
 	ml.CacheSizeMB = 64
 	c.Storage.WriteCacheMaxSizeMB = 32
 	c.Storage.ReadAheadCacheMaxSizeMB = 16
