@@ -86,6 +86,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerTopicPolicies(mux)
 	s.registerBrokers(mux)
 	s.registerSchemas(mux)
+	s.registerTopicPermissions(mux)
 	return cleanPath(mux)
 }
 
