@@ -35,6 +35,7 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	ac.addNamespaceSchemaVerbs(cmd)
+	ac.addTopicPolicyVerbs(cmd) // admin_topic_policies.go
 	return cmd
 }
 

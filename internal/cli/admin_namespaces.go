@@ -25,24 +25,13 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 		quotaTime                          int64
 	)
 	setQuota := nsVerb("set-backlog-quota", "Set a backlog quota", func(ctx context.Context, p string) ([]byte, error) {
-		body := map[string]any{"policy": quotaPolicy}
-		if quotaLimit != "" {
-			n, err := parseSizeBytes(quotaLimit)
-			if err != nil {
-				return nil, usageError(fmt.Errorf("--limit: %w", err))
-			}
-			body["limitSize"] = n
-		}
-		if quotaTime != 0 {
-			body["limitTime"] = quotaTime
+		body, err := backlogQuotaArgs(quotaLimit, quotaTime, quotaPolicy)
+		if err != nil {
+			return nil, err
 		}
 		return ac.send(ctx, http.MethodPost, p+"/backlogQuota?backlogQuotaType="+url.QueryEscape(quotaType), body)
 	})
-	setQuota.Flags().StringVarP(&quotaLimit, "limit", "l", "", "size limit, like 10G (destination_storage)")
-	setQuota.Flags().Int64Var(&quotaTime, "limitTime", 0, "age limit in seconds (message_age)")
-	setQuota.Flags().StringVarP(&quotaPolicy, "policy", "p", "", "producer_request_hold, producer_exception or consumer_backlog_eviction")
-	setQuota.Flags().StringVar(&quotaType, "type", "destination_storage", "destination_storage or message_age")
-	_ = setQuota.MarkFlagRequired("policy")
+	backlogQuotaFlags(setQuota, &quotaLimit, &quotaTime, &quotaPolicy, &quotaType)
 	var removeType string
 	removeQuota := nsVerb("remove-backlog-quota", "Remove a backlog quota", func(ctx context.Context, p string) ([]byte, error) {
 		return ac.send(ctx, http.MethodDelete, p+"/backlogQuota?backlogQuotaType="+url.QueryEscape(removeType), nil)
@@ -67,12 +56,7 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 
 	var role, actions string
 	grant := nsVerb("grant-permission", "Grant a role permissions on a namespace", func(ctx context.Context, p string) ([]byte, error) {
-		var list []string
-		for _, a := range strings.Split(actions, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				list = append(list, a)
-			}
-		}
+		list := splitActions(actions)
 		if len(list) == 0 {
 			return nil, usageError(fmt.Errorf("--actions: give produce, consume or both"))
 		}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestAdminTopicPoliciesCLI runs the topic-level policy and permission verbs through the
+// real binary, in both the topics and the topic-policies groups.
+func TestAdminTopicPoliciesCLI(t *testing.T) {
+	ok := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := magnetarAdmin(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	is := func(out, want string) {
+		t.Helper()
+		if strings.TrimSpace(out) != want {
+			t.Fatalf("got %q, want %q", out, want)
+		}
+	}
+	has := func(out string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Fatalf("want %q in %q", w, out)
+			}
+		}
+	}
+	ok("namespaces", "create", "public/clitp")
+	const topic = "public/clitp/t"
+	ok("topics", "create", topic)
+
+	ok("topics", "set-message-ttl", topic, "-t", "120")
+	is(ok("topics", "get-message-ttl", topic), "120")
+	ok("topicPolicies", "set-message-ttl", topic, "--ttl", "60")
+	is(ok("topic-policies", "get-message-ttl", topic), "60")
+	ok("topics", "remove-message-ttl", topic)
+	is(ok("topics", "get-message-ttl", topic), "-")
+	ok("namespaces", "set-message-ttl", "public/clitp", "--messageTTL", "30")
+	is(ok("topics", "get-message-ttl", topic, "--applied"), "30")
+
+	ok("topics", "set-retention", topic, "-s", "1G", "-t", "2h")
+	has(ok("topics", "get-retention", topic, "-o", "json"), `"retentionSizeInMB": 1024`, `"retentionTimeInMinutes": 120`)
+	ok("topic-policies", "remove-retention", topic)
+	is(ok("topics", "get-retention", topic), "-")
+
+	ok("topics", "set-deduplication", topic, "--enable")
+	is(ok("topics", "get-deduplication", topic), "true")
+	ok("topics", "remove-deduplication", topic)
+
+	ok("topics", "set-backlog-quota", topic, "-l", "10M", "-p", "producer_exception")
+	ok("topics", "set-backlog-quota", topic, "--limitTime", "600", "-p", "consumer_backlog_eviction", "-t", "message_age")
+	has(ok("topics", "get-backlog-quotas", topic, "-o", "json"), `"limitSize": 10485760`, `"limitTime": 600`)
+	ok("topics", "remove-backlog-quota", topic, "-t", "message_age")
+	if out := ok("topics", "get-backlog-quotas", topic, "-o", "json"); strings.Contains(out, "message_age") {
+		t.Fatalf("quota not removed: %q", out)
+	}
+
+	ok("topics", "set-max-producers", topic, "-p", "3")
+	is(ok("topics", "get-max-producers", topic), "3")
+	ok("topic-policies", "set-max-consumers", topic, "--max-consumers", "4")
+	is(ok("topics", "get-max-consumers", topic), "4")
+	ok("topics", "remove-max-producers", topic)
+	ok("topics", "remove-max-consumers", topic)
+	is(ok("topics", "get-max-producers", topic), "-")
+
+	ok("topics", "grant-permission", topic, "--role", "app", "--actions", "produce,consume")
+	has(ok("topics", "permissions", topic, "-o", "json"), `"app": [`)
+	ok("topics", "revoke-permission", topic, "--role", "app")
+	if code, _, errOut := magnetarAdmin(t, "topics", "revoke-permission", topic, "--role", "app"); code != 1 || !strings.Contains(errOut, "412") {
+		t.Fatalf("revoke twice: exit %d %q", code, errOut)
+	}
+
+	// Bad input: a negative limit is the server's 400, a missing flag a usage error (2).
+	if code, _, errOut := magnetarAdmin(t, "topics", "set-max-producers", topic, "-p", "-1"); code != 1 || !strings.Contains(errOut, "400") {
+		t.Fatalf("negative limit: exit %d %q", code, errOut)
+	}
+	if code, _, _ := magnetarAdmin(t, "topics", "set-message-ttl", topic); code == 0 {
+		t.Fatal("set-message-ttl without --ttl succeeded")
+	}
+	if code, _, errOut := magnetarAdmin(t, "topics", "get-message-ttl", "public/nosuchns/t"); code != 1 || !strings.Contains(errOut, "404") {
+		t.Fatalf("unknown namespace: exit %d %q", code, errOut)
+	}
+	ok("topics", "delete", topic)
+	ok("namespaces", "delete", "public/clitp")
+}
