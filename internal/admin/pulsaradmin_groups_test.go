@@ -29,6 +29,30 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if _, err := a.Clusters().Get("nope"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("missing cluster: %v", err)
 	}
+	east := utils.ClusterData{Name: "grp-east", ServiceURL: "http://east:8080", BrokerServiceURL: "pulsar://east:6650"}
+	must(t, "cluster create", a.Clusters().Create(east))
+	if err := a.Clusters().Create(east); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("duplicate cluster: %v", err)
+	}
+	east.ServiceURL = "http://east2:8080"
+	must(t, "cluster update", a.Clusters().Update(east))
+	if c, err := a.Clusters().Get("grp-east"); err != nil || c.ServiceURL != "http://east2:8080" || c.BrokerServiceURL != "pulsar://east:6650" {
+		t.Fatalf("updated cluster %+v %v", c, err)
+	}
+	must(t, "peers", a.Clusters().UpdatePeerClusters("grp-east", []string{"standalone"}))
+	if p, err := a.Clusters().GetPeerClusters("grp-east"); err != nil || !slices.Equal(p, []string{"standalone"}) {
+		t.Fatalf("peers %v %v", p, err)
+	}
+	if err := a.Clusters().UpdatePeerClusters("grp-east", []string{"nope"}); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("unknown peer: %v", err)
+	}
+	if err := a.Clusters().Delete("standalone"); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("delete own cluster: %v", err)
+	}
+	must(t, "cluster delete", a.Clusters().Delete("grp-east"))
+	if err := a.Clusters().Update(east); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("update deleted cluster: %v", err)
+	}
 
 	// Tenants.
 	td := utils.TenantData{Name: "grp", AdminRoles: []string{"ops"}, AllowedClusters: []string{"standalone"}}

@@ -87,6 +87,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerBrokers(mux)
 	s.registerSchemas(mux)
 	s.registerTopicPermissions(mux)
+	s.registerClusters(mux)
 	return cleanPath(mux)
 }
 

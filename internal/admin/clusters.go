@@ -1,0 +1,119 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// Cluster records beyond list and get (pulsaradmin Clusters().Create/Update/Delete and peer
+// clusters; pulsarctl clusters create). A cluster is only a name and its URLs here: no
+// replication between clusters runs, so peers are recorded and answered, nothing more.
+func (s *server) registerClusters(mux *http.ServeMux) {
+	const c = "/admin/v2/clusters/{cluster}"
+	mux.HandleFunc("PUT "+c, s.handle(s.createCluster))
+	mux.HandleFunc("POST "+c, s.handle(s.updateCluster))
+	mux.HandleFunc("DELETE "+c, s.handle(s.deleteCluster))
+	mux.HandleFunc("GET "+c+"/peers", s.handle(s.peerClusters))
+	mux.HandleFunc("POST "+c+"/peers", s.handle(s.setPeerClusters))
+}
+
+func (s *server) createCluster(ctx context.Context, r *http.Request) (any, error) {
+	var c resources.ClusterData
+	if err := decodeBody(r, &c); err != nil {
+		return nil, err
+	}
+	err := s.res.CreateCluster(ctx, r.PathValue("cluster"), c)
+	if errors.Is(err, resources.ErrAlreadyExists) {
+		return nil, fmt.Errorf("cluster %s already exists: %w", r.PathValue("cluster"), err)
+	}
+	return nil, err
+}
+
+func (s *server) updateCluster(ctx context.Context, r *http.Request) (any, error) {
+	var c resources.ClusterData
+	if err := decodeBody(r, &c); err != nil {
+		return nil, err
+	}
+	return nil, s.clusterErr(r, s.res.UpdateCluster(ctx, r.PathValue("cluster"), func(old *resources.ClusterData) error {
+		*old = c
+		return nil
+	}))
+}
+
+// deleteCluster refuses (412, as Pulsar's "Cluster not empty") the cluster this broker
+// serves and a cluster some tenant still allows.
+func (s *server) deleteCluster(ctx context.Context, r *http.Request) (any, error) {
+	name := r.PathValue("cluster")
+	if _, err := s.res.Cluster(ctx, name); err != nil {
+		return nil, s.clusterErr(r, err)
+	}
+	if name == s.cluster {
+		return nil, fmt.Errorf("%w: cluster %s is this broker's cluster", ErrNotAllowed, name)
+	}
+	tenants, err := s.res.Tenants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tenants {
+		ti, err := s.res.Tenant(ctx, t)
+		if err != nil && !errors.Is(err, resources.ErrNotFound) {
+			return nil, err
+		}
+		if slices.Contains(ti.AllowedClusters, name) {
+			return nil, fmt.Errorf("%w: cluster %s not empty: tenant %s allows it", ErrNotAllowed, name, t)
+		}
+	}
+	return nil, s.clusterErr(r, s.res.DeleteCluster(ctx, name))
+}
+
+func (s *server) peerClusters(ctx context.Context, r *http.Request) (any, error) {
+	c, err := s.res.Cluster(ctx, r.PathValue("cluster"))
+	if err != nil {
+		return nil, s.clusterErr(r, err)
+	}
+	if c.PeerClusterNames == nil {
+		return []string{}, nil
+	}
+	return c.PeerClusterNames, nil
+}
+
+// setPeerClusters records peers; each must be another existing cluster (412 otherwise,
+// as in Pulsar).
+func (s *server) setPeerClusters(ctx context.Context, r *http.Request) (any, error) {
+	name := r.PathValue("cluster")
+	var peers []string
+	if err := decodeBody(r, &peers); err != nil {
+		return nil, err
+	}
+	if _, err := s.res.Cluster(ctx, name); err != nil {
+		return nil, s.clusterErr(r, err)
+	}
+	for _, p := range peers {
+		if p == name {
+			return nil, fmt.Errorf("%w: cluster %s cannot be its own peer", ErrNotAllowed, name)
+		}
+		if _, err := s.res.Cluster(ctx, p); err != nil {
+			if errors.Is(err, resources.ErrNotFound) {
+				return nil, fmt.Errorf("%w: peer cluster %s does not exist", ErrNotAllowed, p)
+			}
+			return nil, err
+		}
+	}
+	return nil, s.clusterErr(r, s.res.UpdateCluster(ctx, name, func(c *resources.ClusterData) error {
+		c.PeerClusterNames = peers
+		return nil
+	}))
+}
+
+// clusterErr names the cluster of the path in a not-found error.
+func (s *server) clusterErr(r *http.Request, err error) error {
+	if errors.Is(err, resources.ErrNotFound) {
+		return fmt.Errorf("cluster %s does not exist: %w", r.PathValue("cluster"), err)
+	}
+	return err
+}
