@@ -117,3 +117,18 @@ func (s *server) clusterErr(r *http.Request, err error) error {
 	}
 	return err
 }
+
+// withOwnURLs fills the URLs a standalone's own cluster record was created without (the
+// record is written before the listeners exist), as Pulsar's standalone shows them.
+func (s *server) withOwnURLs(name string, c resources.ClusterData) resources.ClusterData {
+	if name != s.cluster || s.cluster == "" {
+		return c
+	}
+	if c.ServiceURL == "" {
+		c.ServiceURL = "http://" + s.webAddr()
+	}
+	if c.BrokerServiceURL == "" && s.broker != nil {
+		c.BrokerServiceURL = s.broker.ServiceURL()
+	}
+	return c
+}

@@ -24,8 +24,11 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if !slices.Contains(cl, "standalone") {
 		t.Fatalf("clusters %v", cl)
 	}
-	_, err = a.Clusters().Get("standalone")
+	own, err := a.Clusters().Get("standalone")
 	must(t, "cluster get", err)
+	if own.BrokerServiceURL != "pulsar://"+sa.BrokerAddr() || own.ServiceURL != "http://"+sa.HTTPAddr() {
+		t.Fatalf("own cluster %+v", own)
+	}
 	if _, err := a.Clusters().Get("nope"); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("missing cluster: %v", err)
 	}
@@ -166,6 +169,15 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if ttl, err := a.Topics().GetMessageTTL(*tn); err != nil || ttl != 30 {
 		t.Fatalf("topic ttl %d %v", ttl, err)
 	}
+
+	pt := topicName(t, "persistent://grp/ns/p")
+	must(t, "partitioned create", a.Topics().Create(*pt, 2))
+	var ps map[string]json.RawMessage
+	getJSON(t, "/admin/v2/persistent/grp/ns/p/partitioned-stats", &ps)
+	if string(ps["partitions"]) != "{}" || string(ps["metadata"]) != `{"partitions":2}` {
+		t.Fatalf("partitioned stats without perPartition: %s %s", ps["partitions"], ps["metadata"])
+	}
+	must(t, "partitioned delete", a.Topics().Delete(*pt, true, false))
 
 	// Subscriptions.
 	must(t, "sub create", a.Subscriptions().Create(*tn, "s", utils.Earliest))

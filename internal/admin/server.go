@@ -205,7 +205,7 @@ func (s *server) getCluster(ctx context.Context, r *http.Request) (any, error) {
 	if errors.Is(err, resources.ErrNotFound) {
 		return nil, fmt.Errorf("cluster %s does not exist: %w", r.PathValue("cluster"), err)
 	}
-	return c, err
+	return s.withOwnURLs(r.PathValue("cluster"), c), err
 }
 
 func (s *server) listTenants(ctx context.Context, _ *http.Request) (any, error) {

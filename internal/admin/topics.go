@@ -397,11 +397,9 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 	if n == 0 {
 		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
 	}
-	out := PartitionedTopicStats{TopicStats: NewTopicStats(), Metadata: partitionsJSON{n}}
+	// partitions is {} without perPartition, as Pulsar sends it.
+	out := PartitionedTopicStats{TopicStats: NewTopicStats(), Metadata: partitionsJSON{n}, Partitions: map[string]TopicStats{}}
 	per := boolParam(r, "perPartition")
-	if per {
-		out.Partitions = map[string]TopicStats{}
-	}
 	for i := range n {
 		st, err := s.broker.TopicStats(ctx, t.partition(i))
 		if statusFor(err) == http.StatusNotFound {
