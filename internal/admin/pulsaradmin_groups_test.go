@@ -2,12 +2,14 @@ package admin_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
@@ -242,4 +244,38 @@ func getJSON(t *testing.T, path string, v any) {
 		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
 	}
 	must(t, "decode "+path, json.Unmarshal(b, v))
+}
+
+// TestResetPartitionedCursorByID resets one partition of a partitioned topic to a message
+// id: only the partition named by the id's partitionIndex moves.
+func TestResetPartitionedCursorByID(t *testing.T) {
+	a := adminClient(t)
+	name := "persistent://public/default/admin-reset-part"
+	tn := topicName(t, name)
+	must(t, "create", a.Topics().Create(*tn, 2))
+	must(t, "sub", a.Subscriptions().Create(*tn, "s", utils.Earliest))
+	ids := produce(t, pulsarClient(t), name, 10) // round-robin over both partitions
+	must(t, "skip all", a.Subscriptions().ClearBacklog(*tn, "s"))
+	var target pulsar.MessageID
+	for _, id := range ids {
+		if id.PartitionIdx() == 1 {
+			target = id // the last message of partition 1
+		}
+	}
+	if target == nil {
+		t.Fatal("no message went to partition 1")
+	}
+	mid, err := utils.ParseMessageID(fmt.Sprintf("%d:%d:1", target.LedgerID(), target.EntryID()))
+	must(t, "parse", err)
+	must(t, "reset partition 1", a.Subscriptions().ResetCursorToMessageID(*tn, "s", *mid))
+	st, err := a.Topics().GetPartitionedStats(*tn, true)
+	must(t, "stats", err)
+	if b0, b1 := st.Partitions[name+"-partition-0"].Subscriptions["s"].MsgBacklog, st.Partitions[name+"-partition-1"].Subscriptions["s"].MsgBacklog; b0 != 0 || b1 != 1 {
+		t.Fatalf("backlogs after reset of partition 1: %d %d, want 0 1", b0, b1)
+	}
+	mid.PartitionIndex = -1
+	if err := a.Subscriptions().ResetCursorToMessageID(*tn, "s", *mid); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("reset without partition index: %v", err)
+	}
+	must(t, "delete", a.Topics().Delete(*tn, true, false))
 }

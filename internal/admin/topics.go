@@ -691,8 +691,11 @@ func (s *server) expireAll(ctx context.Context, r *http.Request) (any, error) {
 }
 
 func (s *server) resetCursorToID(ctx context.Context, r *http.Request) (any, error) {
-	var id MessageID
+	id := MessageID{PartitionIndex: -1}
 	if err := decodeBody(r, &id); err != nil {
+		return nil, err
+	}
+	if handled, err := s.resetPartitionToID(ctx, r, id); handled {
 		return nil, err
 	}
 	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.ResetCursor(ctx, topic, sub, &id, time.Time{}) })
