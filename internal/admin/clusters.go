@@ -20,6 +20,53 @@ func (s *server) registerClusters(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE "+c, s.handle(s.deleteCluster))
 	mux.HandleFunc("GET "+c+"/peers", s.handle(s.peerClusters))
 	mux.HandleFunc("POST "+c+"/peers", s.handle(s.setPeerClusters))
+	const ns = "/admin/v2/namespaces/{tenant}/{namespace}/replication"
+	mux.HandleFunc("GET "+ns, s.handle(s.replicationClusters))
+	mux.HandleFunc("POST "+ns, s.handle(s.setReplicationClusters))
+}
+
+// replicationClusters is the namespace's replication_clusters (pulsar-admin namespaces
+// get-clusters); an empty list means the local cluster.
+func (s *server) replicationClusters(ctx context.Context, r *http.Request) (any, error) {
+	p, err := s.namespacePolicies(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.ReplicationClusters) == 0 && s.cluster != "" {
+		return []string{s.cluster}, nil
+	}
+	return p.ReplicationClusters, nil
+}
+
+// setReplicationClusters records the namespace's clusters; each must exist and be allowed
+// by the tenant (412 otherwise). Only the list is kept: nothing replicates between clusters.
+func (s *server) setReplicationClusters(ctx context.Context, r *http.Request) (any, error) {
+	var list []string
+	if err := decodeBody(r, &list); err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%w: give at least one cluster", ErrBadRequest)
+	}
+	tenant := r.PathValue("tenant")
+	ti, err := s.res.Tenant(ctx, tenant)
+	if err != nil {
+		return nil, fmt.Errorf("tenant %s: %w", tenant, err)
+	}
+	for _, c := range list {
+		if _, err := s.res.Cluster(ctx, c); errors.Is(err, resources.ErrNotFound) {
+			return nil, fmt.Errorf("%w: cluster %s does not exist", ErrNotAllowed, c)
+		} else if err != nil {
+			return nil, err
+		}
+		if len(ti.AllowedClusters) > 0 && !slices.Contains(ti.AllowedClusters, c) {
+			return nil, fmt.Errorf("%w: cluster %s is not in tenant %s's allowed clusters", ErrNotAllowed, c, tenant)
+		}
+	}
+	return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error {
+		p.ReplicationClusters = list
+		return nil
+	})
 }
 
 func (s *server) createCluster(ctx context.Context, r *http.Request) (any, error) {

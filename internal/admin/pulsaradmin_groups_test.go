@@ -128,6 +128,13 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if perms, err := a.Namespaces().GetNamespacePermissions(*nsn); err != nil || len(perms["app"]) != 2 {
 		t.Fatalf("ns permissions %v %v", perms, err)
 	}
+	if rc, err := a.Namespaces().GetNamespaceReplicationClusters(ns); err != nil || !slices.Equal(rc, []string{"standalone"}) {
+		t.Fatalf("replication clusters %v %v", rc, err)
+	}
+	must(t, "set replication", a.Namespaces().SetNamespaceReplicationClusters(ns, []string{"standalone"}))
+	if err := a.Namespaces().SetNamespaceReplicationClusters(ns, []string{"nope"}); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("unknown replication cluster: %v", err)
+	}
 	must(t, "max producers", a.Namespaces().SetMaxProducersPerTopic(*nsn, 7))
 	must(t, "ns properties", a.Namespaces().UpdateProperties(*nsn, map[string]string{"team": "core"}))
 	pol, err := a.Namespaces().GetPolicies(ns)

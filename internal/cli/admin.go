@@ -35,7 +35,8 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	ac.addNamespaceSchemaVerbs(cmd)
-	ac.addTopicPolicyVerbs(cmd) // admin_topic_policies.go
+	ac.addTopicPolicyVerbs(cmd)   // admin_topic_policies.go
+	ac.addClusterRecordVerbs(cmd) // admin_cluster_records.go
 	return cmd
 }
 

@@ -88,3 +88,39 @@ func TestAdminTopicPoliciesCLI(t *testing.T) {
 	ok("topics", "delete", topic)
 	ok("namespaces", "delete", "public/clitp")
 }
+
+// TestAdminClusterRecordsCLI runs the cluster record and namespace cluster verbs through
+// the real binary.
+func TestAdminClusterRecordsCLI(t *testing.T) {
+	ok := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := magnetarAdmin(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	ok("clusters", "create", "cli-west", "--url", "http://west:8080", "--broker-url", "pulsar://west:6650")
+	if out := ok("clusters", "get", "cli-west"); !strings.Contains(out, "pulsar://west:6650") {
+		t.Fatalf("cluster get: %q", out)
+	}
+	ok("clusters", "update", "cli-west", "--url", "http://west2:8080")
+	ok("clusters", "update-peer-clusters", "cli-west", "--peer-clusters", "standalone")
+	if out := ok("clusters", "get-peer-clusters", "cli-west"); strings.TrimSpace(out) != "standalone" {
+		t.Fatalf("peers: %q", out)
+	}
+	if out := ok("namespaces", "get-clusters", "public/default"); strings.TrimSpace(out) != "standalone" {
+		t.Fatalf("get-clusters: %q", out)
+	}
+	ok("namespaces", "set-clusters", "public/default", "-c", "standalone")
+	if code, _, errOut := magnetarAdmin(t, "namespaces", "set-clusters", "public/default", "-c", "nosuch"); code != 1 || !strings.Contains(errOut, "412") {
+		t.Fatalf("unknown cluster: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := magnetarAdmin(t, "clusters", "delete", "standalone"); code != 1 || !strings.Contains(errOut, "412") {
+		t.Fatalf("delete own cluster: exit %d %q", code, errOut)
+	}
+	ok("clusters", "delete", "cli-west")
+	if code, _, errOut := magnetarAdmin(t, "clusters", "get", "cli-west"); code != 1 || !strings.Contains(errOut, "404") {
+		t.Fatalf("deleted cluster: exit %d %q", code, errOut)
+	}
+}
