@@ -197,6 +197,11 @@ func TestEveryEndpointGroup(t *testing.T) {
 	}
 	must(t, "skip all", a.Subscriptions().ClearBacklog(*tn, "s"))
 	must(t, "sub delete", a.Subscriptions().Delete(*tn, "s"))
+	must(t, "sub u", a.Subscriptions().Create(*tn, "u", utils.Latest))
+	must(t, "ns unsubscribe", a.Namespaces().UnsubscribeNamespace(*nsn, "u"))
+	if subs, err := a.Subscriptions().List(*tn); err != nil || len(subs) != 0 {
+		t.Fatalf("subs after namespace unsubscribe %v %v", subs, err)
+	}
 
 	// Schemas.
 	const avro = `{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`

@@ -88,6 +88,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerSchemas(mux)
 	s.registerTopicPermissions(mux)
 	s.registerClusters(mux)
+	s.registerNamespaceSubscriptions(mux)
 	return cleanPath(mux)
 }
 

@@ -85,6 +85,9 @@ func TestAdminTopicPoliciesCLI(t *testing.T) {
 	if code, _, errOut := magnetarAdmin(t, "topics", "get-message-ttl", "public/nosuchns/t"); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("unknown namespace: exit %d %q", code, errOut)
 	}
+	ok("topics", "create-subscription", topic, "-s", "gone")
+	ok("namespaces", "unsubscribe", "public/clitp", "-s", "gone")
+	is(ok("topics", "subscriptions", topic), "")
 	ok("topics", "delete", topic)
 	ok("namespaces", "delete", "public/clitp")
 }
