@@ -14,12 +14,14 @@ import (
 // addTopicPolicyVerbs adds pulsar-admin's topic-level policy verbs (message TTL, retention,
 // deduplication, backlog quota, max producers and consumers) to the topics group, and the
 // same verbs as their own group, topic-policies (alias topicPolicies), as newer pulsar-admin
-// has them. The topics group also gets the topic permission verbs.
+// has them. The topics group also gets the topic permission verbs and the verbs of
+// admin_topic_extras.go.
 func (ac *adminCLI) addTopicPolicyVerbs(admin *cobra.Command) {
 	for _, c := range admin.Commands() {
 		if c.Name() == "topics" {
 			c.AddCommand(ac.topicPolicyVerbs()...)
 			c.AddCommand(ac.topicPermissionVerbs()...)
+			c.AddCommand(ac.topicExtraVerbs()...) // admin_topic_extras.go
 		}
 	}
 	group := &cobra.Command{Use: "topic-policies", Aliases: []string{"topicPolicies"}, Short: "Operations about topic-level policies"}

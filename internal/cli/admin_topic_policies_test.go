@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -126,4 +128,43 @@ func TestAdminClusterRecordsCLI(t *testing.T) {
 	if code, _, errOut := magnetarAdmin(t, "clusters", "get", "cli-west"); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("deleted cluster: exit %d %q", code, errOut)
 	}
+}
+
+// TestAdminTopicExtrasCLI runs the topic properties and message lookup verbs.
+func TestAdminTopicExtrasCLI(t *testing.T) {
+	ok := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := magnetarAdmin(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	const topic = "persistent://public/default/cli-extras"
+	ok("topics", "create", topic)
+	ok("topics", "create-subscription", topic, "-s", "s", "-m", "earliest")
+	if code, _, errOut := magnetarRun(t, "client", "produce", topic, "--url", "pulsar://"+shared.sa.BrokerAddr(), "-m", "hello", "-p", "k=v", "--disable-batching"); code != 0 {
+		t.Fatalf("produce: %s", errOut)
+	}
+	ok("topics", "update-properties", topic, "-p", "team=core", "-p", "x=1")
+	ok("topics", "remove-properties", topic, "-k", "x")
+	if out := ok("topics", "get-properties", topic, "-o", "json"); !strings.Contains(out, `"team": "core"`) || strings.Contains(out, `"x"`) {
+		t.Fatalf("properties: %q", out)
+	}
+	var id struct{ LedgerID, EntryID int64 }
+	if err := json.Unmarshal([]byte(ok("topics", "get-message-id", topic, "-d", "2000-01-01T00:00:00Z", "-o", "json")), &id); err != nil {
+		t.Fatal(err)
+	}
+	out := ok("topics", "get-message-by-id", topic, "-l", fmt.Sprint(id.LedgerID), "-e", fmt.Sprint(id.EntryID))
+	if !strings.Contains(out, "hello") || !strings.Contains(out, "Property k: v") {
+		t.Fatalf("get-message-by-id: %q", out)
+	}
+	ok("topics", "expire-messages-all-subscriptions", topic, "-t", "0")
+	if out := ok("topics", "stats", topic, "-o", "json"); !strings.Contains(out, `"msgBacklog": 0`) {
+		t.Fatalf("backlog after expire: %q", out)
+	}
+	if code, _, errOut := magnetarAdmin(t, "topics", "get-message-id", topic, "-d", "yesterday"); code != 2 || !strings.Contains(errOut, "--datetime") {
+		t.Fatalf("bad datetime: exit %d %q", code, errOut)
+	}
+	ok("topics", "delete", topic, "-f")
 }
