@@ -93,6 +93,32 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 	setAuto.Flags().StringVarP(&autoType, "type", "t", "non-partitioned", "partitioned or non-partitioned")
 	setAuto.Flags().IntVarP(&autoPartitions, "num-partitions", "n", 1, "partitions of auto-created partitioned topics")
 
+	var maxProducers, maxConsumers int
+	setMaxP := nsVerb("set-max-producers-per-topic", "Set the producer limit of each topic", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/maxProducersPerTopic", maxProducers)
+	})
+	setMaxP.Flags().IntVarP(&maxProducers, "max-producers-per-topic", "p", 0, "producers allowed at once per topic (0: unlimited)")
+	_ = setMaxP.MarkFlagRequired("max-producers-per-topic")
+	setMaxC := nsVerb("set-max-consumers-per-topic", "Set the consumer limit of each topic", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/maxConsumersPerTopic", maxConsumers)
+	})
+	setMaxC.Flags().IntVarP(&maxConsumers, "max-consumers-per-topic", "c", 0, "consumers allowed at once per topic (0: unlimited)")
+	_ = setMaxC.MarkFlagRequired("max-consumers-per-topic")
+	var props []string
+	setProps := nsVerb("set-properties", "Add or replace properties of a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		m := map[string]string{}
+		for _, kv := range props {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, usageError(fmt.Errorf("--properties: want key=value, got %q", kv))
+			}
+			m[k] = v
+		}
+		return ac.send(ctx, http.MethodPut, p+"/properties", m)
+	})
+	setProps.Flags().StringArrayVarP(&props, "properties", "p", nil, "key=value (repeatable)")
+	_ = setProps.MarkFlagRequired("properties")
+
 	get := func(use, short, sub string) *cobra.Command {
 		return nsVerb(use, short, func(ctx context.Context, p string) ([]byte, error) { return ac.get(ctx, p+"/"+sub) })
 	}
@@ -115,6 +141,15 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 		del("remove-retention", "Remove the retention policy", "retention"),
 		del("remove-message-ttl", "Remove the message TTL", "messageTTL"),
 		del("remove-deduplication", "Remove the deduplication setting", "deduplication"),
+		get("get-max-producers-per-topic", "Get the producer limit of each topic", "maxProducersPerTopic"),
+		setMaxP,
+		del("remove-max-producers-per-topic", "Remove the producer limit (the broker's applies)", "maxProducersPerTopic"),
+		get("get-max-consumers-per-topic", "Get the consumer limit of each topic", "maxConsumersPerTopic"),
+		setMaxC,
+		del("remove-max-consumers-per-topic", "Remove the consumer limit (the broker's applies)", "maxConsumersPerTopic"),
+		get("get-properties", "Get the properties of a namespace", "properties"),
+		setProps,
+		del("clear-properties", "Remove every property of a namespace", "properties"),
 	}
 }
 
