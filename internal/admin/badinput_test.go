@@ -36,7 +36,12 @@ func TestRESTInputRules(t *testing.T) {
 		{"POST", topic + "/permissions/r", `["teleport"]`, 400},
 		{"POST", topic + "/messageTTL", `true`, 400},
 		{"PUT", topic + "/subscription/s", `{"ledgerId":"x"}`, 400},
-		// unknown tenant, namespace, topic, subscription
+		// unknown tenant, namespace, topic, subscription, cluster
+		{"PUT", "/admin/v2/tenants/rules-x", `{"allowedClusters":["nosuch"]}`, 412},
+		{"POST", "/admin/v2/tenants/rules", `{"allowedClusters":["standalone","nosuch"]}`, 412},
+		{"POST", "/admin/v2/tenants/nosuch", `{"allowedClusters":["standalone"]}`, 404},
+		{"DELETE", "/admin/v2/tenants/nosuch", "", 404},
+		{"DELETE", "/admin/v2/namespaces/rules/nosuch", "", 404},
 		{"GET", "/admin/v2/tenants/nosuch", "", 404},
 		{"GET", "/admin/v2/namespaces/nosuch", "", 404},
 		{"GET", "/admin/v2/namespaces/rules/nosuch", "", 404},
@@ -78,6 +83,9 @@ func TestRESTInputRules(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%s %s %s: %d %s, want %d", tc.method, tc.path, tc.body, resp.StatusCode, b, tc.want)
 			continue
+		}
+		if tc.want == 404 && !strings.Contains(string(b), "nosuch") {
+			t.Errorf("%s %s: 404 reason does not name what is missing: %s", tc.method, tc.path, b)
 		}
 		if tc.want >= 400 && !strings.Contains(string(b), `"reason":"`) {
 			t.Errorf("%s %s: %d without a reason: %s", tc.method, tc.path, resp.StatusCode, b)

@@ -179,3 +179,25 @@ func (s *server) withOwnURLs(name string, c resources.ClusterData) resources.Clu
 	}
 	return c
 }
+
+// checkClusters refuses (412, Pulsar's "Clusters do not exist") a tenant's allowed cluster
+// that has no cluster record.
+func (s *server) checkClusters(ctx context.Context, names []string) error {
+	for _, c := range names {
+		if _, err := s.res.Cluster(ctx, c); errors.Is(err, resources.ErrNotFound) {
+			return fmt.Errorf("%w: cluster %s does not exist", ErrNotAllowed, c)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// named says which tenant or namespace a not-found error is about ("resources: not found"
+// alone does not tell a tool which part of the path was missing).
+func named(what string, err error) error {
+	if errors.Is(err, resources.ErrNotFound) {
+		return fmt.Errorf("%s does not exist: %w", what, err)
+	}
+	return err
+}

@@ -226,6 +226,9 @@ func (s *server) createTenant(ctx context.Context, r *http.Request) (any, error)
 	if err := decodeBody(r, &t); err != nil {
 		return nil, err
 	}
+	if err := s.checkClusters(ctx, t.AllowedClusters); err != nil {
+		return nil, err
+	}
 	if err := s.res.CreateTenant(ctx, r.PathValue("tenant"), t); err != nil {
 		if errors.Is(err, resources.ErrAlreadyExists) {
 			return nil, fmt.Errorf("tenant already exists: %w", err)
@@ -240,15 +243,19 @@ func (s *server) updateTenant(ctx context.Context, r *http.Request) (any, error)
 	if err := decodeBody(r, &t); err != nil {
 		return nil, err
 	}
-	return nil, s.res.UpdateTenant(ctx, r.PathValue("tenant"), t)
+	if err := s.checkClusters(ctx, t.AllowedClusters); err != nil {
+		return nil, err
+	}
+	return nil, named("tenant "+r.PathValue("tenant"), s.res.UpdateTenant(ctx, r.PathValue("tenant"), t))
 }
 
 func (s *server) deleteTenant(ctx context.Context, r *http.Request) (any, error) {
-	return nil, s.res.DeleteTenant(ctx, r.PathValue("tenant"))
+	return nil, named("tenant "+r.PathValue("tenant"), s.res.DeleteTenant(ctx, r.PathValue("tenant")))
 }
 
 func (s *server) listNamespaces(ctx context.Context, r *http.Request) (any, error) {
-	return s.res.Namespaces(ctx, r.PathValue("tenant"))
+	ns, err := s.res.Namespaces(ctx, r.PathValue("tenant"))
+	return ns, named("tenant "+r.PathValue("tenant"), err)
 }
 
 func (s *server) getNamespace(ctx context.Context, r *http.Request) (any, error) {
@@ -272,5 +279,6 @@ func (s *server) createNamespace(ctx context.Context, r *http.Request) (any, err
 }
 
 func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, error) {
-	return nil, s.res.DeleteNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
+	return nil, named("namespace "+r.PathValue("tenant")+"/"+r.PathValue("namespace"),
+		s.res.DeleteNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace")))
 }
