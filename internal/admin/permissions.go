@@ -14,15 +14,73 @@ import (
 // live where Pulsar keeps them: in the namespace's policies, under
 // auth_policies.destination_auth[full topic name][role]. GET answers the effective
 // permissions: the namespace's, then the partitioned parent's, then the topic's own, a later
-// grant for a role replacing an earlier one.
-func (s *server) registerTopicPermissions(mux *http.ServeMux) {
+// grant for a role replacing an earlier one. Subscription permissions (which roles may use
+// a subscription name) are auth_policies.subscription_auth_roles[sub]. Nothing enforces
+// any of them yet: there is no authorization.
+func (s *server) registerPermissions(mux *http.ServeMux) {
 	for _, d := range []string{"persistent", "non-persistent"} {
 		t := "/admin/v2/" + d + "/{tenant}/{namespace}/{topic}/permissions"
 		mux.HandleFunc("GET "+t, s.handle(s.topicPermissions))
 		mux.HandleFunc("POST "+t+"/{role}", s.handle(s.grantTopicPermission))
 		mux.HandleFunc("DELETE "+t+"/{role}", s.handle(s.revokeTopicPermission))
 	}
-	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/bundles", s.handle(s.namespaceBundles))
+	const ns = "/admin/v2/namespaces/{tenant}/{namespace}/"
+	mux.HandleFunc("GET "+ns+"bundles", s.handle(s.namespaceBundles))
+	mux.HandleFunc("GET "+ns+"permissions/subscription", s.handle(s.subscriptionPermissions))
+	mux.HandleFunc("POST "+ns+"permissions/subscription/{sub}", s.handle(s.grantSubscriptionPermission))
+	mux.HandleFunc("DELETE "+ns+"permissions/{sub}/{role}", s.handle(s.revokeSubscriptionPermission))
+}
+
+func (s *server) subscriptionPermissions(ctx context.Context, r *http.Request) (any, error) {
+	p, err := s.namespacePolicies(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if p.AuthPolicies.SubscriptionAuthRoles == nil {
+		return map[string][]string{}, nil
+	}
+	return p.AuthPolicies.SubscriptionAuthRoles, nil
+}
+
+// grantSubscriptionPermission sets the roles allowed on a subscription (body: role list).
+func (s *server) grantSubscriptionPermission(ctx context.Context, r *http.Request) (any, error) {
+	var roles []string
+	if err := decodeBody(r, &roles); err != nil {
+		return nil, err
+	}
+	return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error {
+		if p.AuthPolicies.SubscriptionAuthRoles == nil {
+			p.AuthPolicies.SubscriptionAuthRoles = map[string][]string{}
+		}
+		merged := p.AuthPolicies.SubscriptionAuthRoles[r.PathValue("sub")]
+		for _, role := range roles {
+			if !slices.Contains(merged, role) {
+				merged = append(merged, role)
+			}
+		}
+		p.AuthPolicies.SubscriptionAuthRoles[r.PathValue("sub")] = merged
+		return nil
+	})
+}
+
+// revokeSubscriptionPermission removes one role from a subscription; a role not granted
+// there is a 412, as in Pulsar.
+func (s *server) revokeSubscriptionPermission(ctx context.Context, r *http.Request) (any, error) {
+	sub, role := r.PathValue("sub"), r.PathValue("role")
+	return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error {
+		roles := p.AuthPolicies.SubscriptionAuthRoles[sub]
+		i := slices.Index(roles, role)
+		if i < 0 {
+			return fmt.Errorf("%w: role %s has no permission on subscription %s", ErrNotAllowed, role, sub)
+		}
+		roles = slices.Delete(roles, i, i+1)
+		if len(roles) == 0 {
+			delete(p.AuthPolicies.SubscriptionAuthRoles, sub)
+		} else {
+			p.AuthPolicies.SubscriptionAuthRoles[sub] = roles
+		}
+		return nil
+	})
 }
 
 // partitionSuffix matches the "-partition-N" of a partition's local name.

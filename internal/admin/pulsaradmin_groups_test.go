@@ -135,6 +135,17 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if err := a.Namespaces().SetNamespaceReplicationClusters(ns, []string{"nope"}); err == nil || !strings.Contains(err.Error(), "412") {
 		t.Fatalf("unknown replication cluster: %v", err)
 	}
+	must(t, "grant sub", a.Namespaces().GrantSubPermission(*nsn, "orders", []string{"app", "audit"}))
+	if sp, err := a.Namespaces().GetSubPermissions(*nsn); err != nil || !slices.Equal(sp["orders"], []string{"app", "audit"}) {
+		t.Fatalf("subscription permissions %v %v", sp, err)
+	}
+	must(t, "revoke sub", a.Namespaces().RevokeSubPermission(*nsn, "orders", "app"))
+	if err := a.Namespaces().RevokeSubPermission(*nsn, "orders", "app"); err == nil || !strings.Contains(err.Error(), "412") {
+		t.Fatalf("revoke twice: %v", err)
+	}
+	if sp, _ := a.Namespaces().GetSubPermissions(*nsn); !slices.Equal(sp["orders"], []string{"audit"}) {
+		t.Fatalf("after revoke %v", sp)
+	}
 	must(t, "max producers", a.Namespaces().SetMaxProducersPerTopic(*nsn, 7))
 	must(t, "ns properties", a.Namespaces().UpdateProperties(*nsn, map[string]string{"team": "core"}))
 	pol, err := a.Namespaces().GetPolicies(ns)

@@ -86,7 +86,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerTopicPolicies(mux)
 	s.registerBrokers(mux)
 	s.registerSchemas(mux)
-	s.registerTopicPermissions(mux)
+	s.registerPermissions(mux)
 	s.registerClusters(mux)
 	s.registerNamespaceSubscriptions(mux)
 	return cleanPath(mux)
