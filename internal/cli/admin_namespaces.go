@@ -119,6 +119,23 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 	setProps.Flags().StringArrayVarP(&props, "properties", "p", nil, "key=value (repeatable)")
 	_ = setProps.MarkFlagRequired("properties")
 
+	var subName, subRole string
+	var subRoles []string
+	grantSub := nsVerb("grant-subscription-permission", "Allow roles to use a subscription name", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/permissions/subscription/"+url.PathEscape(subName), nonNil(subRoles))
+	})
+	grantSub.Flags().StringSliceVar(&subRoles, "roles", nil, "comma-separated roles")
+	revokeSub := nsVerb("revoke-subscription-permission", "Remove a role from a subscription name", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodDelete, p+"/permissions/"+url.PathEscape(subName)+"/"+url.PathEscape(subRole), nil)
+	})
+	revokeSub.Flags().StringVar(&subRole, "role", "", "the role")
+	for _, c := range []*cobra.Command{grantSub, revokeSub} {
+		c.Flags().StringVar(&subName, "subscription", "", "the subscription name")
+		_ = c.MarkFlagRequired("subscription")
+	}
+	_ = grantSub.MarkFlagRequired("roles")
+	_ = revokeSub.MarkFlagRequired("role")
+
 	get := func(use, short, sub string) *cobra.Command {
 		return nsVerb(use, short, func(ctx context.Context, p string) ([]byte, error) { return ac.get(ctx, p+"/"+sub) })
 	}
@@ -135,6 +152,8 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 		del("remove-persistence", "Remove the persistence policy (broker defaults apply)", "persistence"),
 		get("permissions", "Get the permissions of a namespace", "permissions"),
 		grant, revoke,
+		get("subscription-permission", "Get the roles allowed on each subscription name", "permissions/subscription"),
+		grantSub, revokeSub,
 		get("get-auto-topic-creation", "Get the auto topic creation override", "autoTopicCreation"),
 		setAuto,
 		del("remove-auto-topic-creation", "Remove the auto topic creation override", "autoTopicCreation"),
