@@ -50,6 +50,8 @@ func TestRESTInputRules(t *testing.T) {
 		{"GET", "/admin/v2/persistent/nosuch/ns/t/permissions", "", 404},
 		{"GET", "/admin/v2/persistent/rules/ns/nosuch/stats", "", 404},
 		{"DELETE", topic + "/subscription/nosuch", "", 404},
+		{"PUT", "/admin/v2/persistent/rules/ns/nosuch/unload", "", 404},
+		{"PUT", topic + "/unload", "", 204},
 		{"GET", "/lookup/v2/topic/persistent/nosuch/ns/t", "", 404},
 		{"GET", "/admin/v2/nosuch/endpoint", "", 404},
 		// wrong method

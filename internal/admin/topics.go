@@ -463,6 +463,13 @@ func (s *server) unload(ctx context.Context, r *http.Request) (any, error) {
 		return nil, err
 	}
 	if n == 0 {
+		if t.domain == "persistent" {
+			// Pulsar answers 404 for a topic that does not exist; unloading nothing is
+			// not a success a script should see.
+			if _, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local); errors.Is(err, resources.ErrNotFound) {
+				return nil, fmt.Errorf("topic %s does not exist: %w", t, err)
+			}
+		}
 		return nil, s.broker.Unload(ctx, t.String())
 	}
 	for i := range n {
