@@ -52,6 +52,10 @@ func TestRESTInputRules(t *testing.T) {
 		{"DELETE", topic + "/subscription/nosuch", "", 404},
 		{"PUT", "/admin/v2/persistent/rules/ns/nosuch/unload", "", 404},
 		{"PUT", topic + "/unload", "", 204},
+		{"PUT", "/admin/v2/persistent/rules/ns/p/partitions", "2", 204},
+		{"PUT", "/admin/v2/persistent/rules/ns/p-partition-1/unload", "", 204},
+		{"PUT", "/admin/v2/persistent/rules/ns/p/unload", "", 204},
+		{"DELETE", "/admin/v2/persistent/rules/ns/p/partitions", "", 204},
 		{"GET", "/lookup/v2/topic/persistent/nosuch/ns/t", "", 404},
 		{"GET", "/admin/v2/nosuch/endpoint", "", 404},
 		// wrong method

@@ -463,9 +463,9 @@ func (s *server) unload(ctx context.Context, r *http.Request) (any, error) {
 		return nil, err
 	}
 	if n == 0 {
-		if t.domain == "persistent" {
+		if t.domain == "persistent" && !partitionSuffix.MatchString(t.local) {
 			// Pulsar answers 404 for a topic that does not exist; unloading nothing is
-			// not a success a script should see.
+			// not a success a script should see. (A partition needs no record of its own.)
 			if _, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local); errors.Is(err, resources.ErrNotFound) {
 				return nil, fmt.Errorf("topic %s does not exist: %w", t, err)
 			}
