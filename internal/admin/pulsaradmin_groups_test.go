@@ -302,3 +302,38 @@ func TestResetPartitionedCursorByID(t *testing.T) {
 	}
 	must(t, "delete", a.Topics().Delete(*tn, true, false))
 }
+
+// TestNamespaceAutoTopicCreationOverride checks that a namespace's autoTopicCreation
+// override, set through REST, decides what a client's first use of a new topic creates.
+func TestNamespaceAutoTopicCreationOverride(t *testing.T) {
+	a := adminClient(t)
+	const ns = "public/autocreate"
+	nsn, err := utils.GetNamespaceName(ns)
+	must(t, "ns name", err)
+	must(t, "create ns", a.Namespaces().CreateNamespace(ns))
+	c := pulsarClient(t)
+
+	must(t, "forbid", a.Namespaces().SetTopicAutoCreation(*nsn, utils.TopicAutoCreationConfig{Allow: false, Type: utils.NonPartitioned}))
+	if p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://" + ns + "/forbidden"}); err == nil {
+		p.Close()
+		t.Fatal("producer on a new topic while the namespace forbids auto-creation")
+	}
+
+	parts := 3
+	must(t, "partitioned", a.Namespaces().SetTopicAutoCreation(*nsn, utils.TopicAutoCreationConfig{Allow: true, Type: utils.Partitioned, Partitions: &parts}))
+	produce(t, c, "persistent://"+ns+"/auto-part", 3)
+	md, err := a.Topics().GetMetadata(*topicName(t, "persistent://"+ns+"/auto-part"))
+	must(t, "metadata", err)
+	if md.Partitions != 3 {
+		t.Fatalf("auto-created topic has %d partitions, want 3", md.Partitions)
+	}
+
+	must(t, "remove override", a.Namespaces().RemoveTopicAutoCreation(*nsn))
+	produce(t, c, "persistent://"+ns+"/auto-plain", 1) // the broker's default: non-partitioned
+	if md, err := a.Topics().GetMetadata(*topicName(t, "persistent://"+ns+"/auto-plain")); err != nil || md.Partitions != 0 {
+		t.Fatalf("default auto-creation: %+v %v", md, err)
+	}
+	must(t, "delete part", a.Topics().Delete(*topicName(t, "persistent://"+ns+"/auto-part"), true, false))
+	must(t, "delete plain", a.Topics().Delete(*topicName(t, "persistent://"+ns+"/auto-plain"), true, true))
+	must(t, "delete ns", a.Namespaces().DeleteNamespace(ns))
+}
