@@ -125,3 +125,17 @@ func TestExpandPorts(t *testing.T) {
 		t.Fatal(u)
 	}
 }
+
+func TestProfileCPUPerM(t *testing.T) {
+	top := "File: magnetar\nType: cpu\nDuration: 10.01s, Total samples = 4500ms (44.96%)\nShowing nodes"
+	got := profileCPUPerM(top, 100000, 5.1)
+	if !strings.Contains(got, "= 4.50 CPU-s per million messages (whole window from /proc: 5.10)") {
+		t.Fatalf("summary: %s", got)
+	}
+	if profileCPUPerM("profile: timed out", 100000, 1) != "profile: timed out" {
+		t.Fatal("a summary without a profile header changed")
+	}
+	if got := withPprofFlag(withPprofFlag([]string{"--log-level", "warn"})); len(got) != 3 || got[2] != "--enable-pprof" {
+		t.Fatalf("args %v", got)
+	}
+}

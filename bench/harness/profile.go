@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -71,4 +74,56 @@ func (p *profiler) start(ctx context.Context, inst *Instance, name string, d tim
 			return "profile: timed out"
 		}
 	}
+}
+
+// enablePprofFlag is the standalone flag that serves /debug/pprof on its HTTP port.
+const enablePprofFlag = "--enable-pprof"
+
+// withPprofFlag adds --enable-pprof to the standalone's extra arguments (once): asking for
+// profiles with -magnetar-pprof is enough.
+func withPprofFlag(extra []string) []string {
+	for _, a := range extra {
+		if a == enablePprofFlag || a == enablePprofFlag+"=true" {
+			return extra
+		}
+	}
+	return append(slices.Clone(extra), enablePprofFlag)
+}
+
+var (
+	reSamples  = regexp.MustCompile(`Total samples = ([0-9.]+)(ms|s|mins)\b`)
+	reDuration = regexp.MustCompile(`Duration: ([0-9.]+)(ms|s|mins)\b`)
+)
+
+// pprofSeconds reads a `go tool pprof -top` header value ("3.87s", "950ms", "1.2mins").
+func pprofSeconds(re *regexp.Regexp, summary string) (float64, bool) {
+	m := re.FindStringSubmatch(summary)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	switch m[2] {
+	case "ms":
+		v /= 1000
+	case "mins":
+		v *= 60
+	}
+	return v, true
+}
+
+// profileCPUPerM appends to a profile summary the CPU seconds its samples account for per
+// million messages at the block's rate, next to the /proc figure for the whole window, so
+// the profile can be read as a budget (which function costs how many CPU-s per million).
+func profileCPUPerM(summary string, msgPerS, procPerM float64) string {
+	cpu, ok1 := pprofSeconds(reSamples, summary)
+	dur, ok2 := pprofSeconds(reDuration, summary)
+	if !ok1 || !ok2 || dur <= 0 || msgPerS <= 0 {
+		return summary
+	}
+	perM := cpu / (msgPerS * dur) * 1e6
+	return fmt.Sprintf("%s\n\nprofiled CPU: %.2f s in %.1f s at %.0f msg/s = %.2f CPU-s per million messages (whole window from /proc: %.2f)",
+		summary, cpu, dur, msgPerS, perM, procPerM)
 }

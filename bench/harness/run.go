@@ -83,6 +83,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 
 	r := &runner{cfg: cfg, log: log, work: work, res: res}
 	if cfg.MagnetarPprof != "" {
+		mag.extra = withPprofFlag(mag.extra)
 		r.prof = &profiler{baseURL: cfg.MagnetarPprof, dir: filepath.Join(work, "profiles"), bin: mag.bin}
 	}
 	magOK := r.probeMagnetar(ctx, mag)
@@ -254,6 +255,7 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 	if msgs > 0 {
 		b.ServerCPUPerM = (s1.CPUSeconds - s0.CPUSeconds) / msgs * 1e6
 		b.ClientCPUPerM = (c1 - c0) / msgs * 1e6
+		b.Profile = profileCPUPerM(b.Profile, msgs/secs, b.ServerCPUPerM)
 	}
 	b.Errors, b.LastError, b.Note = lr.Errors, lr.LastError, lr.Note
 	b.SetupSeconds = lr.SetupSeconds

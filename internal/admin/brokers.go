@@ -157,22 +157,6 @@ func (s *server) bookieRacks(ctx context.Context, _ *http.Request) (any, error) 
 	return map[string]any{"default": group}, nil
 }
 
-// dynamicConfig lists the configuration keys that can change at run time. None can yet:
-// the lists are empty but well-formed so tools display them.
-func (s *server) dynamicConfigNames(context.Context, *http.Request) (any, error) {
-	return []string{}, nil
-}
-
-func (s *server) dynamicConfigValues(context.Context, *http.Request) (any, error) {
-	return map[string]string{}, nil
-}
-
-// updateDynamicConfig refuses every key, as Pulsar refuses a key that is not dynamic
-// (412): none can change at run time yet.
-func (s *server) updateDynamicConfig(_ context.Context, r *http.Request) (any, error) {
-	return nil, fmt.Errorf("%w: %s is not a dynamic configuration key", ErrNotAllowed, r.PathValue("name"))
-}
-
 // fullBundle is the one bundle of every namespace: a standalone does not split namespaces.
 const fullBundle = "0x00000000_0xffffffff"
 

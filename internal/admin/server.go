@@ -39,12 +39,16 @@ type Config struct {
 	// Schemas is the broker's schema registry; nil: one over Resources' store with the
 	// default schema configuration.
 	Schemas *schema.Registry
+	// Dynamic is the broker's runtime-tunable configuration (/admin/v2/brokers/configuration);
+	// nil lists no dynamic keys. Its TopicLevelMetrics also switches this API's per-topic
+	// series to per-namespace ones.
+	Dynamic DynamicConfig
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, broker: cfg.Broker,
-		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas}
+		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas, dynamic: cfg.Dynamic}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -54,7 +58,7 @@ func Handler(cfg Config) http.Handler {
 	}
 	if cfg.Broker != nil {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster})
+		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster, dynamic: cfg.Dynamic})
 		g = prometheus.Gatherers{g, reg}
 	}
 	mux := http.NewServeMux()
@@ -137,6 +141,7 @@ type server struct {
 	webServiceAddr string
 	rates          rateTracker
 	schemas        *schema.Registry
+	dynamic        DynamicConfig
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

@@ -195,10 +195,11 @@ func (c *serverConn) writeLoop() {
 		c.mu.Unlock()
 		var freed int64
 		for i := range batch {
-			scratch = bookieproto.AppendResponse(scratch[:0], &batch[i].resp)
+			var err error
+			scratch, err = bookieproto.WriteResponse(bw, scratch, &batch[i].resp)
 			freed += batch[i].cost
 			batch[i] = queued{}
-			if _, err := bw.Write(scratch); err != nil {
+			if err != nil {
 				c.writeFailed(err)
 				return
 			}

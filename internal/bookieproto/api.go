@@ -29,7 +29,10 @@ type AddRequest struct {
 	MasterKey []byte // derived from the ledger password; the first add or fence records it
 	LAC       int64  // the writer's last-add-confirmed, piggybacked
 	Payload   []byte // opaque to the bookie (the ledger client's digest header + data)
-	Recovery  bool   // a recovery add: allowed on a fenced ledger
+	// Prefix, when set, is the start of the payload (Prefix then Payload are sent as one):
+	// the ledger client passes its digest header here to avoid copying every entry.
+	Prefix   []byte
+	Recovery bool // a recovery add: allowed on a fenced ledger
 }
 
 // ReadRequest reads one entry from one bookie.

@@ -289,9 +289,15 @@ func (cc *clientConn) writeLoop(nc net.Conn) {
 			continue
 		}
 		for i, cl := range batch {
-			scratch = AppendRequest(scratch[:0], &cl.req)
+			// The head goes through scratch, the payload straight to bw: one copy of each
+			// added entry instead of two (bufio writes a large payload directly).
+			scratch = AppendRequestHead(scratch[:0], &cl.req)
 			batch[i] = nil
-			if _, err := bw.Write(scratch); err != nil {
+			_, err := bw.Write(scratch)
+			if err == nil && cl.req.Op == OpAddEntry {
+				_, err = bw.Write(cl.req.Payload)
+			}
+			if err != nil {
 				cc.fail(fmt.Errorf("%w: write to %s: %w", ErrUnavailable, cc.addr, err))
 				return
 			}
@@ -374,7 +380,7 @@ func opError(op Op, addr string, ledgerID, entryID int64, err error) error {
 
 // AddEntry implements Client.
 func (c *client) AddEntry(ctx context.Context, addr string, req AddRequest, done func(error)) {
-	r := Request{Op: OpAddEntry, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: req.LAC, MasterKey: req.MasterKey, Payload: req.Payload}
+	r := Request{Op: OpAddEntry, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: req.LAC, MasterKey: req.MasterKey, Prefix: req.Prefix, Payload: req.Payload}
 	if req.Recovery {
 		r.Flags |= FlagRecovery
 	}

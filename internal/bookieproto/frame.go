@@ -85,7 +85,11 @@ type Request struct {
 	MaxBytes  uint32 // range: payload budget
 	TimeoutMs uint32 // wait-LAC
 	MasterKey []byte // add, read, read-LAC
-	Payload   []byte // add
+	// Prefix and Payload of an add are one payload on the wire (Prefix first); the encoder
+	// writes them from two slices so the ledger client's digest header needs no copy of
+	// the entry. A decoded request has everything in Payload.
+	Prefix  []byte // add
+	Payload []byte // add
 }
 
 // Response is one decoded response; which fields are meaningful depends on Op (doc.go).
@@ -363,7 +367,7 @@ func RequestSize(r *Request) int {
 	n := lengthSize + headerSize + 8
 	switch r.Op {
 	case OpAddEntry:
-		n += 16 + 2 + len(r.MasterKey) + len(r.Payload)
+		n += 16 + 2 + len(r.MasterKey) + len(r.Prefix) + len(r.Payload)
 	case OpReadEntry:
 		n += 8 + 2 + len(r.MasterKey)
 	case OpReadRange:
@@ -379,6 +383,26 @@ func RequestSize(r *Request) int {
 // AppendRequest appends r's frame (with length prefix) to dst. The caller checks sizes
 // (RequestSize against the peer's frame limit, MaxMasterKeySize) first.
 func AppendRequest(dst []byte, r *Request) []byte {
+	dst, start := appendRequest(dst, r)
+	return finish(dst, start)
+}
+
+// AppendRequestHead appends r without the Payload of an add (its Prefix included): the
+// length prefix counts the Payload, which the caller writes right after (saving a copy of
+// every added entry).
+func AppendRequestHead(dst []byte, r *Request) []byte {
+	if r.Op != OpAddEntry {
+		return AppendRequest(dst, r)
+	}
+	q := *r
+	q.Payload = nil
+	dst, start := appendRequest(dst, &q)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-lengthSize+len(r.Payload)))
+	return dst
+}
+
+// appendRequest appends r's frame and returns where it starts; finish sets its length.
+func appendRequest(dst []byte, r *Request) ([]byte, int) {
 	dst, start := appendHeader(dst, r.Op, r.Flags, r.RequestID)
 	dst = appendI64(dst, r.LedgerID)
 	switch r.Op {
@@ -386,6 +410,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 		dst = appendI64(dst, r.EntryID)
 		dst = appendI64(dst, r.LAC)
 		dst = appendKey(dst, r.MasterKey)
+		dst = append(dst, r.Prefix...)
 		dst = append(dst, r.Payload...)
 	case OpReadEntry:
 		dst = appendI64(dst, r.EntryID)
@@ -400,7 +425,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 		dst = appendI64(dst, r.LAC)
 		dst = binary.BigEndian.AppendUint32(dst, r.TimeoutMs)
 	}
-	return finish(dst, start)
+	return dst, start
 }
 
 // rangeEntryOverhead is what each entry of a range response adds besides its payload.
@@ -450,6 +475,53 @@ func AppendResponse(dst []byte, r *Response) []byte {
 		dst = appendI64(dst, r.LAC)
 	}
 	return finish(dst, start)
+}
+
+// WriteResponse writes r's frame to w as AppendResponse encodes it, but passes payloads of
+// reads to w directly instead of copying them into one frame buffer: a range response is up
+// to a frame's worth of entries, which the server otherwise copied (and allocated, when the
+// scratch buffer had to grow) once per response. scratch is reused and returned.
+func WriteResponse(w io.Writer, scratch []byte, r *Response) ([]byte, error) {
+	if r.Op != OpReadEntry && r.Op != OpReadRange {
+		scratch = AppendResponse(scratch[:0], r)
+		_, err := w.Write(scratch)
+		return scratch, err
+	}
+	dst, start := appendHeader(scratch[:0], r.Op|ResponseBit, 0, r.RequestID)
+	binary.BigEndian.PutUint32(dst[start:], uint32(ResponseSize(r)-lengthSize))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(r.Status))
+	dst = appendI64(dst, r.LedgerID)
+	var err error
+	// put queues p after what dst holds, copying only small payloads.
+	put := func(p []byte) {
+		if len(p) < 1024 {
+			dst = append(dst, p...)
+			return
+		}
+		if _, err = w.Write(dst); err == nil {
+			_, err = w.Write(p)
+		}
+		dst = dst[:0]
+	}
+	if r.Op == OpReadEntry {
+		dst = appendI64(dst, r.EntryID)
+		dst = appendI64(dst, r.LAC)
+		put(r.Payload)
+	} else {
+		dst = appendI64(dst, r.LAC)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(r.Entries)))
+		for _, e := range r.Entries {
+			dst = appendI64(dst, e.EntryID)
+			dst = binary.BigEndian.AppendUint32(dst, uint32(len(e.Payload)))
+			if put(e.Payload); err != nil {
+				return dst, err
+			}
+		}
+	}
+	if err == nil && len(dst) > 0 {
+		_, err = w.Write(dst)
+	}
+	return dst, err
 }
 
 // RangeBudget is the largest payload total a range response may carry under maxFrameSize,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"slices"
 	"testing"
 	"testing/iotest"
 )
@@ -302,5 +303,60 @@ func TestWireFormatPinned(t *testing.T) {
 		"0006" + "0000000000000007" + "0000000000000003" + "0000000000000002" // status, ledger, entry, lac
 	if got := hex.EncodeToString(AppendResponse(nil, &read)); got != wantRead {
 		t.Errorf("read response\n got %s\nwant %s", got, wantRead)
+	}
+}
+
+// TestAppendRequestHead checks that a head followed by the payload is the frame
+// AppendRequest writes, for an add and for an op without a payload.
+func TestAppendRequestHead(t *testing.T) {
+	for _, r := range []Request{
+		{Op: OpAddEntry, RequestID: 9, LedgerID: 3, EntryID: 4, LAC: 2, MasterKey: []byte("k"), Payload: bytes.Repeat([]byte("p"), 5000)},
+		{Op: OpAddEntry, RequestID: 9, LedgerID: 3, EntryID: 4, LAC: 2, MasterKey: []byte("k"), Prefix: []byte("digest"), Payload: bytes.Repeat([]byte("p"), 5000)},
+		{Op: OpReadEntry, RequestID: 10, LedgerID: 3, EntryID: 4, MasterKey: []byte("k")},
+	} {
+		want := AppendRequest(nil, &r)
+		if r.Prefix != nil {
+			// On the wire a prefix is just the start of the payload.
+			q := r
+			q.Prefix, q.Payload = nil, append(slices.Clone(r.Prefix), r.Payload...)
+			if !bytes.Equal(want, AppendRequest(nil, &q)) {
+				t.Fatal("Prefix+Payload encodes differently from the joined payload")
+			}
+		}
+		got := AppendRequestHead(nil, &r)
+		if r.Op == OpAddEntry {
+			got = append(got, r.Payload...)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%v: head+payload differs from AppendRequest", r.Op)
+		}
+	}
+}
+
+// TestWriteResponseMatchesAppend checks that the streaming encoder writes the bytes
+// AppendResponse builds, with small and large payloads and through a small bufio buffer.
+func TestWriteResponseMatchesAppend(t *testing.T) {
+	big, small := bytes.Repeat([]byte("B"), 70_000), []byte("small")
+	for _, r := range []Response{
+		{Op: OpAddEntry, RequestID: 1, LedgerID: 2, EntryID: 3},
+		{Op: OpReadEntry, RequestID: 2, LedgerID: 2, EntryID: 3, LAC: 4, Payload: big},
+		{Op: OpReadEntry, RequestID: 3, LedgerID: 2, EntryID: 3, LAC: 4, Payload: small},
+		{Op: OpReadRange, RequestID: 4, LedgerID: 2, LAC: 9, Entries: []Entry{
+			{EntryID: 1, Payload: small}, {EntryID: 2, Payload: big}, {EntryID: 3, Payload: small}, {EntryID: 4, Payload: big}}},
+		{Op: OpReadRange, RequestID: 5, LedgerID: 2, LAC: 9},
+		{Op: OpReadLAC, RequestID: 6, LedgerID: 2, LAC: 9},
+	} {
+		want := AppendResponse(nil, &r)
+		var out bytes.Buffer
+		bw := bufio.NewWriterSize(&out, 4096)
+		if _, err := WriteResponse(bw, make([]byte, 0, 8), &r); err != nil {
+			t.Fatal(err)
+		}
+		if err := bw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out.Bytes(), want) {
+			t.Fatalf("request %d: WriteResponse differs from AppendResponse", r.RequestID)
+		}
 	}
 }

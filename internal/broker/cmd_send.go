@@ -14,7 +14,7 @@ import (
 // 0x0e01 magic on) is stored exactly as received: compression, batching and encryption
 // pass through untouched. Only the metadata is decoded, to count messages and to refuse
 // entries consumers could not parse.
-func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
+func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 	pid, seq := cmd.GetProducerId(), cmd.GetSequenceId()
 	c.mu.Lock()
 	p := c.producers[pid]
@@ -67,7 +67,8 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
 	if highest < seq {
 		highest = seq
 	}
-	// The frame buffer is reused for the next frame; storage keeps its own copy.
+	// A reused frame buffer is overwritten by the next frame, so storage gets a copy; a
+	// large frame has its own buffer (owned) and is kept as is, saving a copy per batch.
 	switch p.topic.dedup.check(p.name, int64(seq), highestSequence(seq, highest, md)) {
 	case dedupDuplicate:
 		p.duplicate(seq, highest, size)
@@ -78,7 +79,10 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte) error {
 		p.reject(seq, fmt.Errorf("%w: sequence id %d of producer %q is still being persisted", wire.ErrPersistence, seq, p.name))
 		return nil
 	}
-	p.publish(seq, highest, bytes.Clone(entry), wire.MessageCount(md), lastBatchIndex(md))
+	if !owned {
+		entry = bytes.Clone(entry)
+	}
+	p.publish(seq, highest, entry, wire.MessageCount(md), lastBatchIndex(md))
 	return nil
 }
 

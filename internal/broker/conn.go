@@ -141,7 +141,7 @@ func (c *conn) handle(f wire.Frame) error {
 	case pb.BaseCommand_PRODUCER:
 		c.handleProducer(cmd.GetProducer())
 	case pb.BaseCommand_SEND:
-		return c.handleSend(cmd.GetSend(), f.HeadersAndPayload)
+		return c.handleSend(cmd.GetSend(), f.HeadersAndPayload, f.Owned)
 	case pb.BaseCommand_CLOSE_PRODUCER:
 		c.handleCloseProducer(cmd.GetCloseProducer())
 	case pb.BaseCommand_SUBSCRIBE:
@@ -213,7 +213,7 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		_, err := c.nc.Write(c.spare.Bytes())
+		_, err := c.spare.WriteTo(c.nc)
 		c.spare.Reset()
 		if err != nil {
 			c.close("write: " + err.Error())

@@ -168,7 +168,7 @@ func (s *subscription) dispatchDueLocked(backoff *time.Duration) (int, readStatu
 	if s.delayed.len() == 0 {
 		return 0, readOK
 	}
-	max := min(s.t.s.cfg.DispatcherMaxReadBatchSize, max(s.permitsLocked(), 1))
+	max := min(s.t.s.dyn.maxReadBatch(), max(s.permitsLocked(), 1))
 	due := s.delayed.popDue(time.Now().UnixMilli(), max, !s.delaysLocked())
 	if len(due) == 0 {
 		return 0, readOK

@@ -3,6 +3,7 @@ package broker
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -59,8 +60,12 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int, batchInd
 	if count > 1 {
 		dedupHigh = max(dedupHigh, int64(seq)+int64(count)-1) // as highestSequence does for batches
 	}
+	start := time.Now()
 	p.topic.publish(data, count, batchIndex, func(pos position, err error) {
 		p.topic.dedup.appended(p.name, dedupHigh, pos, err)
+		if err == nil {
+			p.topic.observePublish(start)
+		}
 		p.mu.Lock()
 		op.done, op.pos, op.err = true, pos, err
 		p.mu.Unlock()

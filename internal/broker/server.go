@@ -43,6 +43,8 @@ type Server struct {
 	m     *metrics
 	// schemas is the schema registry (cmd_schema.go).
 	schemas *schema.Registry
+	dyn     *dynamicConfig     // runtime-tunable settings (dynconfig.go)
+	stop    context.CancelFunc // ends the dynamic-configuration watch
 
 	maxFrame    int
 	publishMem  *byteLimiter // broker-wide pending publish bytes
@@ -109,6 +111,7 @@ func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, l
 		nameID:     hex.EncodeToString(id[:]),
 		conns:      map[*conn]struct{}{},
 		topics:     map[string]*topicFuture{},
+		dyn:        newDynamicConfig(&cfg),
 	}
 	s.schemas = schema.New(store, cfg.Schema, logger)
 	m, err := newMetrics(s, reg)
@@ -116,6 +119,9 @@ func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, l
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
 	s.m = m
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.watchDynamic(ctx)
 	s.pol = startPolicies(s)
 	return s, nil
 }
@@ -219,6 +225,7 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	s.stop()
 	lns := s.listeners
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {

@@ -358,8 +358,8 @@ func (s *subscription) run() {
 			}
 			continue
 		}
-		if len(s.replay) < maxReplay(s.t.s.cfg.DispatcherMaxReadBatchSize) {
-			n := min(s.t.s.cfg.DispatcherMaxReadBatchSize, max(s.permitsLocked(), 1))
+		if len(s.replay) < maxReplay(s.t.s.dyn.maxReadBatch()) {
+			n := min(s.t.s.dyn.maxReadBatch(), max(s.permitsLocked(), 1))
 			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]logEntry, error) {
 				return s.cursor.read(ctx, n)
 			})
@@ -502,7 +502,7 @@ func (s *subscription) dropPendingLocked(p position) {
 	s.releaseSlotLocked(pa.slot) // may unblock held-back Key_Shared entries
 	pa.c.unacked -= pa.n
 	s.unacked -= pa.n
-	if pa.c.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerConsumer || s.unacked+pa.n >= s.t.s.cfg.MaxUnackedMessagesPerSubscription {
+	if pa.c.unacked+pa.n >= s.t.s.dyn.maxUnackedConsumer() || s.unacked+pa.n >= s.t.s.dyn.maxUnackedSub() {
 		s.poke()
 	}
 }
@@ -511,10 +511,10 @@ func (s *subscription) dropPendingLocked(p position) {
 // it nor the subscription is at its unacknowledged-message limit (Pulsar's
 // maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit).
 func (s *subscription) canReceiveLocked(cs *consumer) bool {
-	cfg := &s.t.s.cfg
+	perConsumer, perSub := s.t.s.dyn.maxUnackedConsumer(), s.t.s.dyn.maxUnackedSub()
 	return cs.permits > 0 &&
-		(cfg.MaxUnackedMessagesPerConsumer <= 0 || cs.unacked < cfg.MaxUnackedMessagesPerConsumer) &&
-		(cfg.MaxUnackedMessagesPerSubscription <= 0 || s.unacked < cfg.MaxUnackedMessagesPerSubscription)
+		(perConsumer <= 0 || cs.unacked < perConsumer) &&
+		(perSub <= 0 || s.unacked < perSub)
 }
 
 // replayItem is a Key_Shared entry held back for a consumer without permits.

@@ -293,6 +293,7 @@ func (ac *adminCLI) brokersCmd() *cobra.Command {
 			return ac.get(ctx, "/admin/v2/brokers/configuration/runtime")
 		}),
 	)
+	cmd.AddCommand(ac.dynamicConfigVerbs()...)
 	return cmd
 }
 

@@ -231,3 +231,30 @@ func TestPerfProduceConsume(t *testing.T) {
 		t.Fatalf("consume: exit %d %q %q", code, out, errOut)
 	}
 }
+
+// TestAdminDynamicConfig sets, reads and deletes a dynamic key through the real binary.
+func TestAdminDynamicConfig(t *testing.T) {
+	run := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := magnetarAdmin(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut)
+		}
+		return out
+	}
+	if out := run("brokers", "list-dynamic-config"); !strings.Contains(out, "dispatcherMaxReadBatchSize") {
+		t.Fatalf("list-dynamic-config: %q", out)
+	}
+	run("brokers", "update-dynamic-config", "--config", "dispatcherMaxReadBatchSize", "--value", "42")
+	var values map[string]string
+	if err := json.Unmarshal([]byte(run("brokers", "get-all-dynamic-config", "-o", "json")), &values); err != nil || values["dispatcherMaxReadBatchSize"] != "42" {
+		t.Fatalf("after update: %v %v", values, err)
+	}
+	if code, _, errOut := magnetarAdmin(t, "brokers", "update-dynamic-config", "--config", "brokerServicePort", "--value", "1"); code == 0 || !strings.Contains(errOut, "dynamic") {
+		t.Fatalf("static key: exit %d, %q", code, errOut)
+	}
+	run("brokers", "delete-dynamic-config", "--config", "dispatcherMaxReadBatchSize")
+	if err := json.Unmarshal([]byte(run("brokers", "get-all-dynamic-config", "-o", "json")), &values); err != nil || values["dispatcherMaxReadBatchSize"] != "100" {
+		t.Fatalf("after delete: %v %v", values, err)
+	}
+}

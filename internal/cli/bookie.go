@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,14 +127,8 @@ const memoryHeadroom = 64 << 20
 // headroom, so the garbage collector works harder instead of letting the heap double past
 // the caches (GOGC=100 alone would). GOMEMLIMIT in the environment wins.
 func setMemoryLimit(cfg config.BookieStorageConfig, environ []string, logger *slog.Logger) {
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GOMEMLIMIT=") {
-			return
-		}
-	}
-	limit := (cfg.WriteCacheMaxSizeMB+cfg.ReadAheadCacheMaxSizeMB)<<20 + cfg.JournalQueueSizeBytes + memoryHeadroom
-	debug.SetMemoryLimit(limit)
-	logger.Debug("soft memory limit", "bytes", limit)
+	limit := (cfg.WriteCacheMaxSizeMB+cfg.ReadAheadCacheMaxSizeMB)<<20 + cfg.JournalQueueSizeBytes + memoryHeadroom - codeReserve
+	applyMemoryLimit(limit, environ, logger)
 }
 
 // serveMetrics serves reg at http://addr/metrics until the returned stop is called; an

@@ -27,6 +27,7 @@ func (a *app) standaloneCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		applyMemoryLimit(cfg.MemoryLimitBytes(), a.env.Environ, logger)
 		s, err := standalone.Start(cmd.Context(), cfg, logger)
 		if err != nil {
 			return fmt.Errorf("standalone: %w", err)

@@ -7,7 +7,8 @@ import (
 
 // BrokerConfig is the broker's binary-protocol service: listeners, advertised address, topic
 // auto-creation, message size and the flow-control bounds of connections and dispatchers.
-// Key names are Pulsar's broker.conf keys. None of these reload at runtime.
+// Key names are Pulsar's broker.conf keys. The few that change at run time are listed in
+// internal/broker/dynconfig.go (POST /admin/v2/brokers/configuration/{name}/{value}).
 type BrokerConfig struct {
 	// ClusterName names the cluster this broker belongs to (standalone: "standalone").
 	ClusterName string `key:"clusterName" help:"name of the cluster this broker belongs to"`
@@ -50,6 +51,10 @@ type BrokerConfig struct {
 	MaxUnackedMessagesPerConsumer     int `key:"maxUnackedMessagesPerConsumer" help:"unacknowledged messages after which a consumer gets no more (0: no limit)"`
 	MaxUnackedMessagesPerSubscription int `key:"maxUnackedMessagesPerSubscription" help:"unacknowledged messages after which a subscription dispatches no more (0: no limit)"`
 
+	// ExposeTopicLevelMetricsInPrometheus exports per-topic series on /metrics; false
+	// aggregates them per namespace, for deployments with many topics. Dynamic.
+	ExposeTopicLevelMetricsInPrometheus bool `key:"exposeTopicLevelMetricsInPrometheus" help:"export per-topic metrics (false: per namespace only)"`
+
 	// MaxConnections bounds client connections; further ones are closed on accept.
 	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
 
@@ -88,6 +93,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxUnackedMessagesPerConsumer:       50000,
 		MaxUnackedMessagesPerSubscription:   200000,
 		MaxConnections:                      0,
+		ExposeTopicLevelMetricsInPrometheus: true,
 		ManagedLedger:                       DefaultManagedLedgerConfig(),
 		Schema:                              DefaultSchemaConfig(),
 		Policies:                            DefaultPoliciesConfig(),

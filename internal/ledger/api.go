@@ -65,7 +65,9 @@ type Writer interface {
 	ID() int64
 	// AppendAsync queues data as the next entry. done is called once per call, in entry
 	// order, with the entry id when AckQuorum bookies have it durably and every earlier entry
-	// is acknowledged, or with an error (after which every later append fails too).
+	// is acknowledged, or with an error (after which every later append fails too). The
+	// writer sends data without copying it, also on a later ensemble change: the caller
+	// must not modify it afterwards.
 	AppendAsync(data []byte, done func(entryID int64, err error))
 	// Append is AppendAsync waiting for the result.
 	Append(ctx context.Context, data []byte) (int64, error)

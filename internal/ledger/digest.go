@@ -23,15 +23,30 @@ type entryHeader struct {
 // encodeEntry builds the payload a bookie stores: header, CRC32C (or 0 for DUMMY), data.
 func encodeEntry(d DigestType, h entryHeader, data []byte) []byte {
 	p := make([]byte, entryHeaderSize+len(data))
+	putEntryHeader(p, d, h, data)
+	copy(p[entryHeaderSize:], data)
+	return p
+}
+
+// entryPrefix is the digest header of data: what encodeEntry puts before it. The writer
+// sends it and the data as two slices, so the data is never copied.
+func entryPrefix(d DigestType, h entryHeader, data []byte) []byte {
+	p := make([]byte, entryHeaderSize)
+	putEntryHeader(p, d, h, data)
+	return p
+}
+
+// putEntryHeader writes the digest header of data into p[:entryHeaderSize].
+func putEntryHeader(p []byte, d DigestType, h entryHeader, data []byte) {
 	binary.BigEndian.PutUint64(p[0:], uint64(h.LedgerID))
 	binary.BigEndian.PutUint64(p[8:], uint64(h.EntryID))
 	binary.BigEndian.PutUint64(p[16:], uint64(h.LAC))
 	binary.BigEndian.PutUint64(p[24:], uint64(h.Length))
-	copy(p[entryHeaderSize:], data)
+	binary.BigEndian.PutUint32(p[32:], 0)
 	if d == DigestCRC32C {
-		binary.BigEndian.PutUint32(p[32:], entryChecksum(p))
+		c := crc32.Update(0, castagnoli, p[:32])
+		binary.BigEndian.PutUint32(p[32:], crc32.Update(c, castagnoli, data))
 	}
-	return p
 }
 
 // entryChecksum is CRC32C over the 32 header bytes before the checksum and the data.

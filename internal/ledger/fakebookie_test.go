@@ -212,7 +212,7 @@ func (c *fakeClient) AddEntry(ctx context.Context, addr string, req bookieproto.
 		go done(err)
 		return
 	}
-	req.Payload = slices.Clone(req.Payload)
+	req.Payload = append(slices.Clone(req.Prefix), req.Payload...)
 	b.queue <- func() {
 		b.mu.Lock()
 		hold := b.hold

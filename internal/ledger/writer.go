@@ -73,7 +73,8 @@ type writer struct {
 type pendingAdd struct {
 	start   time.Time // AppendAsync, for the add latency metric
 	entryID int64
-	payload []byte
+	prefix  []byte // digest header, sent before data (entryPrefix)
+	data    []byte
 	dataLen int
 	done    func(int64, error)
 	acked   uint64 // ensemble positions whose current bookie confirmed the entry
@@ -152,7 +153,8 @@ func (w *writer) AppendAsync(data []byte, done func(int64, error)) {
 	}
 	w.lengthAll += int64(len(data))
 	p := &pendingAdd{start: time.Now(), entryID: w.nextEntry, dataLen: len(data), done: done}
-	p.payload = encodeEntry(w.digest, entryHeader{LedgerID: w.id, EntryID: p.entryID, LAC: w.lac, Length: w.lengthAll}, data)
+	p.prefix = entryPrefix(w.digest, entryHeader{LedgerID: w.id, EntryID: p.entryID, LAC: w.lac, Length: w.lengthAll}, data)
+	p.data = data
 	w.nextEntry++
 	w.pending = append(w.pending, p)
 	var sends []addSend
@@ -190,7 +192,7 @@ func (w *writer) sendsLocked(p *pendingAdd, only map[int]bool) []addSend {
 func (w *writer) issue(sends []addSend) {
 	for _, s := range sends {
 		ctx, cancel := context.WithTimeout(context.Background(), w.c.cfg.AddEntryTimeout)
-		req := bookieproto.AddRequest{LedgerID: w.id, EntryID: s.p.entryID, MasterKey: w.key, LAC: s.lac, Payload: s.p.payload}
+		req := bookieproto.AddRequest{LedgerID: w.id, EntryID: s.p.entryID, MasterKey: w.key, LAC: s.lac, Prefix: s.p.prefix, Payload: s.p.data}
 		w.c.bk.AddEntry(ctx, s.addr, req, func(err error) {
 			cancel()
 			w.onAddResult(s, err)

@@ -129,7 +129,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	s.http = &http.Server{
 		Handler: admin.Handler(admin.Config{
 			Resources: res, Gatherer: s.registry, Logger: logger, Ready: s.ready.Load, Broker: s.broker.Admin(), Cluster: cfg.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(),
-			Pprof: cfg.Broker.EnablePprof, Schemas: s.broker.Schemas(),
+			Pprof: cfg.Broker.EnablePprof, Schemas: s.broker.Schemas(), Dynamic: s.broker.DynamicConfig(),
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
