@@ -86,6 +86,15 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if err := a.Namespaces().CreateNamespace(ns); err == nil || !strings.Contains(err.Error(), "409") {
 		t.Fatalf("duplicate namespace: %v", err)
 	}
+	// pulsarctl namespaces create sends pulsaradmin's full default Policies object.
+	must(t, "namespace create with policies", a.Namespaces().CreateNsWithPolices("grp/ctl", *utils.NewDefaultPolicies()))
+	if p, err := a.Namespaces().GetPolicies("grp/ctl"); err != nil || p.SchemaAutoUpdateCompatibilityStrategy != utils.Full {
+		t.Fatalf("policies of grp/ctl %+v %v", p, err)
+	}
+	must(t, "namespace with bundles", a.Namespaces().CreateNsWithNumBundles("grp/b8", 8))
+	getJSON(t, "/admin/v2/namespaces/grp/b8/bundles", &struct{}{})
+	must(t, "delete grp/ctl", a.Namespaces().DeleteNamespace("grp/ctl"))
+	must(t, "delete grp/b8", a.Namespaces().DeleteNamespace("grp/b8"))
 	nl, err := a.Namespaces().GetNamespaces("grp")
 	must(t, "namespaces list", err)
 	if !slices.Equal(nl, []string{ns}) {
