@@ -11,7 +11,7 @@ TOOLS           := $(CURDIR)/.tools
 TEST_TIMEOUT    ?= 25m
 DATA_DIR        ?= ./data
 
-.PHONY: all build run test check lint bench soak proto clean
+.PHONY: all build run cluster test check lint bench soak proto clean
 
 all: build
 
@@ -20,6 +20,10 @@ build:
 
 run: build
 	$(BIN) standalone --data-dir $(DATA_DIR)
+
+# cluster runs a local cluster (3 metadata members, 3 bookies, 2 brokers) until Ctrl-C.
+cluster: build
+	$(BIN) dev-cluster --data-dir $(DATA_DIR)/dev-cluster
 
 # check fails on gofmt or go vet findings; test runs it first.
 check:

@@ -13,6 +13,10 @@ import (
 // ownership), so the answer is always Connect to our advertised URL, authoritative, with
 // proxy_through_service_url false.
 func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
+	if c.s.own != nil {
+		c.handleClusterLookup(cmd)
+		return
+	}
 	rid := cmd.GetRequestId()
 	resp := &pb.CommandLookupTopicResponse{RequestId: proto.Uint64(rid)}
 	if _, err := ParseTopicName(cmd.GetTopic()); err != nil {

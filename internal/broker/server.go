@@ -56,7 +56,8 @@ type Server struct {
 	listeners []net.Listener
 	conns     map[*conn]struct{}
 	topics    map[string]*topicFuture
-	advertise string // host:port in lookup answers, fixed by the first Serve
+	advertise string    // host:port in lookup answers, fixed by the first Serve
+	own       Ownership // nil: standalone, serves every topic
 	wg        sync.WaitGroup
 
 	pol *policyManager // policy watches and periodic checks (policies.go)
@@ -79,6 +80,8 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the broker's metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Ownership decides which topics this broker serves in a cluster (nil: all; cluster.go).
+	Ownership Ownership
 }
 
 // New builds a broker; call Serve with a listener, and Close to stop.
@@ -86,7 +89,11 @@ func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
 	if deps.Ledgers == nil {
 		return nil, fmt.Errorf("%w: a managed ledger factory is required", ErrBadConfig)
 	}
-	return newServer(cfg, deps.Store, mlStorage{deps.Ledgers}, deps.Logger, deps.Registerer)
+	s, err := newServer(cfg, deps.Store, mlStorage{deps.Ledgers}, deps.Logger, deps.Registerer)
+	if s != nil {
+		s.own = deps.Ownership
+	}
+	return s, err
 }
 
 func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
@@ -178,20 +185,7 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // advertisedAddr builds host:port for lookups: the configured advertised address, else the
 // bind address unless it is a wildcard, else localhost; the port is the listener's.
-func (s *Server) advertisedAddr(a net.Addr) string {
-	port := strconv.Itoa(s.cfg.ServicePort)
-	if ta, ok := a.(*net.TCPAddr); ok {
-		port = strconv.Itoa(ta.Port)
-	}
-	host := s.cfg.AdvertisedAddress
-	if host == "" {
-		host = s.cfg.BindAddress
-		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-			host = "localhost"
-		}
-	}
-	return net.JoinHostPort(host, port)
-}
+func (s *Server) advertisedAddr(a net.Addr) string { return AdvertisedAddr(s.cfg, a) }
 
 func (s *Server) accept(nc net.Conn) {
 	s.mu.Lock()

@@ -208,6 +208,9 @@ func (s *Server) getTopic(ctx context.Context, name TopicName, create bool) (*to
 }
 
 func (s *Server) loadTopic(ctx context.Context, name TopicName, create bool) (*topic, error) {
+	if err := s.checkOwner(ctx, name); err != nil {
+		return nil, err
+	}
 	if name.Partition < 0 {
 		// A partitioned topic itself has no log: clients address its partitions.
 		if n, err := s.Partitions(ctx, name); err == nil && n > 0 {
@@ -242,6 +245,9 @@ func (s *Server) loadTopic(ctx context.Context, name TopicName, create bool) (*t
 			cancel()
 			return nil, err
 		}
+	}
+	if err := s.recheckOwner(ctx, t); err != nil {
+		return nil, err
 	}
 	s.log.Info("topic loaded", "topic", name.String())
 	return t, nil

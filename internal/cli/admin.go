@@ -37,6 +37,7 @@ func (a *app) adminCmd() *cobra.Command {
 	ac.addNamespaceSchemaVerbs(cmd)
 	ac.addTopicPolicyVerbs(cmd)   // admin_topic_policies.go
 	ac.addClusterRecordVerbs(cmd) // admin_cluster_records.go
+	ac.addClusterVerbs(cmd)       // admin_cluster.go
 	return cmd
 }
 

@@ -49,7 +49,8 @@ type PartitionedTopicMetadata struct {
 
 // Resources reads and writes the cluster configuration in a metadata store.
 type Resources struct {
-	store metadata.Store
+	store      metadata.Store
+	numBundles int // bundles of a new namespace that names none (0: DefaultNumBundles); see bundles.go
 }
 
 // New returns Resources over store.
@@ -291,6 +292,11 @@ func (r *Resources) CreateNamespace(ctx context.Context, tenant, ns string, p Po
 	if _, err := r.Tenant(ctx, tenant); err != nil {
 		return fmt.Errorf("tenant %s: %w", tenant, err)
 	}
+	b, err := r.bundlesFor(p.Bundles)
+	if err != nil {
+		return err
+	}
+	p.Bundles = b
 	return r.create(ctx, policiesPrefix+tenant+"/"+ns, p)
 }
 

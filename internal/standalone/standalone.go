@@ -6,25 +6,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/magnetar-io/magnetar/internal/admin"
 	"github.com/magnetar-io/magnetar/internal/bookie"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
-	"github.com/magnetar-io/magnetar/internal/broker"
+	"github.com/magnetar-io/magnetar/internal/brokerd"
 	"github.com/magnetar-io/magnetar/internal/config"
-	"github.com/magnetar-io/magnetar/internal/ledger"
-	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
@@ -36,18 +29,10 @@ type Standalone struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 
-	etcd     *etcdstore.Embedded
-	store    metadata.Store
-	bookie   *bookie.Bookie
-	bkClient bookieproto.Client
-	ledgers  ledger.Client
-	factory  *managedledger.Factory
-	broker   *broker.Server
-	brokerLn net.Listener
-	http     *http.Server
-	httpLn   net.Listener
-	ready    atomic.Bool
-	served   chan error
+	etcd   *etcdstore.Embedded
+	store  metadata.Store
+	bookie *bookie.Bookie
+	svc    *brokerd.Services
 }
 
 // Start brings every component up and returns when the broker and HTTP server accept
@@ -60,7 +45,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
-	s := &Standalone{cfg: cfg, log: logger.With("component", "standalone"), registry: prometheus.NewRegistry(), served: make(chan error, 2)}
+	s := &Standalone{cfg: cfg, log: logger.With("component", "standalone"), registry: prometheus.NewRegistry()}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	defer func() {
 		if err != nil {
@@ -101,42 +86,13 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		return nil, fmt.Errorf("standalone: bookie: %w", err)
 	}
 
-	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger})
-	if s.ledgers, err = ledger.NewClient(ctx, ledger.ClientOptions{
-		Config: cfg.Ledger, Store: s.store, Bookies: s.bkClient, Logger: logger, Registerer: s.registry,
+	if s.svc, err = brokerd.StartServices(ctx, brokerd.ServicesOptions{
+		Store: s.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: s.registry, Logger: logger,
 	}); err != nil {
-		return nil, fmt.Errorf("standalone: ledger client: %w", err)
+		return nil, fmt.Errorf("standalone: %w", err)
 	}
-	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: s.ledgers, Store: s.store, Config: cfg.Broker.ManagedLedger, Logger: logger, Registerer: s.registry,
-	}); err != nil {
-		return nil, fmt.Errorf("standalone: managed ledgers: %w", err)
-	}
-
-	if s.broker, err = broker.New(cfg.Broker, broker.Deps{
-		Store: s.store, Ledgers: s.factory, Logger: logger, Registerer: s.registry,
-	}); err != nil {
-		return nil, fmt.Errorf("standalone: broker: %w", err)
-	}
-	bind := func(port int) string { return net.JoinHostPort(cfg.Broker.BindAddress, strconv.Itoa(port)) }
-	if s.brokerLn, err = net.Listen("tcp", bind(cfg.Broker.ServicePort)); err != nil {
-		return nil, fmt.Errorf("standalone: broker listen (brokerServicePort): %w", err)
-	}
-	if s.httpLn, err = net.Listen("tcp", bind(cfg.Broker.WebServicePort)); err != nil {
-		return nil, fmt.Errorf("standalone: HTTP listen (webServicePort): %w", err)
-	}
-	go func() { s.served <- s.broker.Serve(s.brokerLn) }()
-	s.http = &http.Server{
-		Handler: admin.Handler(admin.Config{
-			Resources: res, Gatherer: s.registry, Logger: logger, Ready: s.ready.Load, Broker: s.broker.Admin(), Cluster: cfg.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(),
-			Pprof: cfg.Broker.EnablePprof, Schemas: s.broker.Schemas(), Dynamic: s.broker.DynamicConfig(),
-		}),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
-	go func() { s.served <- s.http.Serve(s.httpLn) }()
-	s.ready.Store(true)
 	s.log.Info("magnetar standalone ready",
-		"broker", "pulsar://"+s.brokerLn.Addr().String(), "http", "http://"+s.httpLn.Addr().String(),
+		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(),
 		"dataDir", cfg.DataDir, "startup", time.Since(began).Round(time.Millisecond))
 	return s, nil
 }
@@ -175,45 +131,23 @@ func listenBookie(cfg config.StandaloneConfig) (net.Listener, error) {
 }
 
 // BrokerAddr is the binary protocol address ("host:port") clients connect to.
-func (s *Standalone) BrokerAddr() string { return s.brokerLn.Addr().String() }
+func (s *Standalone) BrokerAddr() string { return s.svc.BrokerAddr() }
 
 // HTTPAddr is the admin/metrics HTTP address ("host:port").
-func (s *Standalone) HTTPAddr() string { return s.httpLn.Addr().String() }
+func (s *Standalone) HTTPAddr() string { return s.svc.HTTPAddr() }
 
 // Store is the metadata store client.
 func (s *Standalone) Store() metadata.Store { return s.store }
 
 // Failed delivers an error if the broker or HTTP server stops serving on its own.
-func (s *Standalone) Failed() <-chan error { return s.served }
+func (s *Standalone) Failed() <-chan error { return s.svc.Failed() }
 
 // Close stops everything in reverse start order. The broker closes first so clients are told
 // and pending publishes complete while storage is still there.
 func (s *Standalone) Close(ctx context.Context) error {
-	s.ready.Store(false)
 	var errs []error
-	if s.http != nil {
-		shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		errs = append(errs, ignoreClosed(s.http.Shutdown(shutCtx)))
-		cancel()
-	}
-	if s.broker != nil {
-		errs = append(errs, s.broker.Close(ctx))
-	}
-	// Serve closes its listener on shutdown, but a start that failed after listening never
-	// reached Serve; closing again is harmless.
-	for _, ln := range []net.Listener{s.brokerLn, s.httpLn} {
-		if ln != nil {
-			_ = ln.Close()
-		}
-	}
-	if s.factory != nil {
-		errs = append(errs, s.factory.Close(ctx))
-	}
-	if s.ledgers != nil {
-		errs = append(errs, s.ledgers.Close())
-	}
-	if s.bkClient != nil {
-		errs = append(errs, s.bkClient.Close())
+	if s.svc != nil {
+		errs = append(errs, s.svc.Close(ctx))
 	}
 	if s.bookie != nil {
 		errs = append(errs, s.bookie.Close())
@@ -226,11 +160,4 @@ func (s *Standalone) Close(ctx context.Context) error {
 	}
 	s.log.Info("magnetar standalone stopped")
 	return errors.Join(errs...)
-}
-
-func ignoreClosed(err error) error {
-	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
 }

@@ -1,0 +1,128 @@
+package brokerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/magnetar-io/magnetar/internal/broker"
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/connect"
+	"github.com/magnetar-io/magnetar/internal/ownership"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// Broker is a running `magnetar broker`: one member of a cluster of brokers sharing an etcd
+// and its bookies.
+type Broker struct {
+	log   *slog.Logger
+	store metadata.Store
+	own   *ownership.Manager
+	svc   *Services
+}
+
+// Start connects to the metadata store, creates the cluster's default tenant and namespace
+// when missing, starts the broker services with bundle ownership, and registers the broker
+// once it serves. On error whatever started is stopped again.
+func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger) (_ *Broker, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	began := time.Now()
+	b := &Broker{log: logger.With("component", "brokerd")}
+	defer func() {
+		if err != nil {
+			_ = b.Close(context.Background())
+		}
+	}()
+	if b.store, err = connect.Open(ctx, cfg.MetadataStoreURL, logger); err != nil {
+		return nil, fmt.Errorf("broker: metadata store: %w", err)
+	}
+	res := resources.New(b.store).WithDefaultBundles(cfg.Cluster.NumBundles)
+	if err := res.EnsureDefaults(ctx, cfg.Broker.ClusterName); err != nil {
+		return nil, fmt.Errorf("broker: bootstrap: %w", err)
+	}
+	// Listen first: the advertised URLs other brokers redirect to carry the actual ports.
+	bind := func(port int) string { return net.JoinHostPort(cfg.Broker.BindAddress, strconv.Itoa(port)) }
+	brokerLn, err := net.Listen("tcp", bind(cfg.Broker.ServicePort))
+	if err != nil {
+		return nil, fmt.Errorf("broker: listen (brokerServicePort): %w", err)
+	}
+	httpLn, err := net.Listen("tcp", bind(cfg.Broker.WebServicePort))
+	if err != nil {
+		_ = brokerLn.Close()
+		return nil, fmt.Errorf("broker: HTTP listen (webServicePort): %w", err)
+	}
+	httpPort := strconv.Itoa(httpLn.Addr().(*net.TCPAddr).Port)
+	maxTopics, maxSessions, maxBundles := cfg.Cluster.SplitLimits()
+	if b.own, err = ownership.Start(ctx, ownership.Options{
+		Store: b.store, Resources: res,
+		BrokerURL:          "pulsar://" + broker.AdvertisedAddr(cfg.Broker, brokerLn.Addr()),
+		HTTPURL:            "http://" + net.JoinHostPort(broker.AdvertisedHost(cfg.Broker), httpPort),
+		TTL:                cfg.Cluster.SessionTimeout(),
+		LoadReportInterval: time.Duration(cfg.Cluster.LoadReportIntervalMillis) * time.Millisecond,
+		ShedInterval:       cfg.Cluster.ShedInterval(),
+		Split:              ownership.SplitLimits{MaxTopics: maxTopics, MaxSessions: maxSessions, MaxBundles: maxBundles},
+		Logger:             logger,
+	}); err != nil {
+		_, _ = brokerLn.Close(), httpLn.Close()
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if b.svc, err = StartServices(ctx, ServicesOptions{
+		Store: b.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: reg, Logger: logger,
+		Ownership: b.own, WrapHTTP: b.own.Handler, BrokerLn: brokerLn, HTTPLn: httpLn, DeferReady: true,
+	}); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b.own.SetUnloader(b.svc.Broker)
+	if err := b.own.Register(ctx, b.svc.Broker.LoadStats); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b.svc.MarkReady()
+	b.log.Info("magnetar broker ready", "broker", b.own.Self().NativeURL, "http", b.own.Self().HTTPURL,
+		"metadata", cfg.MetadataStoreURL, "startup", time.Since(began).Round(time.Millisecond))
+	return b, nil
+}
+
+// BrokerAddr is the binary protocol listener's address.
+func (b *Broker) BrokerAddr() string { return b.svc.BrokerAddr() }
+
+// HTTPAddr is the HTTP listener's address.
+func (b *Broker) HTTPAddr() string { return b.svc.HTTPAddr() }
+
+// Ownership is the broker's bundle ownership manager.
+func (b *Broker) Ownership() *ownership.Manager { return b.own }
+
+// Failed delivers an error if the broker or HTTP server stops serving on its own.
+func (b *Broker) Failed() <-chan error { return b.svc.Failed() }
+
+// Close releases the broker's bundles first (topics unloaded, clients told to look them up
+// again, ownership keys deleted) so clients move to other brokers without errors, then stops
+// the services and the metadata client.
+func (b *Broker) Close(ctx context.Context) error {
+	var errs []error
+	if b.own != nil {
+		errs = append(errs, b.own.Release(ctx))
+	}
+	if b.svc != nil {
+		errs = append(errs, b.svc.Close(ctx))
+	}
+	if b.store != nil {
+		errs = append(errs, b.store.Close())
+	}
+	b.log.Info("magnetar broker stopped")
+	return errors.Join(errs...)
+}

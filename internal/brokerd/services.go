@@ -1,0 +1,160 @@
+package brokerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/magnetar-io/magnetar/internal/admin"
+	"github.com/magnetar-io/magnetar/internal/bookieproto"
+	"github.com/magnetar-io/magnetar/internal/broker"
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// ServicesOptions are what the broker services run on.
+type ServicesOptions struct {
+	Store     metadata.Store
+	Resources *resources.Resources
+	Broker    config.BrokerConfig
+	Ledger    config.LedgerClientConfig
+	Registry  *prometheus.Registry
+	Logger    *slog.Logger
+	// Ownership decides which topics the broker serves (nil: every topic, standalone).
+	Ownership broker.Ownership
+	// WrapHTTP wraps the admin handler (cluster redirects); nil: none.
+	WrapHTTP func(http.Handler) http.Handler
+	// DeferReady leaves /status.html answering 503 until MarkReady (a cluster broker is
+	// ready once registered, not once listening).
+	DeferReady bool
+	// BrokerLn and HTTPLn are listeners opened by the caller (nil: listen on the
+	// configured bind address and ports).
+	BrokerLn, HTTPLn net.Listener
+}
+
+// Services are a running broker with its storage clients and HTTP server.
+type Services struct {
+	log      *slog.Logger
+	bkClient bookieproto.Client
+	ledgers  ledger.Client
+	factory  *managedledger.Factory
+	Broker   *broker.Server
+	brokerLn net.Listener
+	http     *http.Server
+	httpLn   net.Listener
+	ready    atomic.Bool
+	served   chan error
+}
+
+// StartServices builds bookie client -> ledger client -> managed-ledger factory -> broker,
+// and serves the binary protocol and HTTP. On error whatever started is closed again.
+func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err error) {
+	s := &Services{log: o.Logger, served: make(chan error, 2), brokerLn: o.BrokerLn, httpLn: o.HTTPLn}
+	defer func() {
+		if err != nil {
+			_ = s.Close(context.Background())
+		}
+	}()
+	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: o.Logger})
+	if s.ledgers, err = ledger.NewClient(ctx, ledger.ClientOptions{
+		Config: o.Ledger, Store: o.Store, Bookies: s.bkClient, Logger: o.Logger, Registerer: o.Registry,
+	}); err != nil {
+		return nil, fmt.Errorf("ledger client: %w", err)
+	}
+	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
+		Ledger: s.ledgers, Store: o.Store, Config: o.Broker.ManagedLedger, Logger: o.Logger, Registerer: o.Registry,
+	}); err != nil {
+		return nil, fmt.Errorf("managed ledgers: %w", err)
+	}
+	if s.Broker, err = broker.New(o.Broker, broker.Deps{
+		Store: o.Store, Ledgers: s.factory, Logger: o.Logger, Registerer: o.Registry, Ownership: o.Ownership,
+	}); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	bind := func(port int) string { return net.JoinHostPort(o.Broker.BindAddress, strconv.Itoa(port)) }
+	if s.brokerLn == nil {
+		if s.brokerLn, err = net.Listen("tcp", bind(o.Broker.ServicePort)); err != nil {
+			return nil, fmt.Errorf("broker listen (brokerServicePort): %w", err)
+		}
+	}
+	if s.httpLn == nil {
+		if s.httpLn, err = net.Listen("tcp", bind(o.Broker.WebServicePort)); err != nil {
+			return nil, fmt.Errorf("HTTP listen (webServicePort): %w", err)
+		}
+	}
+	go func() { s.served <- s.Broker.Serve(s.brokerLn) }()
+	var h http.Handler = admin.Handler(admin.Config{
+		Resources: o.Resources, Gatherer: o.Registry, Logger: o.Logger, Ready: s.ready.Load, Broker: s.Broker.Admin(),
+		Cluster: o.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(), Pprof: o.Broker.EnablePprof,
+		Schemas: s.Broker.Schemas(), Dynamic: s.Broker.DynamicConfig(),
+	})
+	if o.WrapHTTP != nil {
+		h = o.WrapHTTP(h)
+	}
+	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.served <- s.http.Serve(s.httpLn) }()
+	s.ready.Store(!o.DeferReady)
+	return s, nil
+}
+
+// MarkReady makes /status.html and the health checks answer OK.
+func (s *Services) MarkReady() { s.ready.Store(true) }
+
+// BrokerAddr is the binary protocol listener's address.
+func (s *Services) BrokerAddr() string { return s.brokerLn.Addr().String() }
+
+// HTTPAddr is the HTTP listener's address.
+func (s *Services) HTTPAddr() string { return s.httpLn.Addr().String() }
+
+// Failed delivers an error if the broker or HTTP server stops serving on its own.
+func (s *Services) Failed() <-chan error { return s.served }
+
+// Close stops HTTP, the broker (clients are told; pending publishes complete while storage
+// is still there), then the managed ledgers and storage clients.
+func (s *Services) Close(ctx context.Context) error {
+	s.ready.Store(false)
+	var errs []error
+	if s.http != nil {
+		shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		errs = append(errs, ignoreClosed(s.http.Shutdown(shutCtx)))
+		cancel()
+	}
+	if s.Broker != nil {
+		errs = append(errs, s.Broker.Close(ctx))
+	}
+	// Serve closes its listener on shutdown, but a start that failed after listening never
+	// reached Serve; closing again is harmless.
+	for _, ln := range []net.Listener{s.brokerLn, s.httpLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+	if s.factory != nil {
+		errs = append(errs, s.factory.Close(ctx))
+	}
+	if s.ledgers != nil {
+		errs = append(errs, s.ledgers.Close())
+	}
+	if s.bkClient != nil {
+		errs = append(errs, s.bkClient.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}

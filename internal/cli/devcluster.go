@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetar-io/magnetar/internal/devcluster"
+)
+
+// devClusterCmd is `magnetar dev-cluster`: a local cluster of child processes (3 metadata
+// members, 3 bookies, 2 brokers; E/Qw/Qa 2/2/2) on loopback with data under one directory,
+// until SIGINT/SIGTERM, then every child is stopped (brokers first).
+func (a *app) devClusterCmd() *cobra.Command {
+	var dir string
+	var metadata, bookies, brokers int
+	cmd := &cobra.Command{
+		Use:   "dev-cluster",
+		Short: "Run a local development cluster (metadata members, bookies, brokers) as child processes",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().StringVar(&dir, "data-dir", "./data/dev-cluster", "directory for every process's data and log")
+	cmd.Flags().IntVar(&metadata, "metadata-members", 3, "etcd members (magnetar metadata)")
+	cmd.Flags().IntVar(&bookies, "bookies", 3, "bookies")
+	cmd.Flags().IntVar(&brokers, "brokers", 2, "brokers")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		logger, err := a.load(nil, nil)
+		if err != nil {
+			return err
+		}
+		if bookies < 2 || brokers < 1 || metadata < 1 {
+			return usageError(fmt.Errorf("dev-cluster needs at least 1 metadata member, 2 bookies (E/Qw/Qa 2/2/2) and 1 broker"))
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c, err := devcluster.Start(cmd.Context(), devcluster.Options{
+			Binary: self, Dir: dir, Metadata: metadata, Bookies: bookies, Brokers: brokers, Logger: logger,
+		})
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "magnetar dev-cluster ready (data and logs in %s)\n", dir)
+		fmt.Fprintf(out, "  metadata  %s\n", c.MetadataURL)
+		for _, p := range c.Bookies {
+			fmt.Fprintf(out, "  %-9s %s\n", p.Name, p.Addr)
+		}
+		for _, p := range c.Brokers {
+			fmt.Fprintf(out, "  %-9s pulsar://%s  http://%s\n", p.Name, p.Addr, p.HTTP)
+		}
+		if c.Proxy != nil {
+			fmt.Fprintf(out, "  %-9s pulsar://%s  http://%s\n", c.Proxy.Name, c.Proxy.Addr, c.Proxy.HTTP)
+		}
+		fmt.Fprintf(out, "  clients   %s\n", c.ClientServiceURL())
+		<-cmd.Context().Done()
+		fmt.Fprintln(out, "stopping the dev-cluster")
+		c.Stop(30 * time.Second)
+		return nil
+	}
+	return cmd
+}

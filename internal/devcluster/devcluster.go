@@ -1,0 +1,371 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/metadata/connect"
+)
+
+// ErrStart: a process of the cluster did not come up.
+var ErrStart = errors.New("devcluster: start failed")
+
+// Options size and place the cluster.
+type Options struct {
+	// Binary is the magnetar executable to run (the dev-cluster command passes itself).
+	Binary string
+	// Dir holds every process's data directory and log file.
+	Dir string
+	// Counts of each role (defaults 3, 3, 2).
+	Metadata, Bookies, Brokers int
+	// BrokerArgs and BookieArgs are extra flags for every broker / bookie.
+	BrokerArgs, BookieArgs []string
+	// StartTimeout bounds the wait for each process to serve (default 60 s).
+	StartTimeout time.Duration
+	Logger       *slog.Logger
+	// NoProxy leaves out the `magnetar proxy` otherwise started in front of the brokers.
+	NoProxy bool
+}
+
+// Proc is one child process.
+type Proc struct {
+	Name string
+	Args []string
+	// Addr is the main address (etcd client, bookie, broker binary protocol); HTTP the
+	// broker's HTTP address.
+	Addr, HTTP string
+
+	bin, log string
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	opts        Options
+	log         *slog.Logger
+	MetadataURL string // etcd://a,b,c
+	Metadata    []*Proc
+	Bookies     []*Proc
+	Brokers     []*Proc
+	// Proxy is the `magnetar proxy` in front of the brokers (nil with Options.NoProxy).
+	Proxy *Proc
+}
+
+// freePorts reserves n loopback ports by listening on port 0 and releasing them; another
+// process may take one in between, which a local development cluster accepts.
+func freePorts(n int) ([]int, error) {
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			_ = ln.Close()
+		}
+	}()
+	out := make([]int, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// Start launches the metadata members, then the bookies, then the brokers, each waiting
+// for the previous tier to serve.
+func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
+	if o.Metadata == 0 {
+		o.Metadata = 3
+	}
+	if o.Bookies == 0 {
+		o.Bookies = 3
+	}
+	if o.Brokers == 0 {
+		o.Brokers = 2
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	c := &Cluster{opts: o, log: o.Logger.With("component", "devcluster")}
+	defer func() {
+		if err != nil {
+			c.Stop(10 * time.Second)
+		}
+	}()
+	ports, err := freePorts(2*o.Metadata + o.Bookies + 2*o.Brokers + 2)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ports: %w", ErrStart, err)
+	}
+	next := func() string { p := ports[0]; ports = ports[1:]; return "127.0.0.1:" + strconv.Itoa(p) }
+
+	var initial, clients []string
+	type member struct{ name, client, peer string }
+	var members []member
+	for i := range o.Metadata {
+		m := member{name: fmt.Sprintf("metadata-%d", i+1), client: next(), peer: next()}
+		members = append(members, m)
+		initial = append(initial, m.name+"=http://"+m.peer)
+		clients = append(clients, m.client)
+	}
+	c.MetadataURL = "etcd://" + strings.Join(clients, ",")
+	for _, m := range members {
+		p := c.proc(m.name, m.client, "", "metadata", "--name", m.name, "--data-dir", filepath.Join(o.Dir, m.name),
+			"--listen-client", "http://"+m.client, "--listen-peer", "http://"+m.peer,
+			"--initial-cluster", strings.Join(initial, ","))
+		c.Metadata = append(c.Metadata, p)
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.waitMetadata(ctx); err != nil {
+		return nil, err
+	}
+	for i := range o.Bookies {
+		name, addr := fmt.Sprintf("bookie-%d", i+1), next()
+		args := append([]string{"bookie", "--metadata-url", c.MetadataURL, "--listen", addr,
+			"--journal-directories", filepath.Join(o.Dir, name, "journal"),
+			"--ledger-directories", filepath.Join(o.Dir, name, "ledgers")}, o.BookieArgs...)
+		p := c.proc(name, addr, "", args...)
+		c.Bookies = append(c.Bookies, p)
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range c.Bookies {
+		if err := waitTCP(ctx, p.Addr, o.StartTimeout); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w (log: %s)", ErrStart, p.Name, err, p.log)
+		}
+	}
+	for i := range o.Brokers {
+		name, addr, httpAddr := fmt.Sprintf("broker-%d", i+1), next(), next()
+		_, port, _ := net.SplitHostPort(addr)
+		_, httpPort, _ := net.SplitHostPort(httpAddr)
+		args := append([]string{"broker", "--metadata-url", c.MetadataURL, "--bind-address", "127.0.0.1",
+			"--advertised-address", "127.0.0.1", "--port", port, "--http-port", httpPort,
+			"--managed-ledger-default-ensemble-size", "2", "--managed-ledger-default-write-quorum", "2",
+			"--managed-ledger-default-ack-quorum", "2"}, o.BrokerArgs...)
+		p := c.proc(name, addr, httpAddr, args...)
+		c.Brokers = append(c.Brokers, p)
+		if err := p.Start(); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range c.Brokers {
+		if err := p.WaitServing(ctx, o.StartTimeout); err != nil {
+			return nil, err
+		}
+	}
+	if o.NoProxy {
+		return c, nil
+	}
+	addr, httpAddr := next(), next()
+	_, port, _ := net.SplitHostPort(addr)
+	_, httpPort, _ := net.SplitHostPort(httpAddr)
+	c.Proxy = c.proc("proxy", addr, httpAddr, "proxy", "--metadata-url", c.MetadataURL,
+		"--bind-address", "127.0.0.1", "--port", port, "--http-port", httpPort)
+	if err := c.Proxy.Start(); err != nil {
+		return nil, err
+	}
+	if err := c.Proxy.WaitServing(ctx, o.StartTimeout); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) proc(name, addr, httpAddr string, args ...string) *Proc {
+	return &Proc{Name: name, Args: args, Addr: addr, HTTP: httpAddr, bin: c.opts.Binary,
+		log: filepath.Join(c.opts.Dir, name+".log")}
+}
+
+// waitMetadata waits until the members form a quorum that answers a linearizable read.
+func (c *Cluster) waitMetadata(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	for {
+		octx, ocancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := connect.Open(octx, c.MetadataURL, c.log)
+		ocancel()
+		if err == nil {
+			return st.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: metadata quorum: %w (logs: %s/metadata-*.log)", ErrStart, err, c.opts.Dir)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// BrokerServiceURL is the pulsar:// URL naming every broker (clients round-robin lookups).
+func (c *Cluster) BrokerServiceURL() string {
+	var hs []string
+	for _, p := range c.Brokers {
+		hs = append(hs, p.Addr)
+	}
+	return "pulsar://" + strings.Join(hs, ",")
+}
+
+// ClientServiceURL is the URL clients should use: the proxy's, or every broker's without one.
+func (c *Cluster) ClientServiceURL() string {
+	if c.Proxy != nil {
+		return "pulsar://" + c.Proxy.Addr
+	}
+	return c.BrokerServiceURL()
+}
+
+// metadataGrace bounds the wait for an etcd member to stop: once the others are gone it has
+// no quorum and may wait long for a leader transfer; its WAL is fsynced, so SIGKILL is safe.
+const metadataGrace = 5 * time.Second
+
+// Stop sends SIGTERM to every process, brokers first and metadata last, each tier waiting up
+// to grace before SIGKILL.
+func (c *Cluster) Stop(grace time.Duration) {
+	tiers := [][]*Proc{{c.Proxy}, c.Brokers, c.Bookies, c.Metadata}
+	for i, tier := range tiers {
+		if i == len(tiers)-1 {
+			grace = min(grace, metadataGrace)
+		}
+		var wg sync.WaitGroup
+		for _, p := range tier {
+			if p == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); p.Stop(grace) }()
+		}
+		wg.Wait()
+	}
+}
+
+// Start runs the process with its output appended to its log file.
+func (p *Proc) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrStart, p.Name, err)
+	}
+	cmd := exec.Command(p.bin, p.Args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Own process group: a terminal's Ctrl-C reaches the dev-cluster only, which then
+	// stops the children in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%w: %s: %w", ErrStart, p.Name, err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); _ = f.Close(); close(done) }()
+	p.cmd, p.done = cmd, done
+	return nil
+}
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig os.Signal) error {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("devcluster: %s not started", p.Name)
+	}
+	return cmd.Process.Signal(sig)
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (p *Proc) Kill() {
+	_ = p.Signal(syscall.SIGKILL)
+	p.Wait(30 * time.Second)
+}
+
+// Wait waits up to d for the process to exit; false if it still runs.
+func (p *Proc) Wait(d time.Duration) bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// Stop sends SIGTERM (SIGCONT first, in case it is paused) and SIGKILL after grace.
+func (p *Proc) Stop(grace time.Duration) {
+	_ = p.Signal(syscall.SIGCONT)
+	_ = p.Signal(syscall.SIGTERM)
+	if !p.Wait(grace) {
+		p.Kill()
+	}
+}
+
+// Log is the path of the process's log file.
+func (p *Proc) Log() string { return p.log }
+
+// WaitServing waits until a broker's /status.html answers 200 (for other roles: until its
+// address accepts TCP connections).
+func (p *Proc) WaitServing(ctx context.Context, d time.Duration) error {
+	if p.HTTP == "" {
+		return waitTCP(ctx, p.Addr, d)
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.HTTP+"/status.html", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %s did not serve: %v (log: %s)", ErrStart, p.Name, err, p.log)
+		case <-p.done:
+			return fmt.Errorf("%w: %s exited (log: %s)", ErrStart, p.Name, p.log)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func waitTCP(ctx context.Context, addr string, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		var dl net.Dialer
+		c, err := dl.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return c.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

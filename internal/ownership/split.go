@@ -1,0 +1,209 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// Bundle split: the owner of a bundle [lo, hi) cuts it at mid = lo + (hi-lo)/2 into two
+// bundles, which the next lookups assign afresh (Pulsar's range_equally_divide with
+// unload=true). Order, on the owner:
+//
+//  1. forget the bundle locally (our own lookups of it now wait for its key to go),
+//  2. unload its topics,
+//  3. CAS the namespace policies: insert mid into the boundaries,
+//  4. delete the bundle's ownership key.
+//
+// Other brokers may still cache the old boundaries. One of them can take the old bundle's
+// key after step 4; its take then re-reads the boundaries (stillABundle), which are already
+// new because step 3 came before step 4 and etcd is linearizable, finds the bundle gone,
+// deletes the key again and retries with fresh boundaries. So no broker ever serves a topic
+// under a bundle that no longer exists, and two owners never hold overlapping ranges.
+
+// ErrSplit: the bundle cannot be split (too small, not ours, or changed meanwhile).
+var ErrSplit = errors.New("ownership: cannot split bundle")
+
+// stillABundle checks, after we created b's ownership key (at version ver), that b is still
+// a bundle of its namespace; if a split removed it, the key is deleted again, the cached
+// boundaries refreshed, and false returned so the caller looks the topic up again.
+func (m *Manager) stillABundle(ctx context.Context, b resources.Bundle, ver metadata.Version) (bool, error) {
+	fresh, err := m.loadBoundaries(ctx, b.Namespace)
+	if err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	m.bounds[b.Namespace] = fresh
+	m.mu.Unlock()
+	if got := resources.FindBundle(b.Namespace, fresh, b.Lower); got == b {
+		return true, nil
+	}
+	if err := m.store.Delete(ctx, ownerKey(b), ver); err != nil && !errors.Is(err, metadata.ErrNotFound) {
+		return false, fmt.Errorf("ownership: dropping the key of split bundle %s: %w", b, err)
+	}
+	m.log.Info("bundle was split meanwhile; looking up again", "bundle", b.String())
+	return false, nil
+}
+
+// SplitBundle splits a bundle this broker owns (taking it first if nobody does) into two
+// halves and releases it; it returns the two new bundles.
+func (m *Manager) SplitBundle(ctx context.Context, b resources.Bundle) ([2]resources.Bundle, error) {
+	var halves [2]resources.Bundle
+	if b.Upper-b.Lower < 2 {
+		return halves, fmt.Errorf("%w: %s is too small", ErrSplit, b)
+	}
+	if !m.Owned(b) {
+		ok, err := m.take(ctx, b)
+		if err != nil {
+			return halves, err
+		}
+		if !ok {
+			return halves, fmt.Errorf("%w: %s is owned by another broker", ErrSplit, b)
+		}
+	}
+	if held, err := m.verifyHeld(ctx, b); err != nil || !held {
+		return halves, errors.Join(fmt.Errorf("%w: %s is no longer ours", ErrSplit, b), err)
+	}
+	mid := b.Lower + (b.Upper-b.Lower)/2
+	halves = [2]resources.Bundle{{Namespace: b.Namespace, Lower: b.Lower, Upper: mid}, {Namespace: b.Namespace, Lower: mid, Upper: b.Upper}}
+
+	m.mu.Lock()
+	delete(m.owned, b.String())
+	u := m.unloader
+	m.mu.Unlock()
+	if u != nil {
+		if err := u.UnloadTopics(ctx, func(topic string) bool {
+			tb, err := m.BundleOf(ctx, topic)
+			return err == nil && tb == b
+		}); err != nil {
+			m.log.Warn("unloading topics of a bundle being split", "bundle", b.String(), "err", err)
+		}
+	}
+	tenant, ns, _ := strings.Cut(b.Namespace, "/")
+	err := m.res.UpdateNamespace(ctx, tenant, ns, func(p *resources.Policies) error {
+		if p.Bundles == nil {
+			return fmt.Errorf("%w: namespace %s has no bundles", ErrSplit, b.Namespace)
+		}
+		bs, err := resources.ParseBoundaries(p.Bundles.Boundaries)
+		if err != nil {
+			return err
+		}
+		i := slices.Index(bs, b.Lower)
+		if i < 0 || i+1 >= len(bs) || bs[i+1] != b.Upper {
+			return fmt.Errorf("%w: %s is no longer a bundle of %s", ErrSplit, b.Range(), b.Namespace)
+		}
+		p.Bundles.Boundaries = slices.Insert(p.Bundles.Boundaries, i+1, fmt.Sprintf("0x%08x", mid))
+		p.Bundles.NumBundles = len(p.Bundles.Boundaries) - 1
+		return nil
+	})
+	m.mu.Lock()
+	delete(m.bounds, b.Namespace) // re-read on next use, split or not
+	m.mu.Unlock()
+	if delErr := m.store.Delete(ctx, ownerKey(b), metadata.AnyVersion); delErr != nil && !errors.Is(delErr, metadata.ErrNotFound) {
+		err = errors.Join(err, delErr)
+	}
+	if err != nil {
+		return halves, err
+	}
+	m.log.Info("bundle split", "bundle", b.String(), "into", halves[0].Range()+","+halves[1].Range())
+	return halves, nil
+}
+
+// splitBundleRoute splits a bundle on its owner (redirecting there when another broker
+// owns it): PUT /admin/v2/namespaces/{t}/{ns}/{bundle}/split.
+func (m *Manager) splitBundleRoute(w http.ResponseWriter, r *http.Request) {
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	b, err := m.bundleByRange(r.Context(), ns, r.PathValue("bundle"))
+	if err != nil {
+		writeErr(w, http.StatusNotFound, err)
+		return
+	}
+	if !m.Owned(b) {
+		if od, ok := m.ownerOf(r, b); ok && od.Instance != m.self.Instance {
+			http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+	}
+	if _, err := m.SplitBundle(r.Context(), b); err != nil {
+		status := http.StatusInternalServerError
+		if errors.Is(err, ErrSplit) {
+			status = http.StatusPreconditionFailed
+		}
+		writeErr(w, status, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// SplitLimits trigger automatic splits of bundles this broker holds (Pulsar's
+// loadBalancerNamespaceBundleMax* keys); a zero limit is not checked.
+type SplitLimits struct {
+	MaxTopics   int // loaded topics in one bundle
+	MaxSessions int // producers + consumers on one bundle's topics
+	MaxBundles  int // a namespace is never split beyond this many bundles
+}
+
+// TopicLoad is one loaded topic's weight for automatic splits.
+type TopicLoad struct {
+	Topic    string
+	Sessions int
+}
+
+// TopicLister is implemented by an Unloader that can list its loaded topics (the broker
+// does); automatic splits need it.
+type TopicLister interface {
+	LoadedTopicLoads() []TopicLoad
+}
+
+// autoSplit splits at most one held bundle whose loaded topics or sessions exceed the
+// limits (called after each load report).
+func (m *Manager) autoSplit(ctx context.Context) {
+	lim := m.split
+	if lim.MaxTopics <= 0 && lim.MaxSessions <= 0 {
+		return
+	}
+	m.mu.Lock()
+	lister, _ := m.unloader.(TopicLister)
+	m.mu.Unlock()
+	if lister == nil {
+		return
+	}
+	type weight struct{ topics, sessions int }
+	per := map[resources.Bundle]*weight{}
+	for _, tl := range lister.LoadedTopicLoads() {
+		b, err := m.BundleOf(ctx, tl.Topic)
+		if err != nil || !m.Owned(b) {
+			continue
+		}
+		w := per[b]
+		if w == nil {
+			w = &weight{}
+			per[b] = w
+		}
+		w.topics++
+		w.sessions += tl.Sessions
+	}
+	for b, w := range per {
+		if !(lim.MaxTopics > 0 && w.topics > lim.MaxTopics) && !(lim.MaxSessions > 0 && w.sessions > lim.MaxSessions) {
+			continue
+		}
+		m.mu.Lock()
+		n := len(m.bounds[b.Namespace]) - 1
+		m.mu.Unlock()
+		if lim.MaxBundles > 0 && n >= lim.MaxBundles {
+			continue
+		}
+		if _, err := m.SplitBundle(ctx, b); err != nil {
+			m.log.Warn("automatic bundle split", "bundle", b.String(), "err", err)
+		} else {
+			m.log.Info("bundle split automatically", "bundle", b.String(), "topics", w.topics, "sessions", w.sessions)
+		}
+		return
+	}
+}
