@@ -57,6 +57,8 @@ func TestRESTInputRules(t *testing.T) {
 		{"PUT", "/admin/v2/persistent/rules/ns/p/unload", "", 204},
 		{"DELETE", "/admin/v2/persistent/rules/ns/p/partitions", "", 204},
 		{"GET", "/lookup/v2/topic/persistent/nosuch/ns/t", "", 404},
+		{"GET", "/lookup/v2/topic/persistent/rules/nosuch/t/bundle", "", 404},
+		{"GET", "/lookup/v2/topic/weird/rules/ns/t/bundle", "", 400},
 		{"GET", "/admin/v2/nosuch/endpoint", "", 404},
 		// wrong method
 		{"DELETE", "/admin/v2/clusters", "", 405},

@@ -26,6 +26,7 @@ func (s *server) registerPermissions(mux *http.ServeMux) {
 	}
 	const ns = "/admin/v2/namespaces/{tenant}/{namespace}/"
 	mux.HandleFunc("GET "+ns+"bundles", s.handle(s.namespaceBundles))
+	mux.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle", s.handle(s.topicBundle))
 	mux.HandleFunc("GET "+ns+"permissions/subscription", s.handle(s.subscriptionPermissions))
 	mux.HandleFunc("POST "+ns+"permissions/subscription/{sub}", s.handle(s.grantSubscriptionPermission))
 	mux.HandleFunc("DELETE "+ns+"permissions/{sub}/{role}", s.handle(s.revokeSubscriptionPermission))
@@ -189,12 +190,36 @@ var authActions = []string{"produce", "consume", "functions", "sources", "sinks"
 // bundle split, or the one full-range bundle of a namespace created without one. In a
 // cluster the ownership layer answers this path first (internal/ownership/http.go).
 func (s *server) namespaceBundles(ctx context.Context, r *http.Request) (any, error) {
+	return s.bundlesOf(ctx, r)
+}
+
+func (s *server) bundlesOf(ctx context.Context, r *http.Request) (resources.BundlesData, error) {
 	p, err := s.namespacePolicies(ctx, r)
+	if err != nil {
+		return resources.BundlesData{}, err
+	}
+	if p.Bundles != nil {
+		return *p.Bundles, nil
+	}
+	return resources.BundlesData{Boundaries: []string{"0x00000000", "0xffffffff"}, NumBundles: 1}, nil
+}
+
+// topicBundle is GET /lookup/v2/topic/T/bundle (pulsaradmin GetBundleRange): the range of
+// the namespace bundle the topic's name hashes into, as plain text.
+func (s *server) topicBundle(ctx context.Context, r *http.Request) (any, error) {
+	d := r.PathValue("domain")
+	if d != "persistent" && d != "non-persistent" {
+		return nil, fmt.Errorf("%w: domain must be persistent or non-persistent, got %q", ErrBadRequest, d)
+	}
+	b, err := s.bundlesOf(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	if p.Bundles != nil {
-		return p.Bundles, nil
+	bounds, err := resources.ParseBoundaries(b.Boundaries)
+	if err != nil {
+		return nil, err
 	}
-	return resources.BundlesData{Boundaries: []string{"0x00000000", "0xffffffff"}, NumBundles: 1}, nil
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	topic := d + "://" + ns + "/" + r.PathValue("topic")
+	return textResponse(resources.FindBundle(ns, bounds, resources.TopicHash(topic)).Range()), nil
 }

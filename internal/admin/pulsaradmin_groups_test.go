@@ -249,6 +249,12 @@ func TestEveryEndpointGroup(t *testing.T) {
 	if lk, err := a.Topics().Lookup(*tn); err != nil || lk.BrokerURL != "pulsar://"+sa.BrokerAddr() {
 		t.Fatalf("lookup %+v %v", lk, err)
 	}
+	br, err := a.Topics().GetBundleRange(*tn)
+	must(t, "bundle range", err)
+	lo, hi, ok := strings.Cut(br, "_")
+	if !ok || !slices.Contains(bundles.Boundaries, lo) || !slices.Contains(bundles.Boundaries, hi) {
+		t.Fatalf("bundle range %q not within %v", br, bundles.Boundaries)
+	}
 
 	// Clean up: a namespace with topics and a tenant with namespaces refuse deletion (409).
 	if err := a.Namespaces().DeleteNamespace(ns); err == nil || !strings.Contains(err.Error(), "409") {
