@@ -14,8 +14,8 @@ import (
 )
 
 // topicExtraVerbs are pulsar-admin topics verbs over REST endpoints that had no verb:
-// properties, get-message-by-id, get-message-id (by time) and
-// expire-messages-all-subscriptions.
+// properties, get-message-by-id, get-message-id (by time),
+// expire-messages-all-subscriptions and bundle-range.
 func (ac *adminCLI) topicExtraVerbs() []*cobra.Command {
 	var props []string
 	update := ac.topicVerb("update-properties", "Add or replace properties of a topic", func(ctx context.Context, p string) ([]byte, error) {
@@ -79,5 +79,12 @@ func (ac *adminCLI) topicExtraVerbs() []*cobra.Command {
 			return ac.get(ctx, p+"/properties")
 		}),
 		update, remove, byID, idAt, expireAll,
+		ac.topicVerb("bundle-range", "Get the namespace bundle a topic belongs to", func(ctx context.Context, p string) ([]byte, error) {
+			b, err := ac.get(ctx, strings.Replace(p, "/admin/v2/", "/lookup/v2/topic/", 1)+"/bundle")
+			if err == nil {
+				b = append(b, '\n') // plain text, not JSON
+			}
+			return b, err
+		}),
 	}
 }

@@ -179,5 +179,8 @@ func TestAdminTopicExtrasCLI(t *testing.T) {
 	if code, _, errOut := magnetarAdmin(t, "topics", "get-message-id", topic, "-d", "yesterday"); code != 2 || !strings.Contains(errOut, "--datetime") {
 		t.Fatalf("bad datetime: exit %d %q", code, errOut)
 	}
+	if out := ok("topics", "bundle-range", topic); !strings.HasPrefix(out, "0x") || !strings.Contains(out, "_0x") {
+		t.Fatalf("bundle-range: %q", out)
+	}
 	ok("topics", "delete", topic, "-f")
 }
