@@ -256,16 +256,9 @@ func (s *server) setBacklogQuota(ctx context.Context, r *http.Request) (any, err
 }
 
 func (s *server) grantPermission(ctx context.Context, r *http.Request) (any, error) {
-	var actions []string
-	if err := decodeBody(r, &actions); err != nil {
+	actions, err := decodeActions(r)
+	if err != nil {
 		return nil, err
-	}
-	for _, a := range actions {
-		switch a {
-		case "produce", "consume", "functions", "sources", "sinks", "packages":
-		default:
-			return nil, fmt.Errorf("%w: unknown action %q", ErrBadRequest, a)
-		}
 	}
 	return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error {
 		if p.AuthPolicies.NamespaceAuth == nil {

@@ -90,6 +90,9 @@ func Handler(cfg Config) http.Handler {
 	s.registerTopicPolicies(mux)
 	s.registerBrokers(mux)
 	s.registerSchemas(mux)
+	s.registerPermissions(mux)
+	s.registerClusters(mux)
+	s.registerNamespaceSubscriptions(mux)
 	return cleanPath(mux)
 }
 
@@ -208,7 +211,7 @@ func (s *server) getCluster(ctx context.Context, r *http.Request) (any, error) {
 	if errors.Is(err, resources.ErrNotFound) {
 		return nil, fmt.Errorf("cluster %s does not exist: %w", r.PathValue("cluster"), err)
 	}
-	return c, err
+	return s.withOwnURLs(r.PathValue("cluster"), c), err
 }
 
 func (s *server) listTenants(ctx context.Context, _ *http.Request) (any, error) {
@@ -228,6 +231,9 @@ func (s *server) createTenant(ctx context.Context, r *http.Request) (any, error)
 	if err := decodeBody(r, &t); err != nil {
 		return nil, err
 	}
+	if err := s.checkClusters(ctx, t.AllowedClusters); err != nil {
+		return nil, err
+	}
 	if err := s.res.CreateTenant(ctx, r.PathValue("tenant"), t); err != nil {
 		if errors.Is(err, resources.ErrAlreadyExists) {
 			return nil, fmt.Errorf("tenant already exists: %w", err)
@@ -242,15 +248,19 @@ func (s *server) updateTenant(ctx context.Context, r *http.Request) (any, error)
 	if err := decodeBody(r, &t); err != nil {
 		return nil, err
 	}
-	return nil, s.res.UpdateTenant(ctx, r.PathValue("tenant"), t)
+	if err := s.checkClusters(ctx, t.AllowedClusters); err != nil {
+		return nil, err
+	}
+	return nil, named("tenant "+r.PathValue("tenant"), s.res.UpdateTenant(ctx, r.PathValue("tenant"), t))
 }
 
 func (s *server) deleteTenant(ctx context.Context, r *http.Request) (any, error) {
-	return nil, s.res.DeleteTenant(ctx, r.PathValue("tenant"))
+	return nil, named("tenant "+r.PathValue("tenant"), s.res.DeleteTenant(ctx, r.PathValue("tenant")))
 }
 
 func (s *server) listNamespaces(ctx context.Context, r *http.Request) (any, error) {
-	return s.res.Namespaces(ctx, r.PathValue("tenant"))
+	ns, err := s.res.Namespaces(ctx, r.PathValue("tenant"))
+	return ns, named("tenant "+r.PathValue("tenant"), err)
 }
 
 func (s *server) getNamespace(ctx context.Context, r *http.Request) (any, error) {
@@ -274,5 +284,6 @@ func (s *server) createNamespace(ctx context.Context, r *http.Request) (any, err
 }
 
 func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, error) {
-	return nil, s.res.DeleteNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
+	return nil, named("namespace "+r.PathValue("tenant")+"/"+r.PathValue("namespace"),
+		s.res.DeleteNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace")))
 }

@@ -397,11 +397,9 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 	if n == 0 {
 		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
 	}
-	out := PartitionedTopicStats{TopicStats: NewTopicStats(), Metadata: partitionsJSON{n}}
+	// partitions is {} without perPartition, as Pulsar sends it.
+	out := PartitionedTopicStats{TopicStats: NewTopicStats(), Metadata: partitionsJSON{n}, Partitions: map[string]TopicStats{}}
 	per := boolParam(r, "perPartition")
-	if per {
-		out.Partitions = map[string]TopicStats{}
-	}
 	for i := range n {
 		st, err := s.broker.TopicStats(ctx, t.partition(i))
 		if statusFor(err) == http.StatusNotFound {
@@ -465,6 +463,13 @@ func (s *server) unload(ctx context.Context, r *http.Request) (any, error) {
 		return nil, err
 	}
 	if n == 0 {
+		if t.domain == "persistent" && !partitionSuffix.MatchString(t.local) {
+			// Pulsar answers 404 for a topic that does not exist; unloading nothing is
+			// not a success a script should see. (A partition needs no record of its own.)
+			if _, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local); errors.Is(err, resources.ErrNotFound) {
+				return nil, fmt.Errorf("topic %s does not exist: %w", t, err)
+			}
+		}
 		return nil, s.broker.Unload(ctx, t.String())
 	}
 	for i := range n {
@@ -693,8 +698,11 @@ func (s *server) expireAll(ctx context.Context, r *http.Request) (any, error) {
 }
 
 func (s *server) resetCursorToID(ctx context.Context, r *http.Request) (any, error) {
-	var id MessageID
+	id := MessageID{PartitionIndex: -1}
 	if err := decodeBody(r, &id); err != nil {
+		return nil, err
+	}
+	if handled, err := s.resetPartitionToID(ctx, r, id); handled {
 		return nil, err
 	}
 	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.ResetCursor(ctx, topic, sub, &id, time.Time{}) })

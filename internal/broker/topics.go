@@ -51,17 +51,18 @@ func (s *Server) partitionsFor(ctx context.Context, topic string) (int, error) {
 	if !errors.Is(err, metadata.ErrNotFound) {
 		return 0, fmt.Errorf("%w: %w", wire.ErrMetadata, err)
 	}
-	if !s.cfg.AllowAutoTopicCreation || s.cfg.AllowAutoTopicCreationType != "partitioned" {
-		return 0, nil
-	}
 	exists, err := s.topicExists(ctx, name)
 	if err != nil || exists {
 		return 0, err
 	}
+	allow, partitions := s.autoCreation(ctx, name) // autocreate.go
+	if !allow || partitions == 0 || name.Partition >= 0 {
+		return 0, nil
+	}
 	if err := s.checkNamespace(ctx, name); err != nil {
 		return 0, err
 	}
-	if err := s.CreateTopic(ctx, name, s.cfg.DefaultNumPartitions); err != nil && !errors.Is(err, metadata.ErrBadVersion) {
+	if err := s.CreateTopic(ctx, name, partitions); err != nil && !errors.Is(err, metadata.ErrBadVersion) {
 		return 0, err
 	}
 	return s.Partitions(ctx, name)
@@ -221,7 +222,7 @@ func (s *Server) loadTopic(ctx context.Context, name TopicName, create bool) (*t
 		return nil, err
 	}
 	if !exists {
-		if !create || !s.cfg.AllowAutoTopicCreation {
+		if !create || !s.autoCreateAllowed(ctx, name) {
 			return nil, fmt.Errorf("%w: %s", wire.ErrTopicNotFound, name)
 		}
 		if err := s.checkNamespace(ctx, name); err != nil {

@@ -35,7 +35,9 @@ func (a *app) adminCmd() *cobra.Command {
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	ac.addNamespaceSchemaVerbs(cmd)
-	ac.addClusterVerbs(cmd) // admin_cluster.go
+	ac.addTopicPolicyVerbs(cmd)   // admin_topic_policies.go
+	ac.addClusterRecordVerbs(cmd) // admin_cluster_records.go
+	ac.addClusterVerbs(cmd)       // admin_cluster.go
 	return cmd
 }
 

@@ -25,24 +25,13 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 		quotaTime                          int64
 	)
 	setQuota := nsVerb("set-backlog-quota", "Set a backlog quota", func(ctx context.Context, p string) ([]byte, error) {
-		body := map[string]any{"policy": quotaPolicy}
-		if quotaLimit != "" {
-			n, err := parseSizeBytes(quotaLimit)
-			if err != nil {
-				return nil, usageError(fmt.Errorf("--limit: %w", err))
-			}
-			body["limitSize"] = n
-		}
-		if quotaTime != 0 {
-			body["limitTime"] = quotaTime
+		body, err := backlogQuotaArgs(quotaLimit, quotaTime, quotaPolicy)
+		if err != nil {
+			return nil, err
 		}
 		return ac.send(ctx, http.MethodPost, p+"/backlogQuota?backlogQuotaType="+url.QueryEscape(quotaType), body)
 	})
-	setQuota.Flags().StringVarP(&quotaLimit, "limit", "l", "", "size limit, like 10G (destination_storage)")
-	setQuota.Flags().Int64Var(&quotaTime, "limitTime", 0, "age limit in seconds (message_age)")
-	setQuota.Flags().StringVarP(&quotaPolicy, "policy", "p", "", "producer_request_hold, producer_exception or consumer_backlog_eviction")
-	setQuota.Flags().StringVar(&quotaType, "type", "destination_storage", "destination_storage or message_age")
-	_ = setQuota.MarkFlagRequired("policy")
+	backlogQuotaFlags(setQuota, &quotaLimit, &quotaTime, &quotaPolicy, &quotaType)
 	var removeType string
 	removeQuota := nsVerb("remove-backlog-quota", "Remove a backlog quota", func(ctx context.Context, p string) ([]byte, error) {
 		return ac.send(ctx, http.MethodDelete, p+"/backlogQuota?backlogQuotaType="+url.QueryEscape(removeType), nil)
@@ -67,12 +56,7 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 
 	var role, actions string
 	grant := nsVerb("grant-permission", "Grant a role permissions on a namespace", func(ctx context.Context, p string) ([]byte, error) {
-		var list []string
-		for _, a := range strings.Split(actions, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				list = append(list, a)
-			}
-		}
+		list := splitActions(actions)
 		if len(list) == 0 {
 			return nil, usageError(fmt.Errorf("--actions: give produce, consume or both"))
 		}
@@ -109,6 +93,49 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 	setAuto.Flags().StringVarP(&autoType, "type", "t", "non-partitioned", "partitioned or non-partitioned")
 	setAuto.Flags().IntVarP(&autoPartitions, "num-partitions", "n", 1, "partitions of auto-created partitioned topics")
 
+	var maxProducers, maxConsumers int
+	setMaxP := nsVerb("set-max-producers-per-topic", "Set the producer limit of each topic", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/maxProducersPerTopic", maxProducers)
+	})
+	setMaxP.Flags().IntVarP(&maxProducers, "max-producers-per-topic", "p", 0, "producers allowed at once per topic (0: unlimited)")
+	_ = setMaxP.MarkFlagRequired("max-producers-per-topic")
+	setMaxC := nsVerb("set-max-consumers-per-topic", "Set the consumer limit of each topic", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/maxConsumersPerTopic", maxConsumers)
+	})
+	setMaxC.Flags().IntVarP(&maxConsumers, "max-consumers-per-topic", "c", 0, "consumers allowed at once per topic (0: unlimited)")
+	_ = setMaxC.MarkFlagRequired("max-consumers-per-topic")
+	var props []string
+	setProps := nsVerb("set-properties", "Add or replace properties of a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		m := map[string]string{}
+		for _, kv := range props {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, usageError(fmt.Errorf("--properties: want key=value, got %q", kv))
+			}
+			m[k] = v
+		}
+		return ac.send(ctx, http.MethodPut, p+"/properties", m)
+	})
+	setProps.Flags().StringArrayVarP(&props, "properties", "p", nil, "key=value (repeatable)")
+	_ = setProps.MarkFlagRequired("properties")
+
+	var subName, subRole string
+	var subRoles []string
+	grantSub := nsVerb("grant-subscription-permission", "Allow roles to use a subscription name", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/permissions/subscription/"+url.PathEscape(subName), nonNil(subRoles))
+	})
+	grantSub.Flags().StringSliceVar(&subRoles, "roles", nil, "comma-separated roles")
+	revokeSub := nsVerb("revoke-subscription-permission", "Remove a role from a subscription name", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodDelete, p+"/permissions/"+url.PathEscape(subName)+"/"+url.PathEscape(subRole), nil)
+	})
+	revokeSub.Flags().StringVar(&subRole, "role", "", "the role")
+	for _, c := range []*cobra.Command{grantSub, revokeSub} {
+		c.Flags().StringVar(&subName, "subscription", "", "the subscription name")
+		_ = c.MarkFlagRequired("subscription")
+	}
+	_ = grantSub.MarkFlagRequired("roles")
+	_ = revokeSub.MarkFlagRequired("role")
+
 	get := func(use, short, sub string) *cobra.Command {
 		return nsVerb(use, short, func(ctx context.Context, p string) ([]byte, error) { return ac.get(ctx, p+"/"+sub) })
 	}
@@ -125,12 +152,23 @@ func (ac *adminCLI) namespacePolicyVerbs(nsVerb nsVerbFunc) []*cobra.Command {
 		del("remove-persistence", "Remove the persistence policy (broker defaults apply)", "persistence"),
 		get("permissions", "Get the permissions of a namespace", "permissions"),
 		grant, revoke,
+		get("subscription-permission", "Get the roles allowed on each subscription name", "permissions/subscription"),
+		grantSub, revokeSub,
 		get("get-auto-topic-creation", "Get the auto topic creation override", "autoTopicCreation"),
 		setAuto,
 		del("remove-auto-topic-creation", "Remove the auto topic creation override", "autoTopicCreation"),
 		del("remove-retention", "Remove the retention policy", "retention"),
 		del("remove-message-ttl", "Remove the message TTL", "messageTTL"),
 		del("remove-deduplication", "Remove the deduplication setting", "deduplication"),
+		get("get-max-producers-per-topic", "Get the producer limit of each topic", "maxProducersPerTopic"),
+		setMaxP,
+		del("remove-max-producers-per-topic", "Remove the producer limit (the broker's applies)", "maxProducersPerTopic"),
+		get("get-max-consumers-per-topic", "Get the consumer limit of each topic", "maxConsumersPerTopic"),
+		setMaxC,
+		del("remove-max-consumers-per-topic", "Remove the consumer limit (the broker's applies)", "maxConsumersPerTopic"),
+		get("get-properties", "Get the properties of a namespace", "properties"),
+		setProps,
+		del("clear-properties", "Remove every property of a namespace", "properties"),
 	}
 }
 

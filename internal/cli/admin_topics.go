@@ -70,6 +70,12 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		return ac.send(ctx, http.MethodPost, p+"/clearBacklog", nil)
 	})
 	clearNS.Flags().StringVarP(&clearSub, "sub", "s", "", "only this subscription")
+	var unsubSub string
+	unsubNS := nsVerb("unsubscribe", "Delete a subscription from every topic of a namespace", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+"/unsubscribe/"+url.PathEscape(unsubSub), nil)
+	})
+	unsubNS.Flags().StringVarP(&unsubSub, "sub", "s", "", "the subscription")
+	_ = unsubNS.MarkFlagRequired("sub")
 	cmd.AddCommand(
 		ac.verb("list <tenant>", "List the namespaces of a tenant", 1, func(ctx context.Context, args []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/namespaces/"+url.PathEscape(args[0]))
@@ -89,7 +95,7 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		nsVerb("unload", "Unload every topic of a namespace", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodPut, p+"/unload", nil)
 		}),
-		clearNS,
+		clearNS, unsubNS,
 		nsVerb("get-retention", "Get the retention policy", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p+"/retention")
 		}),
@@ -211,14 +217,17 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		return c
 	}
 	subPath := func(p string) string { return p + "/subscription/" + url.PathEscape(sub) }
+	// startID is create-subscription's own: sharing msgID with reset-cursor made the later
+	// flag definition's default ("") replace "latest".
+	var startID string
 	createSub := subFlag(tVerb("create-subscription", "Create a subscription at a position", func(ctx context.Context, p string) ([]byte, error) {
-		id, err := messageIDArg(msgID)
+		id, err := messageIDArg(startID)
 		if err != nil {
 			return nil, usageError(err)
 		}
 		return ac.send(ctx, http.MethodPut, subPath(p), id)
 	}))
-	createSub.Flags().StringVarP(&msgID, "messageId", "m", "latest", "start position: latest, earliest or ledgerId:entryId")
+	createSub.Flags().StringVarP(&startID, "messageId", "m", "latest", "start position: latest, earliest or ledgerId:entryId")
 	unsub := subFlag(tVerb("unsubscribe", "Delete a subscription", func(ctx context.Context, p string) ([]byte, error) {
 		return ac.send(ctx, http.MethodDelete, subPath(p)+"?force="+strconv.FormatBool(force), nil)
 	}))
