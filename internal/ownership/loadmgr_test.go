@@ -1,0 +1,222 @@
+package ownership
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+func TestScoreIsTheTightestResource(t *testing.T) {
+	c := DefaultScoreConfig()
+	for _, tc := range []struct {
+		name string
+		r    *LoadReport
+		want float64
+	}{
+		{"no report", nil, 0},
+		{"cpu", &LoadReport{CPUPercent: 40, MemoryMB: 409.6}, 40},
+		{"memory", &LoadReport{CPUPercent: 5, MemoryMB: 2048}, 50},
+		{"bandwidth", &LoadReport{LoadStats: LoadStats{BytesIn: 50 << 20, BytesOut: 50 << 20}}, 80},
+		{"msg rate", &LoadReport{LoadStats: LoadStats{MsgRateIn: 100_000, MsgRateOut: 50_000}}, 75},
+	} {
+		if got := c.Score(tc.r); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("%s: score %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCandidateOrder(t *testing.T) {
+	c := DefaultScoreConfig()
+	idleMany := candidate{score: 3, bundles: 5}
+	idleFew := candidate{score: 9, bundles: 1}
+	busyNone := candidate{score: 60, bundles: 0}
+	if !c.less(idleFew, idleMany) {
+		t.Error("within one band, fewer bundles must win over a slightly lower score")
+	}
+	if !c.less(idleMany, busyNone) {
+		t.Error("a lower band must win over fewer bundles")
+	}
+	if !c.less(candidate{score: 2, bundles: 1}, candidate{score: 4, bundles: 1}) {
+		t.Error("same band and bundles: lower score first")
+	}
+}
+
+// lmCluster is managers whose AskLeader calls the leader's Assign directly (no HTTP), with
+// load reports published by hand (the report loop is slowed to never run).
+type lmCluster struct {
+	mu    sync.Mutex
+	byURL map[string]*Manager
+	asked atomic.Int32
+	down  atomic.Bool // the leader does not answer
+}
+
+func (c *lmCluster) ask(ctx context.Context, leaderURL string, b resources.Bundle) (BrokerInfo, error) {
+	c.asked.Add(1)
+	if c.down.Load() {
+		return BrokerInfo{}, errors.New("connection refused")
+	}
+	c.mu.Lock()
+	m := c.byURL[leaderURL]
+	c.mu.Unlock()
+	if m == nil {
+		return BrokerInfo{}, errors.New("no such broker")
+	}
+	s := b.String()
+	i := strings.LastIndexByte(s, '/')
+	return m.Assign(ctx, s[:i], s[i+1:])
+}
+
+func (c *lmCluster) start(t *testing.T, st metadata.Store, res *resources.Resources, host string, o Options) *Manager {
+	t.Helper()
+	o.Store, o.Resources = st, res
+	o.BrokerURL, o.HTTPURL = "pulsar://"+host+":6650", "http://"+host+":8080"
+	o.TTL, o.LoadReportInterval, o.Probe, o.AskLeader = time.Second, time.Hour, probe, c.ask
+	m, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Register(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Release(context.Background()) })
+	c.mu.Lock()
+	if c.byURL == nil {
+		c.byURL = map[string]*Manager{}
+	}
+	c.byURL[o.HTTPURL] = m
+	c.mu.Unlock()
+	return m
+}
+
+func waitLeader(t *testing.T, m *Manager, url string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for l, _ := m.Leader(context.Background()); l != url; l, _ = m.Leader(context.Background()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("leader %q, want %q", l, url)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for {
+		m.mu.Lock()
+		ok := m.leader != nil
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("leader never noticed its leadership")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func setLoad(t *testing.T, m *Manager, r LoadReport) {
+	t.Helper()
+	if err := m.publishReport(context.Background(), &r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// topicsPerBundle returns one topic name for each of the namespace's bundles.
+func topicsPerBundle(t *testing.T, m *Manager, n int) map[resources.Bundle]string {
+	t.Helper()
+	out := map[resources.Bundle]string{}
+	for i := 0; len(out) < n; i++ {
+		topic := "persistent://public/default/lm" + strings.Repeat("y", i)
+		b := mustBundle(t, m, topic)
+		if _, ok := out[b]; !ok {
+			out[b] = topic
+		}
+	}
+	return out
+}
+
+// TestLeaderAssignsFreeBundlesToTheLeastLoadedBroker: lookups of free bundles arrive at a
+// loaded non-leader; it asks the leader (also loaded), which sends every bundle to the idle
+// broker; that broker takes them on the authoritative lookup that follows.
+func TestLeaderAssignsFreeBundlesToTheLeastLoadedBroker(t *testing.T) {
+	st, res := setup(t)
+	ctx := context.Background()
+	var c lmCluster
+	lead := c.start(t, st, res, "lead", Options{})
+	waitLeader(t, lead, "http://lead:8080")
+	busy := c.start(t, st, res, "busy", Options{})
+	idle := c.start(t, st, res, "idle", Options{})
+	setLoad(t, lead, LoadReport{CPUPercent: 70})
+	setLoad(t, busy, LoadReport{LoadStats: LoadStats{MsgRateIn: 150_000}}) // 75% of the message rate budget
+	setLoad(t, idle, LoadReport{CPUPercent: 5})
+	waitLive(t, lead, 3)
+
+	for b, topic := range topicsPerBundle(t, busy, 4) {
+		r, err := busy.Lookup(ctx, topic, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Self || !r.Authoritative || r.BrokerURL != "pulsar://idle:6650" {
+			t.Fatalf("lookup of %s at the busy broker: %+v, want an authoritative redirect to idle", b, r)
+		}
+		r, err = idle.Lookup(ctx, topic, true)
+		if err != nil || !r.Self {
+			t.Fatalf("authoritative lookup at idle: %+v, %v", r, err)
+		}
+	}
+	if got := c.asked.Load(); got != 4 {
+		t.Fatalf("leader asked %d times, want 4", got)
+	}
+	if n := len(idle.OwnedBundles()); n != 4 {
+		t.Fatalf("idle holds %v, want all 4 bundles", idle.OwnedBundles())
+	}
+}
+
+// TestAssignmentWithoutALeaderFallsBackToTheLocalChoice: the leader does not answer; the
+// lookup still completes, choosing by the same rule locally.
+func TestAssignmentWithoutALeaderFallsBackToTheLocalChoice(t *testing.T) {
+	st, res := setup(t)
+	ctx := context.Background()
+	var c lmCluster
+	lead := c.start(t, st, res, "lead", Options{})
+	waitLeader(t, lead, "http://lead:8080")
+	other := c.start(t, st, res, "other", Options{})
+	setLoad(t, lead, LoadReport{CPUPercent: 5})
+	setLoad(t, other, LoadReport{CPUPercent: 95})
+	waitLive(t, lead, 2)
+	c.down.Store(true)
+	for _, topic := range topicsPerBundle(t, other, 2) {
+		r, err := other.Lookup(ctx, topic, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Self || r.BrokerURL != "pulsar://lead:6650" {
+			t.Fatalf("local choice %+v, want a redirect to the less loaded lead", r)
+		}
+	}
+	if c.asked.Load() == 0 {
+		t.Fatal("the leader was never asked")
+	}
+}
+
+// TestAssignRefusedByANonLeader: only the leader decides.
+func TestAssignRefusedByANonLeader(t *testing.T) {
+	st, res := setup(t)
+	var c lmCluster
+	lead := c.start(t, st, res, "lead", Options{})
+	waitLeader(t, lead, "http://lead:8080")
+	other := c.start(t, st, res, "other", Options{})
+	b := mustBundle(t, other, "persistent://public/default/x")
+	s := b.String()
+	i := strings.LastIndexByte(s, '/')
+	if _, err := other.Assign(context.Background(), s[:i], s[i+1:]); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("non-leader Assign: %v, want ErrNotOwner", err)
+	}
+	if bi, err := lead.Assign(context.Background(), s[:i], s[i+1:]); err != nil || bi.PulsarServiceURL == "" {
+		t.Fatalf("leader Assign: %+v, %v", bi, err)
+	}
+}
