@@ -220,3 +220,133 @@ func TestAssignRefusedByANonLeader(t *testing.T) {
 		t.Fatalf("leader Assign: %+v, %v", bi, err)
 	}
 }
+
+func brokerWithLoad(name string, r *LoadReport) BrokerInfo {
+	return BrokerInfo{PulsarServiceURL: "pulsar://" + name + ":6650", WebServiceURL: "http://" + name + ":8080", Instance: name, Load: r}
+}
+
+func TestPlanSheddingByLoad(t *testing.T) {
+	sc := ShedConfig{ThresholdPercent: 10}.withDefaults()
+	score := DefaultScoreConfig()
+	owners := map[string]OwnerData{}
+	own := func(inst string, bundles ...string) {
+		for _, b := range bundles {
+			owners[b] = OwnerData{Instance: inst}
+		}
+	}
+	own("hot", "ns/b1", "ns/b2", "ns/b3", "ns/b4")
+	own("cold", "ns/b5", "ns/b6", "ns/b7", "ns/b8")
+	hot := &LoadReport{CPUPercent: 80, BundleStats: map[string]BundleStats{
+		"ns/b1": {MsgRate: 100}, "ns/b2": {MsgRate: 5000}, "ns/b3": {MsgRate: 3000}, "ns/b4": {MsgRate: 1900},
+	}}
+	live := map[string]BrokerInfo{"hot": brokerWithLoad("hot", hot), "cold": brokerWithLoad("cold", &LoadReport{CPUPercent: 10})}
+
+	// avg 45, hot 80: shed (80-45-10+5)% = 30% of 10000 msg/s: b2 alone (5000) is enough.
+	from, bundles, why := planShedding(sc, score, live, owners, nil)
+	if from.Instance != "hot" || why != "load" || len(bundles) != 1 || bundles[0] != "ns/b2" {
+		t.Fatalf("plan: from %q %v (%s), want ns/b2 from hot by load", from.Instance, bundles, why)
+	}
+	// b2 in its grace period: the next busiest ones until 3000 msg/s move.
+	_, bundles, _ = planShedding(sc, score, live, owners, map[string]time.Time{"ns/b2": time.Now()})
+	if len(bundles) != 1 || bundles[0] != "ns/b3" {
+		t.Fatalf("plan with b2 in grace: %v, want [ns/b3]", bundles)
+	}
+	// Far over on a broker of two equally busy bundles: one moves, one stays.
+	two := &LoadReport{CPUPercent: 100, BundleStats: map[string]BundleStats{"ns/b1": {MsgRate: 100}, "ns/b2": {MsgRate: 100}}}
+	liveFar := map[string]BrokerInfo{"hot": brokerWithLoad("hot", two), "c1": brokerWithLoad("c1", nil), "c2": brokerWithLoad("c2", nil)}
+	ownersFar := map[string]OwnerData{"ns/b1": {Instance: "hot"}, "ns/b2": {Instance: "hot"}}
+	if _, bundles, _ = planShedding(sc, score, liveFar, ownersFar, nil); len(bundles) != 1 {
+		t.Fatalf("plan far over: %v, want one of two bundles", bundles)
+	}
+	// Within the threshold: nothing by load, and counts are even.
+	hot.CPUPercent = 15
+	live["cold"] = brokerWithLoad("cold", &LoadReport{CPUPercent: 10})
+	if _, bundles, why := planShedding(sc, score, live, owners, nil); len(bundles) != 0 {
+		t.Fatalf("plan under threshold: %v (%s), want none", bundles, why)
+	}
+}
+
+func TestPlanSheddingByCount(t *testing.T) {
+	sc := ShedConfig{}.withDefaults()
+	owners := map[string]OwnerData{"ns/a": {Instance: "x"}, "ns/b": {Instance: "x"}, "ns/c": {Instance: "x"}}
+	live := map[string]BrokerInfo{"x": brokerWithLoad("x", nil), "y": brokerWithLoad("y", nil)}
+	from, bundles, why := planShedding(sc, DefaultScoreConfig(), live, owners, nil)
+	if from.Instance != "x" || why != "count" || len(bundles) != 1 || bundles[0] != "ns/c" {
+		t.Fatalf("plan: from %q %v (%s), want ns/c from x by count", from.Instance, bundles, why)
+	}
+	if _, bundles, _ := planShedding(sc, DefaultScoreConfig(), live, owners, map[string]time.Time{"ns/a": {}, "ns/b": {}, "ns/c": {}}); len(bundles) != 0 {
+		t.Fatalf("every bundle in grace, yet plan %v", bundles)
+	}
+}
+
+func TestSplitLimitsOnRates(t *testing.T) {
+	lim := SplitLimits{MaxTopics: 10, MaxSessions: 10, MaxMsgRate: 30_000, MaxBandwidthMB: 100}
+	for _, tc := range []struct {
+		st   BundleStats
+		want string
+	}{
+		{BundleStats{Topics: 3, Sessions: 3, MsgRate: 1000, Bandwidth: 1 << 20}, ""},
+		{BundleStats{Topics: 11}, "topics"},
+		{BundleStats{Sessions: 11}, "sessions"},
+		{BundleStats{MsgRate: 30_001}, "message rate"},
+		{BundleStats{Bandwidth: 101 << 20}, "bandwidth"},
+	} {
+		if got := lim.overLimits(tc.st); got != tc.want {
+			t.Errorf("%+v: over %q, want %q", tc.st, got, tc.want)
+		}
+	}
+	if got := (SplitLimits{}).overLimits(BundleStats{Topics: 1 << 20, MsgRate: 1e9}); got != "" {
+		t.Errorf("zero limits split on %q", got)
+	}
+}
+
+// rateLister is a broker whose topics' running totals the test advances.
+type rateLister struct {
+	fakeUnloader
+	mu     sync.Mutex
+	totals map[string]int64
+}
+
+func (l *rateLister) LoadedTopicLoads() []TopicLoad {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []TopicLoad
+	for topic, n := range l.totals {
+		out = append(out, TopicLoad{Topic: topic, Sessions: 1, MsgsTotal: n, BytesTotal: n * 1024})
+	}
+	return out
+}
+
+// TestBundleStatsRates: rates are the totals' increase over the sample interval, per bundle.
+func TestBundleStatsRates(t *testing.T) {
+	st, res := setup(t)
+	var c lmCluster
+	m := c.start(t, st, res, "solo", Options{})
+	topics := topicsPerBundle(t, m, 2)
+	var names []string
+	for _, topic := range topics {
+		if err := m.Acquire(context.Background(), topic); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, topic)
+	}
+	l := &rateLister{totals: map[string]int64{names[0]: 100, names[1]: 0}}
+	m.SetUnloader(l)
+	prev := bundleSample{}
+	first := m.sampleBundles(context.Background(), &prev)
+	if len(first) != 2 {
+		t.Fatalf("first sample %v, want two bundles", first)
+	}
+	prev.at = prev.at.Add(-2 * time.Second) // pretend two seconds passed
+	l.mu.Lock()
+	l.totals[names[0]] += 2000
+	l.mu.Unlock()
+	got := m.sampleBundles(context.Background(), &prev)
+	b0, b1 := mustBundle(t, m, names[0]).String(), mustBundle(t, m, names[1]).String()
+	if r := got[b0].MsgRate; r < 900 || r > 1000 {
+		t.Fatalf("busy bundle rate %v, want about 1000 msg/s", r)
+	}
+	if got[b0].Bandwidth < 900*1024 || got[b1].MsgRate != 0 || got[b0].Topics != 1 || got[b0].Sessions != 1 {
+		t.Fatalf("stats %+v", got)
+	}
+}

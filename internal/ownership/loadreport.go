@@ -35,6 +35,9 @@ type LoadReport struct {
 	CPUPercent float64 `json:"cpuUsagePercent"` // process CPU time over wall time since the last report, per core
 	MemoryMB   float64 `json:"memoryUsageMB"`   // Go heap and runtime memory in use
 	LastUpdate int64   `json:"lastUpdate"`      // ms since the epoch
+	// BundleStats: rates and counts of each held bundle with loaded topics, by bundle name
+	// (bundlestats.go); the leader sheds from these.
+	BundleStats map[string]BundleStats `json:"bundleStats,omitempty"`
 }
 
 // Register publishes this broker as live, refreshes its load report every
@@ -131,7 +134,9 @@ func (m *Manager) publishReport(ctx context.Context, r *LoadReport) error {
 func (m *Manager) reportLoop() {
 	defer m.wg.Done()
 	var prev cpuSample
+	var bprev bundleSample
 	m.report(&prev)
+	m.sampleBundles(context.Background(), &bprev)
 	t := time.NewTicker(m.interval)
 	defer t.Stop()
 	for {
@@ -143,12 +148,14 @@ func (m *Manager) reportLoop() {
 			// A renewed session: register again at once.
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.ttl)
-		if err := m.publishReport(ctx, m.report(&prev)); err != nil && !errors.Is(err, ErrNotOwner) {
+		r := m.report(&prev)
+		r.BundleStats = m.sampleBundles(ctx, &bprev)
+		if err := m.publishReport(ctx, r); err != nil && !errors.Is(err, ErrNotOwner) {
 			m.log.Warn("publishing the load report", "err", err)
 		}
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-		m.autoSplit(ctx)
+		m.autoSplit(ctx, r.BundleStats)
 		cancel()
 	}
 }

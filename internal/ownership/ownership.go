@@ -76,6 +76,8 @@ type Options struct {
 	// ShedInterval is how often the leader checks for a broker to shed a bundle from
 	// (shed.go); 0 disables shedding.
 	ShedInterval time.Duration
+	// Shed is the load rule of shedding (shed.go).
+	Shed ShedConfig
 	// Split limits for automatic splits of held bundles, checked after each load report.
 	Split SplitLimits
 	// Probe checks that an owner at host:port is up before clients are sent there (nil: a
@@ -111,6 +113,7 @@ type Manager struct {
 	stats        func() LoadStats
 	probe        func(ctx context.Context, hostPort string) error
 	shedInterval time.Duration
+	shed         ShedConfig
 	split        SplitLimits
 	score        ScoreConfig
 	askLeader    func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
@@ -163,7 +166,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),
 		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{}, taking: map[resources.Bundle]chan struct{}{},
-		score: o.Score, assigned: map[string]assignment{},
+		score: o.Score, shed: o.Shed.withDefaults(), assigned: map[string]assignment{},
 		renewed: make(chan struct{}, 1), released: make(chan struct{}), stop: make(chan struct{}),
 	}
 	sess, err := m.store.NewSession(ctx, m.ttl)
