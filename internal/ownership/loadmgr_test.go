@@ -3,6 +3,8 @@ package ownership
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -348,5 +350,48 @@ func TestBundleStatsRates(t *testing.T) {
 	}
 	if got[b0].Bandwidth < 900*1024 || got[b1].MsgRate != 0 || got[b0].Topics != 1 || got[b0].Sessions != 1 {
 		t.Fatalf("stats %+v", got)
+	}
+}
+
+// TestAskLeaderOverHTTP: the default AskLeader reaches the leader's assign route over real
+// HTTP on loopback, and a broker that does not lead answers 503 (the asker falls back).
+func TestAskLeaderOverHTTP(t *testing.T) {
+	st, res := setup(t)
+	ctx := context.Background()
+	var leadM, otherM atomic.Pointer[Manager]
+	srv := func(p *atomic.Pointer[Manager]) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p.Load().Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	ls, ots := srv(&leadM), srv(&otherM)
+	start := func(p *atomic.Pointer[Manager], s *httptest.Server, name string) *Manager {
+		m, err := Start(ctx, Options{Store: st, Resources: res, BrokerURL: "pulsar://" + name + ":6650", HTTPURL: s.URL,
+			TTL: time.Second, LoadReportInterval: time.Hour, Probe: probe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Store(m)
+		if err := m.Register(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Release(ctx) })
+		return m
+	}
+	lead := start(&leadM, ls, "lead")
+	waitLeader(t, lead, ls.URL)
+	other := start(&otherM, ots, "other")
+	setLoad(t, lead, LoadReport{CPUPercent: 90})
+	setLoad(t, other, LoadReport{CPUPercent: 1})
+	waitLive(t, lead, 2)
+	b := mustBundle(t, other, "persistent://public/default/http")
+	bi, err := other.askLeaderHTTP(ctx, ls.URL, b)
+	if err != nil || bi.PulsarServiceURL != "pulsar://other:6650" {
+		t.Fatalf("leader over HTTP: %+v, %v; want other", bi, err)
+	}
+	if _, err := lead.askLeaderHTTP(ctx, ots.URL, b); !errors.Is(err, ErrNoBroker) {
+		t.Fatalf("asking a non-leader: %v, want ErrNoBroker (HTTP 503)", err)
 	}
 }
