@@ -140,7 +140,9 @@ func (s *Server) LoadedTopicLoads() []ownership.TopicLoad {
 		for _, sub := range subs {
 			n += len(sub.consumersSnapshot())
 		}
-		out = append(out, ownership.TopicLoad{Topic: t.full, Sessions: n})
+		out = append(out, ownership.TopicLoad{Topic: t.full, Sessions: n,
+			MsgsTotal:  t.counters.msgsIn.Load() + t.counters.msgsOut.Load(),
+			BytesTotal: t.counters.bytesIn.Load() + t.counters.bytesOut.Load()})
 	}
 	return out
 }

@@ -73,7 +73,9 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		TTL:                cfg.Cluster.SessionTimeout(),
 		LoadReportInterval: time.Duration(cfg.Cluster.LoadReportIntervalMillis) * time.Millisecond,
 		ShedInterval:       cfg.Cluster.ShedInterval(),
-		Split:              ownership.SplitLimits{MaxTopics: maxTopics, MaxSessions: maxSessions, MaxBundles: maxBundles},
+		Split:              loadManagerSplit(cfg.Cluster, ownership.SplitLimits{MaxTopics: maxTopics, MaxSessions: maxSessions, MaxBundles: maxBundles}),
+		Score:              loadManagerScore(cfg.Cluster.LoadManager),
+		Shed:               loadManagerShed(cfg.Cluster.LoadManager),
 		Logger:             logger,
 	}); err != nil {
 		_, _ = brokerLn.Close(), httpLn.Close()

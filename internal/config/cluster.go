@@ -29,13 +29,16 @@ type ClusterConfig struct {
 	BundleMaxTopics        int  `key:"loadBalancerNamespaceBundleMaxTopics" help:"loaded topics of one bundle before it is split"`
 	BundleMaxSessions      int  `key:"loadBalancerNamespaceBundleMaxSessions" help:"producers+consumers of one bundle before it is split"`
 	NamespaceMaxBundles    int  `key:"loadBalancerNamespaceMaximumBundles" help:"most bundles automatic splits make in one namespace"`
+	// Load manager (internal/ownership/loadscore.go, shed.go, split.go).
+	LoadManager LoadManagerConfig
 }
 
 // DefaultClusterConfig returns Pulsar's defaults (4 bundles, 30 s session).
 func DefaultClusterConfig() ClusterConfig {
 	return ClusterConfig{NumBundles: 4, SessionTimeoutMillis: 30_000, LoadReportIntervalMillis: 5_000,
 		SheddingEnabled: true, SheddingIntervalMillis: 60_000,
-		AutoBundleSplitEnabled: true, BundleMaxTopics: 1000, BundleMaxSessions: 1000, NamespaceMaxBundles: 128}
+		AutoBundleSplitEnabled: true, BundleMaxTopics: 1000, BundleMaxSessions: 1000, NamespaceMaxBundles: 128,
+		LoadManager: DefaultLoadManagerConfig()}
 }
 
 // ShedInterval is the leader's shedding interval, 0 when shedding is off.
@@ -69,6 +72,7 @@ func (c *ClusterConfig) Validate() error {
 		AtLeast("loadBalancerNamespaceBundleMaxTopics", c.BundleMaxTopics, 1),
 		AtLeast("loadBalancerNamespaceBundleMaxSessions", c.BundleMaxSessions, 1),
 		Between("loadBalancerNamespaceMaximumBundles", c.NamespaceMaxBundles, 1, 1<<16),
+		c.LoadManager.Validate(),
 	)
 }
 

@@ -6,12 +6,14 @@
 //
 //	/loadbalance/brokers/<host:port>        live broker, registered while its session lives:
 //	                                        {"pulsarServiceUrl","webServiceUrl","instance",
-//	                                         "load":{...}} (load report, loadreport.go)
+//	                                         "load":{...}} (load report, loadreport.go, with
+//	                                         per-bundle "bundleStats", bundlestats.go)
 //	/namespace/<tenant>/<ns>/<0xlo_0xhi>    bundle owner, ephemeral, created with NotExists:
 //	                                        {"nativeUrl","nativeUrlTls","httpUrl","httpUrlTls",
 //	                                         "disabled","instance"}
 //	/loadbalance/leader                     leader election of the brokers (campaign value: the
-//	                                        leader's webServiceUrl)
+//	                                        leader's webServiceUrl); the leader assigns free
+//	                                        bundles (assign.go) and sheds load (shed.go)
 //
 // "instance" is random per process, so a broker restarted on the same address never
 // mistakes its predecessor's key (still alive until that lease expires) for its own.

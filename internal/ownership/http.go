@@ -43,6 +43,7 @@ func (m *Manager) Handler(next http.Handler) http.Handler {
 	mux.HandleFunc("GET /admin/v2/broker-load-reports", m.jsonRoute(func(ctx context.Context, _ *http.Request) (any, error) {
 		return m.LiveBrokers(ctx)
 	}))
+	mux.HandleFunc("GET /admin/v2/magnetar/assign/{tenant}/{namespace}/{bundle}", m.assignRoute)
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload", m.unloadBundleRoute)
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split", m.splitBundleRoute)
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", m.unloadNamespaceRoute)

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
-	"sort"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
-	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // LoadStats are the broker-side counts a load report carries (the broker supplies them).
@@ -37,6 +35,9 @@ type LoadReport struct {
 	CPUPercent float64 `json:"cpuUsagePercent"` // process CPU time over wall time since the last report, per core
 	MemoryMB   float64 `json:"memoryUsageMB"`   // Go heap and runtime memory in use
 	LastUpdate int64   `json:"lastUpdate"`      // ms since the epoch
+	// BundleStats: rates and counts of each held bundle with loaded topics, by bundle name
+	// (bundlestats.go); the leader sheds from these.
+	BundleStats map[string]BundleStats `json:"bundleStats,omitempty"`
 }
 
 // Register publishes this broker as live, refreshes its load report every
@@ -133,7 +134,9 @@ func (m *Manager) publishReport(ctx context.Context, r *LoadReport) error {
 func (m *Manager) reportLoop() {
 	defer m.wg.Done()
 	var prev cpuSample
+	var bprev bundleSample
 	m.report(&prev)
+	m.sampleBundles(context.Background(), &bprev)
 	t := time.NewTicker(m.interval)
 	defer t.Stop()
 	for {
@@ -145,20 +148,21 @@ func (m *Manager) reportLoop() {
 			// A renewed session: register again at once.
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), m.ttl)
-		if err := m.publishReport(ctx, m.report(&prev)); err != nil && !errors.Is(err, ErrNotOwner) {
+		r := m.report(&prev)
+		r.BundleStats = m.sampleBundles(ctx, &bprev)
+		if err := m.publishReport(ctx, r); err != nil && !errors.Is(err, ErrNotOwner) {
 			m.log.Warn("publishing the load report", "err", err)
 		}
 		cancel()
 		ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-		m.autoSplit(ctx)
+		m.autoSplit(ctx, r.BundleStats)
 		cancel()
 	}
 }
 
 // leaderLoop campaigns for the brokers' leadership with every session it gets. The leader
-// sheds load (shed.go) and is what /admin/v2/brokers/leaderBroker reports; assignment of
-// free bundles needs no leader here (every broker picks the least loaded one from the
-// ownership keys and reports, and the NotExists put of the ownership key settles races).
+// sheds load (shed.go), assigns free bundles (assign.go) and is what
+// /admin/v2/brokers/leaderBroker reports.
 func (m *Manager) leaderLoop() {
 	defer m.wg.Done()
 	for {
@@ -229,56 +233,4 @@ func (m *Manager) stopBackground() {
 		_ = l.Resign(ctx)
 		cancel()
 	}
-}
-
-// leastLoaded picks the live broker that should take bundle b: the one with the fewest
-// bundles (from the ownership keys), then the lowest published message rate, then a hash of
-// the bundle so ties spread. With excludeSelf, this broker is never chosen.
-func (m *Manager) leastLoaded(ctx context.Context, b resources.Bundle, excludeSelf bool) (BrokerInfo, error) {
-	live, err := m.LiveBrokers(ctx)
-	if err != nil {
-		return BrokerInfo{}, err
-	}
-	owners, err := m.Owners(ctx)
-	if err != nil {
-		return BrokerInfo{}, err
-	}
-	count := map[string]int{}
-	for _, od := range owners {
-		count[od.Instance]++
-	}
-	type cand struct {
-		bi   BrokerInfo
-		n    int
-		rate float64
-		tie  uint32
-	}
-	var cs []cand
-	for key, bi := range live {
-		if excludeSelf && bi.Instance == m.self.Instance {
-			continue
-		}
-		c := cand{bi: bi, n: count[bi.Instance], tie: resources.TopicHash(b.String() + key)}
-		if bi.Load != nil {
-			c.rate = bi.Load.MsgRateIn + bi.Load.MsgRateOut
-		}
-		cs = append(cs, c)
-	}
-	if len(cs) == 0 {
-		if !excludeSelf {
-			// Not registered yet (starting): take it ourselves.
-			return BrokerInfo{Instance: m.self.Instance}, nil
-		}
-		return BrokerInfo{}, fmt.Errorf("%w for %s", ErrNoBroker, b)
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if cs[i].n != cs[j].n {
-			return cs[i].n < cs[j].n
-		}
-		if cs[i].rate != cs[j].rate {
-			return cs[i].rate < cs[j].rate
-		}
-		return cs[i].tie < cs[j].tie
-	})
-	return cs[0].bi, nil
 }

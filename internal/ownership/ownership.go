@@ -76,12 +76,20 @@ type Options struct {
 	// ShedInterval is how often the leader checks for a broker to shed a bundle from
 	// (shed.go); 0 disables shedding.
 	ShedInterval time.Duration
+	// Shed is the load rule of shedding (shed.go).
+	Shed ShedConfig
 	// Split limits for automatic splits of held bundles, checked after each load report.
 	Split SplitLimits
 	// Probe checks that an owner at host:port is up before clients are sent there (nil: a
 	// TCP dial; tests replace it).
-	Probe  func(ctx context.Context, hostPort string) error
-	Logger *slog.Logger
+	Probe func(ctx context.Context, hostPort string) error
+	// Score weighs load reports for assignment and shedding (loadscore.go; zero fields take
+	// DefaultScoreConfig's values).
+	Score ScoreConfig
+	// AskLeader asks the leader at its webServiceUrl which broker should take a free bundle
+	// (nil: HTTP, assign.go; tests replace it).
+	AskLeader func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
+	Logger    *slog.Logger
 }
 
 // Result answers a lookup.
@@ -105,7 +113,10 @@ type Manager struct {
 	stats        func() LoadStats
 	probe        func(ctx context.Context, hostPort string) error
 	shedInterval time.Duration
+	shed         ShedConfig
 	split        SplitLimits
+	score        ScoreConfig
+	askLeader    func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
 
 	mu       sync.Mutex
 	sess     metadata.Session // nil while lost and not yet renewed
@@ -118,6 +129,7 @@ type Manager struct {
 	closing  bool
 	released chan struct{} // closed when a graceful release has finished
 	leader   metadata.Leadership
+	assigned map[string]assignment // leader only: bundle -> broker it was recently assigned to
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -141,6 +153,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 	if o.Probe == nil {
 		o.Probe = dialProbe
 	}
+	o.Score = o.Score.withDefaults()
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	u, err := url.Parse(o.BrokerURL)
@@ -153,11 +166,16 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),
 		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{}, taking: map[resources.Bundle]chan struct{}{},
+		score: o.Score, shed: o.Shed.withDefaults(), assigned: map[string]assignment{},
 		renewed: make(chan struct{}, 1), released: make(chan struct{}), stop: make(chan struct{}),
 	}
 	sess, err := m.store.NewSession(ctx, m.ttl)
 	if err != nil {
 		return nil, fmt.Errorf("ownership: session: %w", err)
+	}
+	m.askLeader = o.AskLeader
+	if m.askLeader == nil {
+		m.askLeader = m.askLeaderHTTP
 	}
 	m.sess = sess
 	m.wg.Add(1)
@@ -372,7 +390,7 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 			return Result{}, fmt.Errorf("ownership: reading owner of %s: %w", b, err)
 		}
 		if !authoritative || closing {
-			cand, err := m.leastLoaded(ctx, b, closing)
+			cand, err := m.chooseOwner(ctx, b, closing)
 			if err != nil {
 				return Result{}, err
 			}

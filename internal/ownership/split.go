@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -147,12 +148,18 @@ type SplitLimits struct {
 	MaxTopics   int // loaded topics in one bundle
 	MaxSessions int // producers + consumers on one bundle's topics
 	MaxBundles  int // a namespace is never split beyond this many bundles
+	// MaxMsgRate (msg/s, in+out) and MaxBandwidthMB (MB/s, in+out) of one bundle, from the
+	// rates sampled at each load report (bundlestats.go).
+	MaxMsgRate     float64
+	MaxBandwidthMB float64
 }
 
-// TopicLoad is one loaded topic's weight for automatic splits.
+// TopicLoad is one loaded topic's weight for automatic splits and per-bundle rates.
 type TopicLoad struct {
 	Topic    string
 	Sessions int
+	// Running totals of messages and bytes in+out (the rates come from two samples).
+	MsgsTotal, BytesTotal int64
 }
 
 // TopicLister is implemented by an Unloader that can list its loaded topics (the broker
@@ -161,38 +168,32 @@ type TopicLister interface {
 	LoadedTopicLoads() []TopicLoad
 }
 
-// autoSplit splits at most one held bundle whose loaded topics or sessions exceed the
-// limits (called after each load report).
-func (m *Manager) autoSplit(ctx context.Context) {
+// overLimits says which split limit a bundle's stats exceed ("" for none).
+func (lim SplitLimits) overLimits(st BundleStats) string {
+	switch {
+	case lim.MaxTopics > 0 && st.Topics > lim.MaxTopics:
+		return "topics"
+	case lim.MaxSessions > 0 && st.Sessions > lim.MaxSessions:
+		return "sessions"
+	case lim.MaxMsgRate > 0 && st.MsgRate > lim.MaxMsgRate:
+		return "message rate"
+	case lim.MaxBandwidthMB > 0 && st.Bandwidth > lim.MaxBandwidthMB*(1<<20):
+		return "bandwidth"
+	}
+	return ""
+}
+
+// autoSplit splits at most one held bundle whose stats (sampled at this load report)
+// exceed a limit.
+func (m *Manager) autoSplit(ctx context.Context, per map[string]BundleStats) {
 	lim := m.split
-	if lim.MaxTopics <= 0 && lim.MaxSessions <= 0 {
-		return
-	}
-	m.mu.Lock()
-	lister, _ := m.unloader.(TopicLister)
-	m.mu.Unlock()
-	if lister == nil {
-		return
-	}
-	type weight struct{ topics, sessions int }
-	per := map[resources.Bundle]*weight{}
-	for _, tl := range lister.LoadedTopicLoads() {
-		b, err := m.BundleOf(ctx, tl.Topic)
-		if err != nil || !m.Owned(b) {
+	for _, name := range slices.Sorted(maps.Keys(per)) {
+		st := per[name]
+		why := lim.overLimits(st)
+		if why == "" {
 			continue
 		}
-		w := per[b]
-		if w == nil {
-			w = &weight{}
-			per[b] = w
-		}
-		w.topics++
-		w.sessions += tl.Sessions
-	}
-	for b, w := range per {
-		if !(lim.MaxTopics > 0 && w.topics > lim.MaxTopics) && !(lim.MaxSessions > 0 && w.sessions > lim.MaxSessions) {
-			continue
-		}
+		b := st.bundle
 		m.mu.Lock()
 		n := len(m.bounds[b.Namespace]) - 1
 		m.mu.Unlock()
@@ -200,9 +201,10 @@ func (m *Manager) autoSplit(ctx context.Context) {
 			continue
 		}
 		if _, err := m.SplitBundle(ctx, b); err != nil {
-			m.log.Warn("automatic bundle split", "bundle", b.String(), "err", err)
+			m.log.Warn("automatic bundle split", "bundle", name, "err", err)
 		} else {
-			m.log.Info("bundle split automatically", "bundle", b.String(), "topics", w.topics, "sessions", w.sessions)
+			m.log.Info("bundle split automatically", "bundle", name, "over", why,
+				"topics", st.Topics, "sessions", st.Sessions, "msgRate", st.MsgRate, "bytesRate", st.Bandwidth)
 		}
 		return
 	}

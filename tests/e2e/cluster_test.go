@@ -30,15 +30,15 @@ func startCluster(t *testing.T) *devcluster.Cluster {
 	return startClusterWith(t, 2)
 }
 
-func startClusterWith(t *testing.T, bookies int) *devcluster.Cluster {
+func startClusterWith(t *testing.T, bookies int, brokerArgs ...string) *devcluster.Cluster {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := devcluster.Start(ctx, devcluster.Options{
 		Binary: binary, Dir: dir, Metadata: 1, Bookies: bookies, Brokers: 2,
-		BrokerArgs: []string{"--metadata-store-session-timeout-millis", fmt.Sprint(clusterTTL.Milliseconds()),
-			"--load-balancer-report-update-min-interval-millis", "500"},
+		BrokerArgs: append([]string{"--metadata-store-session-timeout-millis", fmt.Sprint(clusterTTL.Milliseconds()),
+			"--load-balancer-report-update-min-interval-millis", "500"}, brokerArgs...),
 		BookieArgs: []string{"--auto-recovery-daemon-enabled=false"},
 	})
 	if err != nil {
