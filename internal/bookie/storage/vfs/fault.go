@@ -8,7 +8,9 @@ import (
 
 // FaultFS wraps an FS and injects faults that tests switch on and off at run time:
 // a full disk (writes, preallocation and creation fail with ENOSPC and Usage reports 1)
-// and failing syncs (EIO). Reads are never failed, so tests can check that a read-only
+// and failing syncs (EIO). Otherwise Usage reports an empty disk, whatever the real one
+// holds: a test machine's disk above diskUsageLwmThreshold would otherwise keep a bookie
+// that was made full read-only after SetFull(false). Reads are never failed, so tests can check that a read-only
 // bookie keeps serving them.
 type FaultFS struct {
 	FS
@@ -67,7 +69,7 @@ func (f *FaultFS) Usage(dir string) (float64, error) {
 	if f.full.Load() {
 		return 1, nil
 	}
-	return f.FS.Usage(dir)
+	return 0, nil
 }
 
 type faultFile struct {
