@@ -253,6 +253,11 @@ func payloadOf(r *http.Request) (schema.Schema, error) {
 }
 
 func (s *server) postSchema(ctx context.Context, r *http.Request) (any, error) {
+	return s.withPayload(ctx, r, s.schemas.Put)
+}
+
+// withPayload runs op on the request's topic and posted schema and answers its version.
+func (s *server) withPayload(ctx context.Context, r *http.Request, op func(context.Context, schema.ID, schema.Schema) (int64, error)) (any, error) {
 	id, err := s.schemaIDOf(ctx, r)
 	if err != nil {
 		return nil, err
@@ -261,7 +266,7 @@ func (s *server) postSchema(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := s.schemas.Put(ctx, id, sc)
+	v, err := op(ctx, id, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -282,19 +287,7 @@ func (s *server) deleteSchema(ctx context.Context, r *http.Request) (any, error)
 }
 
 func (s *server) schemaVersion(ctx context.Context, r *http.Request) (any, error) {
-	id, err := s.schemaIDOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	sc, err := payloadOf(r)
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.schemas.VersionOf(ctx, id, sc)
-	if err != nil {
-		return nil, err
-	}
-	return versionResponse{Version: v}, nil
+	return s.withPayload(ctx, r, s.schemas.VersionOf)
 }
 
 // schemaCompatibility answers whether the payload could be added under the namespace's

@@ -40,12 +40,7 @@ func (a *app) bookieCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	b := bindFlags(cmd.Flags(), &cfg)
-	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if long, ok := bookieFlagAliases[name]; ok {
-			name = long
-		}
-		return pflag.NormalizedName(name)
-	})
+	aliasFlags(cmd, bookieFlagAliases)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(b, cfg.Validate)
 		if err != nil {
@@ -165,4 +160,15 @@ func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg 
 // openMetadataStore dials the metadata store named by url.
 func openMetadataStore(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
 	return connect.Open(ctx, url, logger)
+}
+
+// aliasFlags makes the short flag names in aliases (BookKeeper's and Pulsar's spellings)
+// stand for the long ones.
+func aliasFlags(cmd *cobra.Command, aliases map[string]string) {
+	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if long, ok := aliases[name]; ok {
+			name = long
+		}
+		return pflag.NormalizedName(name)
+	})
 }

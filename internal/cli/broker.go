@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/magnetar-io/magnetar/internal/brokerd"
 	"github.com/magnetar-io/magnetar/internal/config"
@@ -25,12 +24,7 @@ func (a *app) brokerCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	b := bindFlags(cmd.Flags(), &cfg)
-	cmd.Flags().SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
-		if long, ok := brokerFlagAliases[name]; ok {
-			name = long
-		}
-		return pflag.NormalizedName(name)
-	})
+	aliasFlags(cmd, brokerFlagAliases)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(b, cfg.Validate)
 		if err != nil {
