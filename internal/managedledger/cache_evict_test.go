@@ -136,3 +136,51 @@ func TestCacheEvictsOlderLedgers(t *testing.T) {
 		t.Fatalf("entries of rolled ledgers left after every cursor read them: %+v", st)
 	}
 }
+
+// Cursors and a reader tailing concurrently with adds (and evicting each other's cache
+// entries) all read every entry, in order, intact.
+func TestCacheEvictionConcurrentTailing(t *testing.T) {
+	e := newEnv(t)
+	f := e.factory()
+	ml := open(t, f, "t/conc", func(c *Config) { c.MaxEntriesPerLedger = 50 })
+	const n = 300
+	var cs []*Cursor
+	for _, name := range []string{"a", "b", "c"} {
+		c, err := ml.OpenCursor(ctxT(t), name, InitialPositionLatest)
+		must(t, err)
+		cs = append(cs, c)
+	}
+	r, err := ml.NewNonDurableCursor(ml.LastConfirmedEntry(), false)
+	must(t, err)
+	cs = append(cs, r)
+	errs := make(chan error, len(cs))
+	for i, c := range cs {
+		go func(i int, c *Cursor) {
+			got := 0
+			for got < n {
+				es, err := c.ReadEntriesOrWait(ctxT(t), 1+i*3, 0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, en := range es {
+					if want := fmt.Sprintf("c-%d", got); string(en.Data) != want {
+						errs <- fmt.Errorf("cursor %s entry %d: %q, want %q", c.Name(), got, en.Data, want)
+						return
+					}
+					got++
+				}
+			}
+			errs <- nil
+		}(i, c)
+	}
+	addN(t, ml, n, "c")
+	for range cs {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := f.CacheStats(); st.Entries != 0 || st.ConsumedEvictions == 0 {
+		t.Fatalf("every cursor at the end, cache %+v", st)
+	}
+}
