@@ -25,9 +25,10 @@ type entryCache struct {
 	head      *cacheItem // oldest; items form an intrusive list (one allocation per entry)
 	tail      *cacheItem // newest
 	items     map[Position]*cacheItem
-	perLedger map[int64]int // cached entries per ledger, so invalidating an absent ledger is free
+	perLedger map[int64]*ledgerList // cached entries per ledger, in insertion order (see cache_evict.go)
 
 	hits, misses, evictions int64
+	consumedEvictions       int64 // entries dropped because every cursor read them
 }
 
 type cacheItem struct {
@@ -35,6 +36,9 @@ type cacheItem struct {
 	data       []byte
 	inserted   time.Time
 	prev, next *cacheItem
+	// lprev/lnext link the entries of one ledger (ledgerList), so eviction by read position
+	// touches only the entries it drops.
+	lprev, lnext *cacheItem
 }
 
 func newEntryCache(maxBytes int64, watermark float64, maxAge time.Duration, now func() time.Time) *entryCache {
@@ -44,7 +48,7 @@ func newEntryCache(maxBytes int64, watermark float64, maxAge time.Duration, now 
 		maxAge:    maxAge,
 		now:       now,
 		items:     map[Position]*cacheItem{},
-		perLedger: map[int64]int{},
+		perLedger: map[int64]*ledgerList{},
 	}
 }
 
@@ -67,7 +71,7 @@ func (c *entryCache) insert(p Position, data []byte) {
 	}
 	c.tail = it
 	c.items[p] = it
-	c.perLedger[p.LedgerID]++
+	c.linkLedgerLocked(it)
 	c.size += sz
 	if c.size > c.maxBytes {
 		c.evictLocked(c.watermark, time.Time{})
@@ -111,9 +115,7 @@ func (c *entryCache) removeLocked(it *cacheItem) {
 	}
 	it.prev, it.next = nil, nil
 	delete(c.items, it.pos)
-	if c.perLedger[it.pos.LedgerID]--; c.perLedger[it.pos.LedgerID] <= 0 {
-		delete(c.perLedger, it.pos.LedgerID)
-	}
+	c.unlinkLedgerLocked(it)
 	c.size -= int64(len(it.data))
 }
 
@@ -124,21 +126,14 @@ func (c *entryCache) evictByAge() {
 	c.evictLocked(c.maxBytes, c.now().Add(-c.maxAge))
 }
 
-// invalidateLedger drops every entry of a ledger (deleted or trimmed). It walks the whole
-// cache when the ledger has entries in it, which is fine at the rate ledgers are trimmed;
-// cursor ledgers never do, so deleting them costs nothing here.
+// invalidateLedger drops every entry of a ledger (deleted or trimmed), walking only that
+// ledger's entries.
 func (c *entryCache) invalidateLedger(ledgerID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.perLedger[ledgerID] == 0 {
-		return
-	}
-	for it := c.head; it != nil; {
-		next := it.next
-		if it.pos.LedgerID == ledgerID {
-			c.removeLocked(it)
-		}
-		it = next
+	l := c.perLedger[ledgerID]
+	for l != nil && l.head != nil {
+		c.removeLocked(l.head)
 	}
 }
 
@@ -148,10 +143,12 @@ type CacheStats struct {
 	Entries             int
 	Hits, Misses        int64
 	Evictions           int64
+	// ConsumedEvictions is the part of Evictions dropped by read position (cache_evict.go).
+	ConsumedEvictions int64
 }
 
 func (c *entryCache) stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return CacheStats{SizeBytes: c.size, MaxBytes: c.maxBytes, Entries: len(c.items), Hits: c.hits, Misses: c.misses, Evictions: c.evictions}
+	return CacheStats{SizeBytes: c.size, MaxBytes: c.maxBytes, Entries: len(c.items), Hits: c.hits, Misses: c.misses, Evictions: c.evictions, ConsumedEvictions: c.consumedEvictions}
 }

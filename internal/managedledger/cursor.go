@@ -51,6 +51,11 @@ type Cursor struct {
 	statLedgerCreated time.Time
 
 	waiting atomic.Int32 // reads parked in ReadEntriesOrWait
+
+	// Reads that collected positions but have not fetched them yet, and where the oldest
+	// started: the cache keeps entries from there on (cache_evict.go).
+	readsInFlight int
+	inFlightFrom  Position
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
@@ -265,6 +270,10 @@ func (c *Cursor) readEntries(ctx context.Context, max int, maxBytes int64) ([]En
 	start := c.readPos
 	positions, atEnd, err := c.collectLocked(max)
 	epoch := c.readEpoch
+	if len(positions) > 0 {
+		c.beginReadLocked(positions[0])
+		defer c.endRead() // after any give-back below
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return nil, err

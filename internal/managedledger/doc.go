@@ -83,6 +83,6 @@
 // comment first), ml_read.go (cache and ledger reads, read-ahead), ml_retention.go (trim,
 // backlog quota, TTL, find by publish time), cursor.go (cursor API), cursor_persist.go
 // (cursor ledger, snapshots, recovery), rangeset.go (acknowledged spans), codec.go (formats
-// above), cache.go (entry cache), stats.go (internal stats), metrics.go (pulsar_ml_*
-// Prometheus collector). docs/design/managedledger.md is the reader's guide.
+// above), cache.go (entry cache), cache_evict.go (eviction by read position), stats.go
+// (internal stats), metrics.go (pulsar_ml_* Prometheus collector). docs/design/managedledger.md is the reader's guide.
 package managedledger
