@@ -2,6 +2,7 @@ package broker
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -61,6 +62,7 @@ type topicSample struct {
 	storage                            int64
 	producers, subs, consumers         int
 	latency                            latencySnapshot
+	rates                              rateSample
 }
 
 func (a *topicSample) add(b *topicSample) {
@@ -73,18 +75,21 @@ func (a *topicSample) add(b *topicSample) {
 	a.subs += b.subs
 	a.consumers += b.consumers
 	a.latency.add(&b.latency)
+	a.rates.add(b.rates)
 }
 
 func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 	cluster := c.s.cfg.ClusterName
 	perTopic := c.s.dyn.topicLevel.Load()
 	perNamespace := map[string]*topicSample{}
+	now := time.Now()
 	for _, t := range c.s.loadedTopics() {
 		ns := t.name.NamespaceName()
 		smp := topicSample{
 			msgsIn: t.counters.msgsIn.Load(), bytesIn: t.counters.bytesIn.Load(),
 			msgsOut: t.counters.msgsOut.Load(), bytesOut: t.counters.bytesOut.Load(),
 			latency: t.counters.writeLatency.snapshot(),
+			rates:   topicRates(t, now),
 		}
 		if t.log != nil {
 			smp.storage = t.log.storageSize()
@@ -109,6 +114,7 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 				ch <- prometheus.MustNewConstMetric(descSubBacklog, prometheus.GaugeValue, float64(s.cursor.backlog()), slv...)
 			}
 			ch <- prometheus.MustNewConstMetric(descSubUnacked, prometheus.GaugeValue, float64(unacked), slv...)
+			ch <- prometheus.MustNewConstMetric(descSubRateOut, prometheus.GaugeValue, subscriptionRateOut(s, now), slv...)
 		}
 		if perTopic {
 			emitTopicSample(ch, topicDescs, &smp, cluster, ns, t.full)
@@ -131,6 +137,7 @@ type sampleDescs struct {
 	inMsgs, inBytes, outMsgs, outBytes, storage, producers, subs, consumers *prometheus.Desc
 	latency                                                                 [len(latencyBoundsMs) + 1]*prometheus.Desc
 	latencySum, latencyCount                                                *prometheus.Desc
+	rates                                                                   rateDescs
 }
 
 func newSampleDescs(labels []string) *sampleDescs {
@@ -146,6 +153,7 @@ func newSampleDescs(labels []string) *sampleDescs {
 		consumers:    d("pulsar_consumers_count", "Consumers connected to the topic."),
 		latencySum:   d("pulsar_storage_write_latency_sum", "Sum of the entries' storage write latencies, in ms."),
 		latencyCount: d("pulsar_storage_write_latency_count", "Entries written to storage."),
+		rates:        newRateDescs(labels),
 	}
 	for i, name := range latencyBucketNames {
 		sd.latency[i] = d("pulsar_storage_write_latency_"+name, "Entries whose storage write took this long (ms range ending at the name's bound; not cumulative).")
@@ -182,4 +190,5 @@ func emitTopicSample(ch chan<- prometheus.Metric, d *sampleDescs, smp *topicSamp
 	}
 	gauge(d.latencySum, float64(smp.latency.sumMicros)/1000)
 	gauge(d.latencyCount, float64(smp.latency.count()))
+	emitRates(ch, d.rates, smp.rates, lv...)
 }

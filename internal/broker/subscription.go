@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -58,7 +59,10 @@ type consumer struct {
 // Key_Shared routing and its held-back entries are in keyshared.go and replayLocked; the
 // unacknowledged-message limits that bound pending are in canReceiveLocked.
 type subscription struct {
-	t       *topic
+	t *topic
+	// msgsOut counts messages dispatched; rates turns it into pulsar_subscription_msg_rate_out.
+	msgsOut atomic.Int64
+	rates   rateMeter
 	name    string
 	typ     pb.CommandSubscribe_SubType
 	durable bool
@@ -737,6 +741,7 @@ func (c *conn) sendMessage(cs *consumer, e logEntry, redeliveries uint32, count 
 	c.s.m.msgsOut.Add(float64(count))
 	c.s.m.bytesOut.Add(float64(len(e.data)))
 	cs.sub.t.counters.msgsOut.Add(int64(count))
+	cs.sub.msgsOut.Add(int64(count))
 	cs.sub.t.counters.bytesOut.Add(int64(len(e.data)))
 	c.sendPayload(cmd, e.data)
 }

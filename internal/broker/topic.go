@@ -20,6 +20,7 @@ type topic struct {
 	logg *slog.Logger
 
 	counters topicCounters
+	rates    rateMeter // pulsar_rate_* and pulsar_throughput_* (metrics_rates.go)
 
 	// dedup is the deduplication state (dedup.go), nil for non-persistent topics; pol the
 	// policies in effect (policies.go).
