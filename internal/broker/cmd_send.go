@@ -67,9 +67,8 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 	if highest < seq {
 		highest = seq
 	}
-	// A reused frame buffer is overwritten by the next frame, so storage gets a copy; a
-	// large frame has its own buffer (owned) and is kept as is, saving a copy per batch.
-	switch p.topic.dedup.check(p.name, int64(seq), highestSequence(seq, highest, md)) {
+	dedupHigh := highestSequence(seq, highest, md)
+	switch p.topic.dedup.check(p.name, int64(seq), dedupHigh) {
 	case dedupDuplicate:
 		p.duplicate(seq, highest, size)
 		return nil
@@ -79,10 +78,12 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 		p.reject(seq, fmt.Errorf("%w: sequence id %d of producer %q is still being persisted", wire.ErrPersistence, seq, p.name))
 		return nil
 	}
+	// A reused frame buffer is overwritten by the next frame, so storage gets a copy; a
+	// large frame has its own buffer (owned) and is kept as is, saving a copy per batch.
 	if !owned {
 		entry = bytes.Clone(entry)
 	}
-	p.publish(seq, highest, entry, wire.MessageCount(md), lastBatchIndex(md))
+	p.publish(seq, highest, dedupHigh, entry, wire.MessageCount(md), lastBatchIndex(md))
 	return nil
 }
 

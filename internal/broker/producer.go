@@ -46,8 +46,9 @@ type sendOp struct {
 }
 
 // publish hands one SEND to the topic. The caller has already acquired size bytes from the
-// connection and broker limiters; they are released when the receipt is sent.
-func (p *producer) publish(seq, highest uint64, data []byte, count int, batchIndex int32) {
+// connection and broker limiters; they are released when the receipt is sent. dedupHigh is
+// the highest sequence id the entry covers (highestSequence), recorded once it is stored.
+func (p *producer) publish(seq, highest uint64, dedupHigh int64, data []byte, count int, batchIndex int32) {
 	op := &sendOp{seq: seq, highest: highest, size: int64(len(data))}
 	p.mu.Lock()
 	p.pending = append(p.pending, op)
@@ -56,10 +57,6 @@ func (p *producer) publish(seq, highest uint64, data []byte, count int, batchInd
 	p.c.s.m.bytesIn.Add(float64(len(data)))
 	p.topic.counters.msgsIn.Add(int64(count))
 	p.topic.counters.bytesIn.Add(int64(len(data)))
-	dedupHigh := highestSequence(seq, highest, nil)
-	if count > 1 {
-		dedupHigh = max(dedupHigh, int64(seq)+int64(count)-1) // as highestSequence does for batches
-	}
 	start := time.Now()
 	p.topic.publish(data, count, batchIndex, func(pos position, err error) {
 		p.topic.dedup.appended(p.name, dedupHigh, pos, err)
