@@ -139,36 +139,8 @@ func TestClusterServesTopicsThroughEitherBroker(t *testing.T) {
 		far := other(c, owner)
 		// Produce through the broker that does not own the topic, consume through the owner's
 		// peer as well: every client connection starts at the wrong broker.
-		prodClient := newClient(t, "pulsar://"+far.Addr)
-		consClient := newClient(t, "pulsar://"+far.Addr)
-		cons, err := consClient.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s",
-			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-		if err != nil {
-			t.Fatalf("subscribe %s via %s: %v", topic, far.Name, err)
-		}
-		prod, err := prodClient.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-		if err != nil {
-			t.Fatalf("producer %s via %s: %v", topic, far.Name, err)
-		}
-		for j := range 5 {
-			if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "%d-%d", i, j)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		for j := range 5 {
-			m, err := cons.Receive(ctx)
-			if err != nil {
-				t.Fatalf("receive %s: %v", topic, err)
-			}
-			if got, want := string(m.Payload()), fmt.Sprintf("%d-%d", i, j); got != want {
-				t.Fatalf("%s: got %q want %q", topic, got, want)
-			}
-			_ = cons.Ack(m)
-		}
-		cancel()
-		prod.Close()
-		cons.Close()
+		roundTrip(t, newClient(t, "pulsar://"+far.Addr), newClient(t, "pulsar://"+far.Addr), far.Name,
+			topic, pulsar.SubscriptionPositionEarliest, fmt.Sprintf("%d-", i), 5)
 
 		// Admin through the wrong broker: 307 to the owner, and the stats come from there.
 		noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -181,61 +153,17 @@ func TestClusterServesTopicsThroughEitherBroker(t *testing.T) {
 		if resp.StatusCode != http.StatusTemporaryRedirect || !strings.HasPrefix(resp.Header.Get("Location"), "http://"+owner.HTTP+"/") {
 			t.Fatalf("stats via %s: %d %s, want 307 to %s", far.Name, resp.StatusCode, resp.Header.Get("Location"), owner.HTTP)
 		}
-		resp, err = http.Get("http://" + far.HTTP + statsPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st struct {
-			MsgInCounter int64 `json:"msgInCounter"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil || st.MsgInCounter != 5 {
-			t.Fatalf("stats via redirect: %+v %v, want msgInCounter 5", st, err)
+		if n, err := msgInCounter("http://" + far.HTTP + statsPath); err != nil || n != 5 {
+			t.Fatalf("stats via redirect: %d %v, want msgInCounter 5", n, err)
 		}
 	}
 	// Through the proxy: clients and admin reach every topic wherever it is owned.
 	viaProxy := newClient(t, c.ClientServiceURL())
 	for i := range topics {
 		topic := fmt.Sprintf("persistent://public/default/spread-%d", i)
-		cons, err := viaProxy.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
-		if err != nil {
-			t.Fatalf("subscribe %s via proxy: %v", topic, err)
-		}
-		prod, err := viaProxy.CreateProducer(pulsar.ProducerOptions{Topic: topic})
-		if err != nil {
-			t.Fatalf("producer %s via proxy: %v", topic, err)
-		}
-		for j := range 3 {
-			if _, err := prod.Send(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "proxy-%d-%d", i, j)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		for j := range 3 {
-			m, err := cons.Receive(ctx)
-			if err != nil {
-				t.Fatalf("receive %s via proxy: %v", topic, err)
-			}
-			if got, want := string(m.Payload()), fmt.Sprintf("proxy-%d-%d", i, j); got != want {
-				t.Fatalf("%s via proxy: got %q want %q", topic, got, want)
-			}
-			_ = cons.Ack(m)
-		}
-		cancel()
-		prod.Close()
-		cons.Close()
-		resp, err := http.Get("http://" + c.Proxy.HTTP + "/admin/v2/" + strings.Replace(topic, "://", "/", 1) + "/stats")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st struct {
-			MsgInCounter int64 `json:"msgInCounter"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil || st.MsgInCounter != 8 {
-			t.Fatalf("stats of %s via proxy: %+v %v, want msgInCounter 8", topic, st, err)
+		roundTrip(t, viaProxy, viaProxy, "proxy", topic, pulsar.SubscriptionPositionLatest, fmt.Sprintf("proxy-%d-", i), 3)
+		if n, err := msgInCounter("http://" + c.Proxy.HTTP + "/admin/v2/" + strings.Replace(topic, "://", "/", 1) + "/stats"); err != nil || n != 8 {
+			t.Fatalf("stats of %s via proxy: %d %v, want msgInCounter 8", topic, n, err)
 		}
 	}
 
@@ -246,6 +174,53 @@ func TestClusterServesTopicsThroughEitherBroker(t *testing.T) {
 	if len(per) != 2 {
 		t.Fatalf("bundles owned by %v, want both brokers to own some", per)
 	}
+}
+
+// roundTrip subscribes (subscription "s") through cons, sends n messages prefix0..prefixN-1
+// through prod and receives and acknowledges them in order; via names the path in errors.
+func roundTrip(t *testing.T, prod, cons pulsar.Client, via, topic string, pos pulsar.SubscriptionInitialPosition, prefix string, n int) {
+	t.Helper()
+	c, err := cons.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", SubscriptionInitialPosition: pos})
+	if err != nil {
+		t.Fatalf("subscribe %s via %s: %v", topic, via, err)
+	}
+	defer c.Close()
+	p, err := prod.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	if err != nil {
+		t.Fatalf("producer %s via %s: %v", topic, via, err)
+	}
+	defer p.Close()
+	for j := range n {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "%s%d", prefix, j)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for j := range n {
+		m, err := c.Receive(ctx)
+		if err != nil {
+			t.Fatalf("receive %s via %s: %v", topic, via, err)
+		}
+		if got, want := string(m.Payload()), fmt.Sprintf("%s%d", prefix, j); got != want {
+			t.Fatalf("%s via %s: got %q want %q", topic, via, got, want)
+		}
+		_ = c.Ack(m)
+	}
+}
+
+// msgInCounter reads msgInCounter from a topic stats URL (redirects followed).
+func msgInCounter(statsURL string) (int64, error) {
+	resp, err := http.Get(statsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var st struct {
+		MsgInCounter int64 `json:"msgInCounter"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st.MsgInCounter, err
 }
 
 // streamResult is what a producing stream recorded.
