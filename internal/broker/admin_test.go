@@ -21,7 +21,9 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String(), Name: "prod", DisableBatching: true})
+	// Batching stays on: with it off, the v0.19.0 client's reconnect (grabCnx) races with its
+	// own flush of pending sends (internalSingleSend), which -race reports after the unload.
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String(), Name: "prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
