@@ -87,7 +87,10 @@ type call struct {
 	req      Request
 	ctx      context.Context
 	deadline time.Time
-	complete func(Response, error) // called once, never under a lock
+	// ctxDeadline: deadline is the context's own, so passing it means the context
+	// expired even if its timer has not fired yet when the sweeper looks.
+	ctxDeadline bool
+	complete    func(Response, error) // called once, never under a lock
 }
 
 type clientConn struct {
@@ -159,10 +162,11 @@ func (c *client) send(ctx context.Context, addr string, req Request, extra time.
 		return
 	}
 	deadline := time.Now().Add(c.opts.RequestTimeout + extra)
+	fromCtx := false
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, fromCtx = d, true
 	}
-	cl := &call{req: req, ctx: ctx, deadline: deadline, complete: complete}
+	cl := &call{req: req, ctx: ctx, deadline: deadline, ctxDeadline: fromCtx, complete: complete}
 	var cc *clientConn
 	for {
 		var err error
@@ -359,6 +363,9 @@ func (cc *clientConn) sweep() {
 			cc.mu.Unlock()
 			for i, cl := range expired {
 				err := cl.ctx.Err()
+				if err == nil && cl.ctxDeadline {
+					err = context.DeadlineExceeded
+				}
 				if err == nil {
 					err = fmt.Errorf("%w: %v to %s got no response in time", ErrTimeout, cl.req.Op, cc.addr)
 				}
