@@ -66,6 +66,7 @@ type batch struct {
 	firstAt time.Time
 	end     Pos
 	err     error
+	fileID  uint64 // the file the batch was written to
 }
 
 // Writer appends records with group commit. See the package doc for the design.
@@ -76,6 +77,10 @@ type Writer struct {
 	mu        sync.Mutex
 	spaceCond *sync.Cond
 	cur       *batch
+	// ready holds full batches (MaxGroupBytes reached) the writer has not taken yet, in
+	// order. Cutting batches at MaxGroupBytes keeps every buffer near one size, so the
+	// recycled buffers fit and records are copied once, not again by slice growth.
+	ready     []*batch
 	free      []*batch
 	freeBytes int
 	queued    int
@@ -95,6 +100,8 @@ type Writer struct {
 	allocated int64
 	broken    bool // the last write failed: start a new file before the next one
 	recs      []Record
+	group     []*batch
+	written   []*batch
 }
 
 // NewWriter creates the first journal file and starts the writer and acker goroutines.
@@ -107,7 +114,7 @@ func NewWriter(opts Options) (*Writer, error) {
 		log:     opts.Logger,
 		cur:     &batch{},
 		kick:    make(chan struct{}, 1),
-		acks:    make(chan *batch, 2),
+		acks:    make(chan *batch, 16),
 		stopped: make(chan struct{}),
 		fileID:  opts.FirstFile - 1,
 		target:  1,
@@ -152,6 +159,11 @@ func (w *Writer) Append(r Record, done func(error)) {
 		}
 	}
 	b := w.cur
+	if len(b.data) >= w.opts.MaxGroupBytes {
+		w.ready = append(w.ready, b)
+		b = w.newBatch()
+		w.cur = b
+	}
 	first := len(b.acks) == 0
 	if first {
 		b.firstAt = start
@@ -198,7 +210,7 @@ func (w *Writer) writeLoop() {
 	for {
 		w.mu.Lock()
 		b, closed := w.cur, w.closed
-		if len(b.acks) == 0 {
+		if len(b.acks) == 0 && len(w.ready) == 0 {
 			w.mu.Unlock()
 			if closed {
 				return
@@ -207,13 +219,13 @@ func (w *Writer) writeLoop() {
 			continue
 		}
 		// A group is committed when its oldest record has waited MaxGroupWait, when it
-		// holds MaxGroupBytes, or when it has as many records as the previous group. The
-		// last rule is the adaptive part: with N adds in flight, the N acknowledged by the
-		// previous fsync come back as the next group, and waiting longer adds latency
-		// without adding entries. Groups still grow with load, because everything that
-		// arrives during an fsync joins the next group.
+		// holds MaxGroupBytes (a full batch is ready), or when it has as many records as
+		// the previous group. The last rule is the adaptive part: with N adds in flight,
+		// the N acknowledged by the previous fsync come back as the next group, and
+		// waiting longer adds latency without adding entries. Groups still grow with
+		// load, because everything that arrives during an fsync joins the next group.
 		wait := w.opts.MaxGroupWait - time.Since(b.firstAt)
-		if wait > 0 && len(b.data) < w.opts.MaxGroupBytes && len(b.acks) < w.target && !closed {
+		if len(w.ready) == 0 && wait > 0 && len(b.data) < w.opts.MaxGroupBytes && len(b.acks) < w.target && !closed {
 			w.mu.Unlock()
 			timer.Reset(wait)
 			select {
@@ -225,11 +237,25 @@ func (w *Writer) writeLoop() {
 			}
 			continue
 		}
-		w.cur = w.newBatch()
-		w.target = len(b.acks)
+		group := append(w.group[:0], w.ready...)
+		clear(w.ready)
+		w.ready = w.ready[:0]
+		records := 0
+		if len(b.acks) > 0 {
+			group = append(group, b)
+			w.cur = w.newBatch()
+		}
+		for _, g := range group {
+			records += len(g.acks)
+		}
+		w.target = records
 		w.mu.Unlock()
-		w.commit(b)
-		w.acks <- b
+		w.commit(group)
+		for i, g := range group {
+			w.acks <- g
+			group[i] = nil
+		}
+		w.group = group[:0]
 	}
 }
 
@@ -241,50 +267,96 @@ func (w *Writer) newBatch() *batch {
 		w.freeBytes -= cap(b.data)
 		return b
 	}
-	return &batch{}
+	// Room for a full group and one more record of a common size, so appends to a new
+	// batch do not grow (copy) its buffer.
+	return &batch{data: make([]byte, 0, w.opts.MaxGroupBytes+batchSlack)}
 }
 
-// commit writes and syncs one batch and records its end position or error.
-func (w *Writer) commit(b *batch) {
-	b.err = nil
-	if w.broken || w.off+int64(len(b.data)) > w.opts.MaxFileSize && w.off > HeaderSize {
-		if err := w.roll(); err != nil {
-			w.fail(b, err)
-			return
+// batchSlack is what a batch buffer holds beyond MaxGroupBytes: the record that crosses it.
+const batchSlack = 128 << 10
+
+// commit writes a group's batches (one pwrite each, in order) and covers them with one
+// fdatasync. A batch whose write fails fails alone; a failed sync fails every batch it
+// should have covered. Either way the file's tail is now undefined, so the next write
+// starts a new file (broken). When the file must roll inside a group, what is written to
+// the old file is synced first, so a failed rotation cannot leave an acknowledged batch
+// covered by nothing.
+func (w *Writer) commit(group []*batch) {
+	written := w.written[:0]
+	for _, b := range group {
+		if w.broken || w.off+int64(len(b.data)) > w.opts.MaxFileSize && w.off > HeaderSize {
+			w.sync(written)
+			written = written[:0]
+			if err := w.roll(); err != nil {
+				w.broken = true
+				w.fail(b, err)
+				continue
+			}
+		}
+		if w.write(b) {
+			written = append(written, b)
 		}
 	}
-	if need := w.off + int64(len(b.data)); need > w.allocated {
-		step := max(w.opts.PreallocSize, need-w.allocated)
-		if err := w.file.Preallocate(w.allocated, step); err != nil {
-			w.fail(b, fmt.Errorf("journal: preallocate %s: %w", FileName(w.fileID), err))
-			return
-		}
-		w.allocated += step
-	}
-	if _, err := w.file.WriteAt(b.data, w.off); err != nil {
-		w.fail(b, fmt.Errorf("journal: write %s: %w", FileName(w.fileID), err))
+	w.sync(written)
+	clear(written)
+	w.written = written[:0]
+}
+
+// sync makes written batches of the current file durable, or fails them all.
+func (w *Writer) sync(written []*batch) {
+	if len(written) == 0 {
 		return
 	}
 	var syncTime time.Duration
 	if w.opts.SyncData {
 		t := time.Now()
 		if err := w.file.Sync(); err != nil {
-			w.fail(b, fmt.Errorf("journal: fdatasync %s: %w", FileName(w.fileID), err))
+			w.broken = true
+			err = fmt.Errorf("journal: fdatasync %s: %w", FileName(w.fileID), err)
+			for _, b := range written {
+				w.fail(b, err)
+			}
 			return
 		}
 		syncTime = time.Since(t)
 	}
-	w.off += int64(len(b.data))
-	b.end = Pos{File: w.fileID, Offset: w.off}
 	if w.opts.OnGroup != nil {
-		w.opts.OnGroup(len(b.acks), len(b.data), syncTime)
+		records, bytes := 0, 0
+		for _, b := range written {
+			records += len(b.acks)
+			bytes += len(b.data)
+		}
+		w.opts.OnGroup(records, bytes, syncTime)
 	}
 }
 
+// write appends one batch at the end of the current file, preallocating first, and
+// records where it ended; false (and the batch's error set) if it could not.
+func (w *Writer) write(b *batch) bool {
+	b.err, b.fileID = nil, w.fileID
+	if need := w.off + int64(len(b.data)); need > w.allocated {
+		step := max(w.opts.PreallocSize, need-w.allocated)
+		if err := w.file.Preallocate(w.allocated, step); err != nil {
+			w.broken = true
+			w.fail(b, fmt.Errorf("journal: preallocate %s: %w", FileName(w.fileID), err))
+			return false
+		}
+		w.allocated += step
+	}
+	if _, err := w.file.WriteAt(b.data, w.off); err != nil {
+		w.broken = true
+		w.fail(b, fmt.Errorf("journal: write %s: %w", FileName(w.fileID), err))
+		return false
+	}
+	w.off += int64(len(b.data))
+	b.end = Pos{File: w.fileID, Offset: w.off}
+	return true
+}
+
+// fail records err on a batch: its records fail, and the owner is told.
 func (w *Writer) fail(b *batch, err error) {
-	w.broken = true
 	w.log.Error("journal write failed; the batch's adds fail and the next batch starts a new file",
-		"file", FileName(w.fileID), "records", len(b.acks), "err", err)
+		"file", FileName(b.fileID), "records", len(b.acks), "err", err)
 	if w.opts.OnFailure != nil {
 		w.opts.OnFailure(err)
 	}
