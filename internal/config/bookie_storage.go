@@ -48,6 +48,10 @@ type BookieStorageConfig struct {
 	// EntryLogSizeLimit rolls the entry log past this many bytes (at most 4 GiB: the index
 	// stores 32-bit offsets).
 	EntryLogSizeLimit int64 `key:"logSizeLimit" help:"entry log size (bytes) that triggers a new log"`
+	// FlushEntryLogBytes starts writeback of the entry log every this many bytes during a
+	// flush and waits for the previous chunk, so a flush never queues more than about this
+	// much in front of the journal's fdatasync on a shared disk; 0 = one burst at the end.
+	FlushEntryLogBytes int64 `key:"flushEntrylogBytes" help:"entry log bytes between writeback starts during a flush (0 = off)"`
 
 	// GCWaitTime is the garbage collector's period: entry logs whose ledgers are all deleted
 	// are removed.
@@ -85,6 +89,7 @@ func DefaultBookieStorageConfig() BookieStorageConfig {
 		ReadAheadCacheBatchSize:        100,
 		FlushInterval:                  10 * time.Second,
 		EntryLogSizeLimit:              1 << 30,
+		FlushEntryLogBytes:             2 << 20,
 		GCWaitTime:                     10 * time.Minute,
 		MinorCompactionThreshold:       0.2,
 		MinorCompactionInterval:        time.Hour,
@@ -111,6 +116,7 @@ func (c *BookieStorageConfig) Validate() error {
 		Between("dbStorage_readAheadCacheBatchSize", c.ReadAheadCacheBatchSize, 0, 100000),
 		Between("flushInterval", c.FlushInterval, time.Millisecond, time.Hour),
 		Between("logSizeLimit", c.EntryLogSizeLimit, 1<<20, 4<<30-1),
+		Between("flushEntrylogBytes", c.FlushEntryLogBytes, 0, 1<<30),
 		Between("gcWaitTime", c.GCWaitTime, time.Millisecond, 24*time.Hour),
 		Between("minorCompactionThreshold", c.MinorCompactionThreshold, 0, 1),
 		AtLeast("minorCompactionInterval", c.MinorCompactionInterval, time.Millisecond),

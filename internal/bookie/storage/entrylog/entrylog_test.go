@@ -74,3 +74,48 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// countingFile records the writeback calls a Log makes.
+type countingFile struct {
+	vfs.File
+	ends []int64
+}
+
+func (c *countingFile) Writeback(end int64) error {
+	c.ends = append(c.ends, end)
+	return c.File.(vfs.Writebacker).Writeback(end)
+}
+
+func TestWritebackEveryChunk(t *testing.T) {
+	dir := t.TempDir()
+	lg, err := Create(vfs.Default(), dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lg.Close()
+	cf := &countingFile{File: lg.File}
+	lg.File = cf
+	lg.WritebackBytes = 3 << 20
+	payload := bytes.Repeat([]byte{7}, 64<<10)
+	for i := int64(0); i < 200; i++ { // ~12.5 MiB, written in 1 MiB flushes
+		if _, _, err := lg.Append(1, i, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lg.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if len(cf.ends) < 3 || len(cf.ends) > 5 {
+		t.Fatalf("writeback ends %v: want one about every 3 MiB", cf.ends)
+	}
+	for i := 1; i < len(cf.ends); i++ {
+		if d := cf.ends[i] - cf.ends[i-1]; d < 3<<20 {
+			t.Fatalf("writeback ends %v: chunks under 3 MiB", cf.ends)
+		}
+	}
+	for i := int64(0); i < 200; i += 37 {
+		if _, err := lg.Read(1, i, HeaderSize+i*int64(RecordHeaderSize+len(payload)), RecordHeaderSize+len(payload)); err != nil {
+			t.Fatalf("read %d after writeback: %v", i, err)
+		}
+	}
+}

@@ -22,6 +22,15 @@ type File interface {
 	Close() error
 }
 
+// Writebacker is a File that can start writeback early. Writeback(end) waits for the
+// writeback already started on [0, end) and starts it for the dirty pages there, without
+// waiting for those or flushing the device cache (Linux sync_file_range with WAIT_BEFORE
+// and WRITE). It makes nothing durable; a later Sync still must. Files that lack it just
+// leave all the work to Sync.
+type Writebacker interface {
+	Writeback(end int64) error
+}
+
 // FS is the file system the storage uses.
 type FS interface {
 	// Create creates a new file for reading and writing; it fails if the file exists.
@@ -50,6 +59,9 @@ type osFS struct{}
 type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return fdatasync(f.File) }
+
+// Writeback implements Writebacker.
+func (f osFile) Writeback(end int64) error { return writeback(f.File, end) }
 
 func (f osFile) Preallocate(off, size int64) error { return preallocate(f.File, off, size) }
 
