@@ -41,6 +41,10 @@ type ManagedLedgerConfig struct {
 	ReadAheadEntries                 int     `key:"managedLedgerReadAheadEntries" help:"entries read from bookies per catch-up read beyond what was asked, kept in the cache"`
 	MaxReadBatchSize                 int     `key:"dispatcherMaxReadBatchSize" help:"largest number of entries one cursor read returns"`
 	RetentionCheckIntervalInSeconds  int64   `key:"retentionCheckIntervalInSeconds" help:"seconds between retention, rollover-age and cache-age checks"`
+	// CursorBackloggedThreshold: a cursor whose read position is more than this many entries
+	// behind the end of its log is inactive for the entry cache (adds are not cached for it
+	// and it does not hold read-position eviction back) until it catches up. 0 disables it.
+	CursorBackloggedThreshold int64 `key:"managedLedgerCursorBackloggedThreshold" help:"entries behind the end after which a cursor stops keeping entries in the cache (0: never)"`
 }
 
 // DefaultManagedLedgerConfig returns Pulsar's broker.conf defaults.
@@ -67,6 +71,7 @@ func DefaultManagedLedgerConfig() ManagedLedgerConfig {
 		ReadAheadEntries:                 100,
 		MaxReadBatchSize:                 100,
 		RetentionCheckIntervalInSeconds:  120,
+		CursorBackloggedThreshold:        1000,
 	}
 }
 
@@ -104,5 +109,6 @@ func (c *ManagedLedgerConfig) Validate() error {
 		Between("managedLedgerReadAheadEntries", c.ReadAheadEntries, 0, 100_000),
 		Between("dispatcherMaxReadBatchSize", c.MaxReadBatchSize, 1, 100_000),
 		AtLeast("retentionCheckIntervalInSeconds", c.RetentionCheckIntervalInSeconds, 1),
+		AtLeast("managedLedgerCursorBackloggedThreshold", c.CursorBackloggedThreshold, 0),
 	)
 }

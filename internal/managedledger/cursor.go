@@ -56,6 +56,11 @@ type Cursor struct {
 	// started: the cache keeps entries from there on (cache_evict.go).
 	readsInFlight int
 	inFlightFrom  Position
+
+	// Active-cursor state for the entry cache (cursor_active.go): attached by the broker
+	// while a consumer is connected, backlogged when far behind the end, counted in
+	// ml.activeCursors when attached and not backlogged.
+	attached, backlogged, counted bool
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
@@ -156,6 +161,12 @@ func (ml *ManagedLedger) NewNonDurableCursor(start Position, inclusive bool) (*C
 	c := newCursor(ml, fmt.Sprintf("reader-%d", ml.nonDurableSeq), false, md)
 	c.readPos = ml.nextLocked(md)
 	ml.nonDurable[c] = struct{}{}
+	// A reader is read by whoever opened it: it is attached while open (Pulsar's
+	// non-durable cursors are active). The backlogged flag is set by the first
+	// evaluation (cursor_active.go); until then a reader far behind may cache a few adds.
+	c.attached = true
+	c.counted = true
+	ml.activeCursors.Add(1)
 	return c, nil
 }
 
@@ -175,6 +186,7 @@ func (c *Cursor) Close(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.closed = true
+	c.updateActiveLocked()
 	c.mu.Unlock()
 	c.ml.mu.Lock()
 	delete(c.ml.nonDurable, c)
