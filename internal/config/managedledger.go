@@ -45,6 +45,11 @@ type ManagedLedgerConfig struct {
 	// behind the end of its log is inactive for the entry cache (adds are not cached for it
 	// and it does not hold read-position eviction back) until it catches up. 0 disables it.
 	CursorBackloggedThreshold int64 `key:"managedLedgerCursorBackloggedThreshold" help:"entries behind the end after which a cursor stops keeping entries in the cache (0: never)"`
+	// MaxReadSizeBytes bounds the bytes of one cursor read and of one catch-up read from the
+	// bookies (the entries asked for plus read-ahead), estimated from the ledger's average
+	// entry size. Large batched entries otherwise make a 100-entry read tens of MiB, all
+	// live at once. A read returns at least one entry. 0: no byte bound.
+	MaxReadSizeBytes int64 `key:"dispatcherMaxReadSizeBytes" help:"bytes one cursor read (and one catch-up read with its read-ahead) fetches at most, estimated (0: no bound)"`
 }
 
 // DefaultManagedLedgerConfig returns Pulsar's broker.conf defaults.
@@ -72,6 +77,7 @@ func DefaultManagedLedgerConfig() ManagedLedgerConfig {
 		MaxReadBatchSize:                 100,
 		RetentionCheckIntervalInSeconds:  120,
 		CursorBackloggedThreshold:        1000,
+		MaxReadSizeBytes:                 5 << 20,
 	}
 }
 
@@ -110,5 +116,6 @@ func (c *ManagedLedgerConfig) Validate() error {
 		Between("dispatcherMaxReadBatchSize", c.MaxReadBatchSize, 1, 100_000),
 		AtLeast("retentionCheckIntervalInSeconds", c.RetentionCheckIntervalInSeconds, 1),
 		AtLeast("managedLedgerCursorBackloggedThreshold", c.CursorBackloggedThreshold, 0),
+		Between("dispatcherMaxReadSizeBytes", c.MaxReadSizeBytes, 0, 1<<30),
 	)
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// read position may be before the cursor stops counting as active for the entry cache
 	// (cursor_active.go); 0 never deactivates a cursor for its backlog.
 	CursorBackloggedThreshold int64
+	// MaxReadSizeBytes bounds one cursor read and one catch-up ledger read (with its
+	// read-ahead) by estimated bytes; 0: no bound (ml_read_size.go).
+	MaxReadSizeBytes int64
 }
 
 // ConfigFrom builds the per-topic Config from the broker defaults.
@@ -93,6 +96,7 @@ func ConfigFrom(c config.ManagedLedgerConfig) Config {
 		ReadAheadEntries:          c.ReadAheadEntries,
 		MaxReadBatchSize:          c.MaxReadBatchSize,
 		CursorBackloggedThreshold: c.CursorBackloggedThreshold,
+		MaxReadSizeBytes:          c.MaxReadSizeBytes,
 	}
 }
 
@@ -122,6 +126,8 @@ func (c *Config) Validate() error {
 		return bad("read-ahead must be >= 0 and max read batch >= 1")
 	case c.CursorBackloggedThreshold < 0:
 		return bad("cursor backlogged threshold %d must be >= 0", c.CursorBackloggedThreshold)
+	case c.MaxReadSizeBytes < 0:
+		return bad("max read size %d must be >= 0", c.MaxReadSizeBytes)
 	}
 	return nil
 }

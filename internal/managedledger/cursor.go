@@ -241,10 +241,14 @@ func (c *Cursor) collectLocked(max int) (positions []Position, atEnd bool, err e
 	}
 	lc := ml.lastConfirmedLocked()
 	pos := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
+	var size readSizeBudget
 	for len(positions) < max && !lc.Less(pos) {
 		if c.acked.Contains(pos) {
 			pos = ml.normalizeLocked(c.acked.NextGap(pos))
 			continue
+		}
+		if !size.takeLocked(ml, pos.LedgerID) { // the first entry always fits
+			break
 		}
 		positions = append(positions, pos)
 		pos = ml.nextLocked(pos)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // checkEntries fails unless es are exactly the entries at ps with data prefix-i, in order,
@@ -225,5 +226,64 @@ func TestBackloggedThresholdConfig(t *testing.T) {
 	ml.checkBackloggedCursors()
 	if !c.IsActive() {
 		t.Fatal("threshold 0 deactivated a cursor")
+	}
+}
+
+// Reads are bounded by estimated bytes: a cursor read stops at MaxReadSizeBytes (returning at
+// least one entry) and a catch-up read's read-ahead only fills what is left of it.
+func TestReadSizeBound(t *testing.T) {
+	e := newEnv(t)
+	f := e.factory()
+	ml := open(t, f, "t/readsize", func(c *Config) {
+		c.MaxReadSizeBytes = 35 << 10
+		c.ReadAheadEntries = 100
+	})
+	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
+	must(t, err)
+	c.SetActive()
+	entry := make([]byte, 10<<10)
+	var ps []Position
+	for i := 0; i < 20; i++ {
+		p, err := ml.Add(ctxT(t), entry)
+		must(t, err)
+		ps = append(ps, p)
+	}
+	es, err := c.ReadEntries(ctxT(t), 100, 0)
+	must(t, err)
+	if len(es) != 3 || es[0].Position != ps[0] {
+		t.Fatalf("read of 10 KiB entries under a 35 KiB bound returned %d entries from %v", len(es), es[0].Position)
+	}
+	// A catch-up read from the ledger: 3 entries asked, room for no more read-ahead than
+	// fits (35 KiB / 10 KiB = 3 in all).
+	e.clock.Advance(time.Hour)
+	f.EvictCache()
+	es, err = c.ReadEntries(ctxT(t), 100, 0)
+	must(t, err)
+	if len(es) != 3 || es[0].Position != ps[3] {
+		t.Fatalf("second read: %d entries", len(es))
+	}
+	if st := f.CacheStats(); st.Entries > 3 {
+		t.Fatalf("read-ahead beyond the byte bound: %+v", st)
+	}
+	// One entry larger than the bound is still read, alone.
+	big := make([]byte, 50<<10)
+	_, err = ml.Add(ctxT(t), big)
+	must(t, err)
+	got := 3 + 3
+	for got < 21 {
+		es, err := c.ReadEntries(ctxT(t), 100, 0)
+		must(t, err)
+		if len(es) == 0 {
+			t.Fatalf("read stopped at %d of 21", got)
+		}
+		got += len(es)
+	}
+	// Without a bound the whole batch is read.
+	cfg := ml.Config()
+	cfg.MaxReadSizeBytes = 0
+	must(t, ml.SetConfig(cfg))
+	c.Rewind()
+	if es, err := c.ReadEntries(ctxT(t), 100, 0); err != nil || len(es) != 21 {
+		t.Fatalf("unbounded read: %d entries, %v", len(es), err)
 	}
 }
