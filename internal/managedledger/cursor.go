@@ -162,11 +162,11 @@ func (ml *ManagedLedger) NewNonDurableCursor(start Position, inclusive bool) (*C
 	c.readPos = ml.nextLocked(md)
 	ml.nonDurable[c] = struct{}{}
 	// A reader is read by whoever opened it: it is attached while open (Pulsar's
-	// non-durable cursors are active). The backlogged flag is set by the first
-	// evaluation (cursor_active.go); until then a reader far behind may cache a few adds.
+	// non-durable cursors are active), unless it starts far behind (cursor_active.go).
+	// c is not shared yet, so its fields need no lock.
 	c.attached = true
-	c.counted = true
-	ml.activeCursors.Add(1)
+	c.backlogged = ml.isBackloggedLocked(c.readPos, md)
+	c.updateActiveLocked()
 	return c, nil
 }
 

@@ -96,16 +96,20 @@ func (c *Cursor) updateActiveLocked() {
 // from the read position to the end of the log. Caller holds c.mu; it takes ml.mu. Cost is
 // O(ledgers between the read position and the end).
 func (c *Cursor) checkBackloggedLocked() {
-	ml := c.ml
-	ml.mu.Lock()
+	c.ml.mu.Lock()
+	c.backlogged = c.ml.isBackloggedLocked(c.readPos, c.markDelete)
+	c.ml.mu.Unlock()
+}
+
+// isBackloggedLocked applies the threshold to a cursor with these positions. Caller holds
+// ml.mu.
+func (ml *ManagedLedger) isBackloggedLocked(readPos, markDelete Position) bool {
 	threshold := ml.cfg.CursorBackloggedThreshold
-	var behind int64
-	if threshold > 0 {
-		from := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
-		behind = ml.countLocked(prevPosition(from), ml.lastConfirmedLocked())
+	if threshold <= 0 {
+		return false
 	}
-	ml.mu.Unlock()
-	c.backlogged = threshold > 0 && behind > threshold
+	from := ml.normalizeLocked(maxPos(readPos, ml.nextLocked(markDelete)))
+	return ml.countLocked(prevPosition(from), ml.lastConfirmedLocked()) > threshold
 }
 
 // checkBackloggedCursors re-evaluates every attached cursor of the log (deactivating those

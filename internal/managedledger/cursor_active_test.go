@@ -287,3 +287,23 @@ func TestReadSizeBound(t *testing.T) {
 		t.Fatalf("unbounded read: %d entries, %v", len(es), err)
 	}
 }
+
+// A reader opened far behind the end is backlogged from the start.
+func TestReaderFarBehindStartsInactive(t *testing.T) {
+	e := newEnv(t)
+	f := e.factory()
+	ml := open(t, f, "t/farreader", func(c *Config) { c.CursorBackloggedThreshold = 5 })
+	addN(t, ml, 10, "f")
+	r, err := ml.NewNonDurableCursor(Earliest, false)
+	must(t, err)
+	if r.IsActive() || ml.hasActiveCursors() {
+		t.Fatal("reader 10 entries behind with threshold 5 is active")
+	}
+	if n := len(readAll(t, r)); n != 10 {
+		t.Fatalf("reader read %d of 10", n)
+	}
+	if !r.IsActive() {
+		t.Fatal("reader at the end is not active")
+	}
+	must(t, r.Close(ctxT(t)))
+}
