@@ -139,6 +139,9 @@ func (s *subscription) addConsumer(cs *consumer, typ pb.CommandSubscribe_SubType
 	cs.notifyPending = typ == pb.CommandSubscribe_Failover
 	s.consumers = append(s.consumers, cs)
 	s.updateActiveLocked(cs)
+	if len(s.consumers) == 1 {
+		s.setCursorActive(true) // the log caches new entries for this subscription again
+	}
 	if s.cursor != nil && !s.started {
 		s.started = true
 		go s.run()
@@ -165,6 +168,9 @@ func (s *subscription) removeConsumer(cs *consumer) {
 	s.releaseLocked(cs, nil)
 	s.updateActiveLocked(nil)
 	last := len(s.consumers) == 0
+	if last {
+		s.setCursorActive(false) // nobody reads: stop keeping entries in the cache for it
+	}
 	s.mu.Unlock()
 	if last && !s.durable {
 		s.t.removeSubscription(s)

@@ -41,6 +41,15 @@ type ManagedLedgerConfig struct {
 	ReadAheadEntries                 int     `key:"managedLedgerReadAheadEntries" help:"entries read from bookies per catch-up read beyond what was asked, kept in the cache"`
 	MaxReadBatchSize                 int     `key:"dispatcherMaxReadBatchSize" help:"largest number of entries one cursor read returns"`
 	RetentionCheckIntervalInSeconds  int64   `key:"retentionCheckIntervalInSeconds" help:"seconds between retention, rollover-age and cache-age checks"`
+	// CursorBackloggedThreshold: a cursor whose read position is more than this many entries
+	// behind the end of its log is inactive for the entry cache (adds are not cached for it
+	// and it does not hold read-position eviction back) until it catches up. 0 disables it.
+	CursorBackloggedThreshold int64 `key:"managedLedgerCursorBackloggedThreshold" help:"entries behind the end after which a cursor stops keeping entries in the cache (0: never)"`
+	// MaxReadSizeBytes bounds the bytes of one cursor read and of one catch-up read from the
+	// bookies (the entries asked for plus read-ahead), estimated from the ledger's average
+	// entry size. Large batched entries otherwise make a 100-entry read tens of MiB, all
+	// live at once. A read returns at least one entry. 0: no byte bound.
+	MaxReadSizeBytes int64 `key:"dispatcherMaxReadSizeBytes" help:"bytes one cursor read (and one catch-up read with its read-ahead) fetches at most, estimated (0: no bound)"`
 }
 
 // DefaultManagedLedgerConfig returns Pulsar's broker.conf defaults.
@@ -67,6 +76,8 @@ func DefaultManagedLedgerConfig() ManagedLedgerConfig {
 		ReadAheadEntries:                 100,
 		MaxReadBatchSize:                 100,
 		RetentionCheckIntervalInSeconds:  120,
+		CursorBackloggedThreshold:        1000,
+		MaxReadSizeBytes:                 5 << 20,
 	}
 }
 
@@ -104,5 +115,7 @@ func (c *ManagedLedgerConfig) Validate() error {
 		Between("managedLedgerReadAheadEntries", c.ReadAheadEntries, 0, 100_000),
 		Between("dispatcherMaxReadBatchSize", c.MaxReadBatchSize, 1, 100_000),
 		AtLeast("retentionCheckIntervalInSeconds", c.RetentionCheckIntervalInSeconds, 1),
+		AtLeast("managedLedgerCursorBackloggedThreshold", c.CursorBackloggedThreshold, 0),
+		Between("dispatcherMaxReadSizeBytes", c.MaxReadSizeBytes, 0, 1<<30),
 	)
 }

@@ -3,9 +3,11 @@ package managedledger
 // Eviction by read position. Size and age bounds alone keep every entry for about a second
 // (managedLedgerCacheEvictionTimeThresholdMillis) even when every cursor of the topic has
 // already read it, which at high rates is the bulk of the broker's heap. Like Pulsar's
-// default (cacheEvictionByMarkDeletedPosition=false), entries before the slowest cursor's
-// read position are dropped as soon as that cursor moves past them: a caught-up consumer
-// never needs them again, and a rewind, redelivery or seek reads them from the bookies.
+// default (cacheEvictionByMarkDeletedPosition=false), entries before the slowest active
+// cursor's read position are dropped as soon as that cursor moves past them: a caught-up
+// consumer never needs them again, and a rewind, redelivery or seek reads them from the
+// bookies. Which cursors are active (a consumer attached, not backlogged) is in
+// cursor_active.go.
 
 // ledgerList is the cached entries of one ledger, oldest insert first. Entries of a ledger
 // are inserted in ascending entry order on the add path and by catch-up reads, so walking
@@ -77,11 +79,14 @@ func (c *entryCache) evictBefore(id, entryID int64) {
 // maxEntryID as a bound evicts a whole ledger.
 const maxEntryID = int64(^uint64(0) >> 1)
 
-// evictConsumed drops the cached entries of this log that every cursor has read: those
-// before the slowest cursor's read position (or before a read in flight, which collected
-// positions but has not fetched them yet). Without cursors nobody reads the cache until a
-// new subscription, which starts at the end or reads old entries from the bookies, so
-// everything stored goes. Called after cursor reads; cost is O(cursors + entries dropped).
+// evictConsumed drops the cached entries of this log that no active cursor will read from
+// the cache: those before the slowest active cursor's read position (cursor_active.go), and
+// never those at or after the start of a read in flight (it collected positions but has not
+// fetched them yet). With no active cursor the slowest attached (backlogged) cursor bounds
+// it, so its own catch-up read-ahead survives until it reads it; with neither, everything
+// stored may go (a cursor attached later reads from the bookies and the tail). Called after
+// cursor reads; cost is O(cursors + entries dropped), and it re-evaluates each attached
+// cursor's backlogged flag on the way.
 func (ml *ManagedLedger) evictConsumed() {
 	if ml.f.cache.maxBytes <= 0 {
 		return
@@ -108,19 +113,47 @@ func (ml *ManagedLedger) evictConsumed() {
 			many = append(many, c)
 		}
 	}
-	bound := ml.endLocked()
+	end := ml.endLocked()
 	ml.mu.Unlock()
+	b := evictionBounds{active: end, attached: end, inFlight: end}
 	if n == 1 {
-		if p, ok := one.evictionBound(); ok && p.Less(bound) {
-			bound = p
-		}
+		b.add(one)
 	}
 	for _, c := range many {
-		if p, ok := c.evictionBound(); ok && p.Less(bound) {
-			bound = p
-		}
+		b.add(c)
 	}
-	ml.evictCacheBefore(bound, cur)
+	ml.evictCacheBefore(b.bound(), cur)
+}
+
+// evictionBounds folds the cursors' holds on the cache into one bound.
+type evictionBounds struct {
+	active, attached, inFlight Position
+	anyActive                  bool
+}
+
+func (b *evictionBounds) add(c *Cursor) {
+	h, ok := c.cacheHold()
+	if !ok {
+		return
+	}
+	if h.inFlight && h.inFlightFrom.Less(b.inFlight) {
+		b.inFlight = h.inFlightFrom
+	}
+	switch {
+	case h.active:
+		b.anyActive = true
+		b.active = minPos(b.active, h.read)
+	case h.attached:
+		b.attached = minPos(b.attached, h.read)
+	}
+}
+
+func (b *evictionBounds) bound() Position {
+	p := b.attached
+	if b.anyActive {
+		p = b.active
+	}
+	return minPos(p, b.inFlight)
 }
 
 // evictCacheBefore drops cached entries of this log before p: those of p's ledger below p,
@@ -145,21 +178,6 @@ func (ml *ManagedLedger) evictCacheBefore(p Position, cur int64) {
 	for _, id := range older {
 		cache.evictBefore(id, maxEntryID)
 	}
-}
-
-// evictionBound is the oldest position this cursor may still read from the cache: its read
-// position, or the start of a read in flight. A closed cursor holds nothing.
-func (c *Cursor) evictionBound() (Position, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return Position{}, false
-	}
-	p := c.readPos
-	if c.readsInFlight > 0 && c.inFlightFrom.Less(p) {
-		p = c.inFlightFrom
-	}
-	return p, true
 }
 
 // beginReadLocked records a read from p in flight. Caller holds c.mu.

@@ -49,6 +49,8 @@ func TestCacheEvictsWhatEveryCursorRead(t *testing.T) {
 	must(t, err)
 	slow, err := ml.OpenCursor(ctxT(t), "slow", InitialPositionLatest)
 	must(t, err)
+	fast.SetActive()
+	slow.SetActive()
 	ps := addN(t, ml, 20, "m")
 	if n := len(readAll(t, fast)); n != 20 {
 		t.Fatalf("fast read %d", n)
@@ -97,6 +99,7 @@ func TestCacheEvictionWaitsForReaders(t *testing.T) {
 	ml := open(t, f, "t/reader", nil)
 	sub, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
 	must(t, err)
+	sub.SetActive()
 	reader, err := ml.NewNonDurableCursor(ml.LastConfirmedEntry(), false)
 	must(t, err)
 	addN(t, ml, 10, "r")
@@ -110,6 +113,9 @@ func TestCacheEvictionWaitsForReaders(t *testing.T) {
 	}
 	// Other logs' entries are untouched by this log's eviction.
 	other := open(t, f, "t/other", nil)
+	oc, err := other.OpenCursor(ctxT(t), "s", InitialPositionLatest)
+	must(t, err)
+	oc.SetActive()
 	addN(t, other, 3, "o")
 	addN(t, ml, 2, "r")
 	readAll(t, sub)
@@ -125,6 +131,7 @@ func TestCacheEvictsOlderLedgers(t *testing.T) {
 	ml := open(t, f, "t/roll", func(c *Config) { c.MaxEntriesPerLedger = 4 })
 	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
 	must(t, err)
+	c.SetActive()
 	ps := addN(t, ml, 10, "x")
 	if ps[0].LedgerID == ps[9].LedgerID {
 		t.Fatalf("no rollover: %v .. %v", ps[0], ps[9])
@@ -148,6 +155,7 @@ func TestCacheEvictionConcurrentTailing(t *testing.T) {
 	for _, name := range []string{"a", "b", "c"} {
 		c, err := ml.OpenCursor(ctxT(t), name, InitialPositionLatest)
 		must(t, err)
+		c.SetActive()
 		cs = append(cs, c)
 	}
 	r, err := ml.NewNonDurableCursor(ml.LastConfirmedEntry(), false)

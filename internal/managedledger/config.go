@@ -62,6 +62,13 @@ type Config struct {
 	ReadAheadEntries int
 	// MaxReadBatchSize caps the entries one read returns.
 	MaxReadBatchSize int
+	// CursorBackloggedThreshold is how many entries behind the end of the log a cursor's
+	// read position may be before the cursor stops counting as active for the entry cache
+	// (cursor_active.go); 0 never deactivates a cursor for its backlog.
+	CursorBackloggedThreshold int64
+	// MaxReadSizeBytes bounds one cursor read and one catch-up ledger read (with its
+	// read-ahead) by estimated bytes; 0: no bound (ml_read_size.go).
+	MaxReadSizeBytes int64
 }
 
 // ConfigFrom builds the per-topic Config from the broker defaults.
@@ -88,6 +95,8 @@ func ConfigFrom(c config.ManagedLedgerConfig) Config {
 		CursorSnapshotInterval:    time.Duration(c.CursorSnapshotIntervalSeconds) * time.Second,
 		ReadAheadEntries:          c.ReadAheadEntries,
 		MaxReadBatchSize:          c.MaxReadBatchSize,
+		CursorBackloggedThreshold: c.CursorBackloggedThreshold,
+		MaxReadSizeBytes:          c.MaxReadSizeBytes,
 	}
 }
 
@@ -115,6 +124,10 @@ func (c *Config) Validate() error {
 		return bad("cursor rollover time and snapshot interval must be positive")
 	case c.ReadAheadEntries < 0 || c.MaxReadBatchSize < 1:
 		return bad("read-ahead must be >= 0 and max read batch >= 1")
+	case c.CursorBackloggedThreshold < 0:
+		return bad("cursor backlogged threshold %d must be >= 0", c.CursorBackloggedThreshold)
+	case c.MaxReadSizeBytes < 0:
+		return bad("max read size %d must be >= 0", c.MaxReadSizeBytes)
 	}
 	return nil
 }

@@ -56,6 +56,11 @@ type Cursor struct {
 	// started: the cache keeps entries from there on (cache_evict.go).
 	readsInFlight int
 	inFlightFrom  Position
+
+	// Active-cursor state for the entry cache (cursor_active.go): attached by the broker
+	// while a consumer is connected, backlogged when far behind the end, counted in
+	// ml.activeCursors when attached and not backlogged.
+	attached, backlogged, counted bool
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
@@ -156,6 +161,12 @@ func (ml *ManagedLedger) NewNonDurableCursor(start Position, inclusive bool) (*C
 	c := newCursor(ml, fmt.Sprintf("reader-%d", ml.nonDurableSeq), false, md)
 	c.readPos = ml.nextLocked(md)
 	ml.nonDurable[c] = struct{}{}
+	// A reader is read by whoever opened it: it is attached while open (Pulsar's
+	// non-durable cursors are active), unless it starts far behind (cursor_active.go).
+	// c is not shared yet, so its fields need no lock.
+	c.attached = true
+	c.backlogged = ml.isBackloggedLocked(c.readPos, md)
+	c.updateActiveLocked()
 	return c, nil
 }
 
@@ -175,6 +186,7 @@ func (c *Cursor) Close(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.closed = true
+	c.updateActiveLocked()
 	c.mu.Unlock()
 	c.ml.mu.Lock()
 	delete(c.ml.nonDurable, c)
@@ -229,10 +241,14 @@ func (c *Cursor) collectLocked(max int) (positions []Position, atEnd bool, err e
 	}
 	lc := ml.lastConfirmedLocked()
 	pos := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
+	var size readSizeBudget
 	for len(positions) < max && !lc.Less(pos) {
 		if c.acked.Contains(pos) {
 			pos = ml.normalizeLocked(c.acked.NextGap(pos))
 			continue
+		}
+		if !size.takeLocked(ml, pos.LedgerID) { // the first entry always fits
+			break
 		}
 		positions = append(positions, pos)
 		pos = ml.nextLocked(pos)

@@ -247,6 +247,7 @@ func (c *Cursor) shutdown(ctx context.Context) error {
 	if !c.durable {
 		c.mu.Lock()
 		c.closed = true
+		c.updateActiveLocked()
 		c.mu.Unlock()
 		return nil
 	}
@@ -256,6 +257,7 @@ func (c *Cursor) shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	data, md := c.encodeLocked()
 	c.closed = true
+	c.updateActiveLocked()
 	c.mu.Unlock()
 	if err := c.writeInfo(ctx, -1, data, md); err != nil {
 		return err
@@ -279,6 +281,7 @@ func (c *Cursor) destroy(ctx context.Context) error {
 	defer c.pmu.Unlock()
 	c.mu.Lock()
 	c.closed = true
+	c.updateActiveLocked()
 	c.mu.Unlock()
 	if c.p.ledger != nil {
 		_ = c.p.ledger.Close(ctx)

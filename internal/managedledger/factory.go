@@ -230,9 +230,11 @@ func (f *Factory) CacheStats() CacheStats { return f.cache.stats() }
 func (f *Factory) EvictCache() { f.cache.evictByAge() }
 
 // RunMaintenance runs one pass of what the background loop does for every open managed
-// ledger: age-based rollover, retention trimming and cache age eviction.
+// ledger: age-based rollover, retention trimming, cache age eviction and the backlogged
+// check of active cursors.
 func (f *Factory) RunMaintenance(ctx context.Context) {
 	f.cache.evictByAge()
+	f.checkBackloggedCursors()
 	for _, ml := range f.openLedgers() {
 		ml.CheckRollover()
 		if err := ml.Trim(ctx); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFenced) {
@@ -258,12 +260,16 @@ func (f *Factory) background() {
 	defer cacheTick.Stop()
 	mlTick := time.NewTicker(time.Duration(f.cfg.RetentionCheckIntervalInSeconds) * time.Second)
 	defer mlTick.Stop()
+	backlogTick := time.NewTicker(backloggedCheckInterval)
+	defer backlogTick.Stop()
 	for {
 		select {
 		case <-f.stop:
 			return
 		case <-cacheTick.C:
 			f.cache.evictByAge()
+		case <-backlogTick.C:
+			f.checkBackloggedCursors()
 		case <-mlTick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			f.RunMaintenance(ctx)

@@ -13,9 +13,10 @@ func TestFactoryMetrics(t *testing.T) {
 	must(t, err)
 	defer f.Close(ctxT(t))
 	ml := open(t, f, "t/metrics", nil)
-	addN(t, ml, 5, "x")
 	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
 	must(t, err)
+	c.SetActive() // a consumer is connected: adds are cached
+	addN(t, ml, 5, "x")
 	readAll(t, c)
 	mfs, err := reg.Gather()
 	must(t, err)

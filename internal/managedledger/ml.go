@@ -88,6 +88,9 @@ type ManagedLedger struct {
 
 	cursors    map[string]*Cursor
 	nonDurable map[*Cursor]struct{}
+	// activeCursors counts the cursors that are attached and not backlogged; adds are
+	// cached only while it is positive (cursor_active.go).
+	activeCursors atomic.Int32
 	// nonDurableSeq names readers ("reader-N").
 	nonDurableSeq int64
 	readers       map[int64]ledger.Reader

@@ -186,7 +186,11 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 		ml.entriesAdded++
 		ml.numberOfEntries++
 		ml.totalSize += int64(len(op.data))
-		ml.f.cache.insert(pos, op.data)
+		if ml.hasActiveCursors() {
+			// Without an active cursor nobody reads this soon: the tail and the bookies
+			// serve a consumer that connects later (cursor_active.go).
+			ml.f.cache.insert(pos, op.data)
+		}
 		ml.ackedEntry = eid
 		ml.tail = append(ml.tail, tailEntry{eid, op.data})
 		k := 0
@@ -397,6 +401,9 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 // its entries are readable), and its tail entries go to the ordinary cache.
 func (ml *ManagedLedger) resetTailLocked() {
 	for _, t := range ml.tail {
+		if !ml.hasActiveCursors() {
+			break
+		}
 		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data)
 	}
 	ml.tail = nil

@@ -79,7 +79,7 @@ func (ml *ManagedLedger) readPositions(ctx context.Context, positions []Position
 		if last > ledgerLast {
 			return out, fmt.Errorf("%w: %s: %v is not stored (trimmed?)", ErrInvalidPosition, ml.name, positions[j-1])
 		}
-		readTo := min(last+readAhead, ledgerLast)
+		readTo := min(last+ml.readAheadFor(p.LedgerID, last-p.EntryID+1, readAhead), ledgerLast)
 		es, err := ml.readLedger(ctx, p.LedgerID, p.EntryID, last, readTo)
 		if err != nil {
 			return out, err

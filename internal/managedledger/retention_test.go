@@ -138,6 +138,11 @@ func TestCacheEvictionUnderSmallBudget(t *testing.T) {
 	f := e.factory()
 	ml := open(t, f, "t/cache", func(c *Config) { c.ReadAheadEntries = 0 })
 	ml2 := open(t, f, "t/cache2", nil)
+	for _, l := range []*ManagedLedger{ml, ml2} { // connected consumers: adds are cached
+		c, err := l.OpenCursor(ctxT(t), "tail", InitialPositionLatest)
+		must(t, err)
+		c.SetActive()
+	}
 	entry := make([]byte, 100<<10)
 	var ps []Position
 	for i := 0; i < 30; i++ {
@@ -182,6 +187,7 @@ func TestCatchUpReadAhead(t *testing.T) {
 	f.EvictCache() // everything must now come from the ledger
 	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionEarliest)
 	must(t, err)
+	c.SetActive()
 	es, err := c.ReadEntries(ctxT(t), 5, 0)
 	must(t, err)
 	if len(es) != 5 {

@@ -160,7 +160,7 @@ func (c *Cursor) stats() CursorStats {
 		IndividuallyDeletedMessages:              c.acked.String(),
 		LastLedgerSwitchTimestamp:                formatTime(created),
 		State:                                    state,
-		Active:                                   c.waiting.Load() > 0,
+		Active:                                   c.counted,
 		NumberOfEntriesSinceFirstNotAckedMessage: sinceFirst,
 		TotalNonContiguousDeletedMessagesRange:   c.acked.Len(),
 		Backlog:                                  backlog,
