@@ -48,6 +48,43 @@ func TestReadAheadAndMetrics(t *testing.T) {
 	_ = s2.Close()
 }
 
+// TestSharedReadsFromReadCache: payloads from the read cache are shared by ReadEntryShared
+// (no copy) and still copied by ReadEntry, so a caller scribbling on a ReadEntry result
+// cannot corrupt what later readers get.
+func TestSharedReadsFromReadCache(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.FlushInterval = time.Hour
+	reg := prometheus.NewRegistry()
+	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for e := int64(0); e < 50; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 500))
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	read(t, s, 1, 0, st.Payload(1, 0, 500)) // a miss: reads ahead entries 1..
+	for e := int64(1); e < 50; e++ {
+		got, err := s.ReadEntry(1, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			got[i] ^= 0xff
+		}
+		shared, err := s.ReadEntryShared(1, e)
+		if err != nil || string(shared) != string(st.Payload(1, e, 500)) {
+			t.Fatalf("entry %d after scribbling on a ReadEntry copy: %v", e, err)
+		}
+	}
+	if hits := metricValue(t, reg, "bookie_read_cache_hits_total"); hits < 90 {
+		t.Fatalf("%v read-cache hits: the test did not read from the read cache", hits)
+	}
+}
+
 // metricValue returns a registered metric's value (a histogram's sample count).
 func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()

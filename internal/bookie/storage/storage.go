@@ -16,6 +16,12 @@ var (
 	ErrClosed       = errors.New("storage: closed")
 )
 
+// SharedReader is a Storage that can hand out payloads without copying them. The slice
+// may be shared with a cache: the caller must not modify it.
+type SharedReader interface {
+	ReadEntryShared(ledgerID, entryID int64) ([]byte, error)
+}
+
 // Storage is a bookie's ledger storage: journal, write cache, entry logs and index behind
 // one interface. The disk implementation (Open) and the memory twin (NewMemory) pass the
 // same conformance suite (storagetest).
