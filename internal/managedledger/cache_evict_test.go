@@ -97,9 +97,7 @@ func TestCacheEvictionWaitsForReaders(t *testing.T) {
 	e := newEnv(t)
 	f := e.factory()
 	ml := open(t, f, "t/reader", nil)
-	sub, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
-	must(t, err)
-	sub.SetActive()
+	sub := activeCursor(t, ml, "s")
 	reader, err := ml.NewNonDurableCursor(ml.LastConfirmedEntry(), false)
 	must(t, err)
 	addN(t, ml, 10, "r")
@@ -113,9 +111,7 @@ func TestCacheEvictionWaitsForReaders(t *testing.T) {
 	}
 	// Other logs' entries are untouched by this log's eviction.
 	other := open(t, f, "t/other", nil)
-	oc, err := other.OpenCursor(ctxT(t), "s", InitialPositionLatest)
-	must(t, err)
-	oc.SetActive()
+	activeCursor(t, other, "s")
 	addN(t, other, 3, "o")
 	addN(t, ml, 2, "r")
 	readAll(t, sub)
@@ -129,9 +125,7 @@ func TestCacheEvictsOlderLedgers(t *testing.T) {
 	e := newEnv(t)
 	f := e.factory()
 	ml := open(t, f, "t/roll", func(c *Config) { c.MaxEntriesPerLedger = 4 })
-	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
-	must(t, err)
-	c.SetActive()
+	c := activeCursor(t, ml, "s")
 	ps := addN(t, ml, 10, "x")
 	if ps[0].LedgerID == ps[9].LedgerID {
 		t.Fatalf("no rollover: %v .. %v", ps[0], ps[9])

@@ -50,9 +50,7 @@ func TestActiveCursorCaches(t *testing.T) {
 	e := newEnv(t)
 	f := e.factory()
 	ml := open(t, f, "t/active", nil)
-	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
-	must(t, err)
-	c.SetActive()
+	c := activeCursor(t, ml, "s")
 	ps := addN(t, ml, 10, "a")
 	if st := f.CacheStats(); st.Entries != 10 {
 		t.Fatalf("active cursor, cache %+v", st)
@@ -197,9 +195,7 @@ func TestReadersAreActive(t *testing.T) {
 	if r.IsActive() || ml.hasActiveCursors() {
 		t.Fatal("closed reader still counted")
 	}
-	d, err := ml.OpenCursor(ctxT(t), "d", InitialPositionLatest)
-	must(t, err)
-	d.SetActive()
+	activeCursor(t, ml, "d")
 	must(t, ml.DeleteCursor(ctxT(t), "d"))
 	if ml.hasActiveCursors() {
 		t.Fatal("deleted cursor still counted")
@@ -238,9 +234,7 @@ func TestReadSizeBound(t *testing.T) {
 		c.MaxReadSizeBytes = 35 << 10
 		c.ReadAheadEntries = 100
 	})
-	c, err := ml.OpenCursor(ctxT(t), "s", InitialPositionLatest)
-	must(t, err)
-	c.SetActive()
+	c := activeCursor(t, ml, "s")
 	entry := make([]byte, 10<<10)
 	var ps []Position
 	for i := 0; i < 20; i++ {

@@ -165,3 +165,13 @@ func wantPos(t *testing.T, what string, got, want Position) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
 }
+
+// activeCursor opens a durable cursor at the end of ml and marks it active, as the broker
+// does when a consumer attaches, so adds are cached for it.
+func activeCursor(t *testing.T, ml *ManagedLedger, name string) *Cursor {
+	t.Helper()
+	c, err := ml.OpenCursor(ctxT(t), name, InitialPositionLatest)
+	must(t, err)
+	c.SetActive()
+	return c
+}
