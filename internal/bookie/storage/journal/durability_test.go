@@ -48,6 +48,14 @@ func (c *crashFS) Create(name string) (vfs.File, error) {
 	return cf, nil
 }
 
+// Remove forgets the file too: a rotation whose new file could not be synced removes it.
+func (c *crashFS) Remove(name string) error {
+	c.mu.Lock()
+	delete(c.files, name)
+	c.mu.Unlock()
+	return c.FS.Remove(name)
+}
+
 func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
 	n, err := f.File.WriteAt(p, off)
 	f.fs.mu.Lock()
