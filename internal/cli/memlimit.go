@@ -14,6 +14,21 @@ import (
 // 40 MiB the peak was 202-207 MiB against the 200 MiB bound, with 48 MiB 189 MiB.
 const codeReserve = 48 << 20
 
+// applyGCPercent sets the garbage collector's target to percent unless it is 0 or GOGC is
+// set in environ (the operator's value wins).
+func applyGCPercent(percent int, environ []string, logger *slog.Logger) {
+	if percent == 0 {
+		return
+	}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GOGC=") {
+			return
+		}
+	}
+	debug.SetGCPercent(percent)
+	logger.Debug("garbage collector target", "percent", percent)
+}
+
 // applyMemoryLimit sets the Go runtime's soft memory limit to limit bytes unless GOMEMLIMIT
 // is set in environ (the operator's value wins).
 func applyMemoryLimit(limit int64, environ []string, logger *slog.Logger) {

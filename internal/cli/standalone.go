@@ -28,6 +28,7 @@ func (a *app) standaloneCmd() *cobra.Command {
 			return err
 		}
 		applyMemoryLimit(cfg.MemoryLimitBytes(), a.env.Environ, logger)
+		applyGCPercent(cfg.GCPercent, a.env.Environ, logger)
 		s, err := standalone.Start(cmd.Context(), cfg, logger)
 		if err != nil {
 			return fmt.Errorf("standalone: %w", err)
