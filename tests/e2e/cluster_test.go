@@ -260,6 +260,22 @@ func produceStream(t *testing.T, prod pulsar.Producer, prefix string, stop <-cha
 	}
 }
 
+// checkedStream subscribes "check" at the earliest position of topic (so it sees every
+// message the stream will produce) and creates the stream's producer.
+func checkedStream(t *testing.T, cl pulsar.Client, topic string, sendTimeout time.Duration) (pulsar.Consumer, pulsar.Producer, *streamResult) {
+	t.Helper()
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
+		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: sendTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cons, prod, &streamResult{acked: map[string]pulsar.MessageID{}}
+}
+
 // checkAllConsumed reads the topic from the start on a subscription created before the
 // stream and checks that every acknowledged message is there with the id it was
 // acknowledged with.
@@ -306,16 +322,7 @@ func TestClusterOwnerSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 	topic := "persistent://public/default/failover-kill"
 	owner := ownerOf(t, c, topic)
 	cl := newClient(t, c.BrokerServiceURL())
-	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &streamResult{acked: map[string]pulsar.MessageID{}}
+	cons, prod, res := checkedStream(t, cl, topic, 60*time.Second)
 	var (
 		mu       sync.Mutex
 		killedAt time.Time
@@ -377,16 +384,7 @@ func TestClusterPausedOwnerAcknowledgesNothingAfterFence(t *testing.T) {
 	owner := ownerOf(t, c, topic)
 	peer := other(c, owner)
 	cl := newClient(t, c.BrokerServiceURL())
-	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 90 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &streamResult{acked: map[string]pulsar.MessageID{}}
+	cons, stale, res := checkedStream(t, cl, topic, 90*time.Second)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { produceStream(t, stale, "old", stop, res, nil); close(done) }()
@@ -459,16 +457,7 @@ func TestClusterOwnerSIGTERMMovesClientsWithoutErrors(t *testing.T) {
 	topic := "persistent://public/default/failover-term"
 	owner := ownerOf(t, c, topic)
 	cl := newClient(t, c.BrokerServiceURL())
-	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &streamResult{acked: map[string]pulsar.MessageID{}}
+	cons, prod, res := checkedStream(t, cl, topic, 60*time.Second)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	var failed sync.Map
@@ -614,16 +603,7 @@ func TestClusterBookieSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 	c := startClusterWith(t, 3)
 	topic := "persistent://public/default/bookie-kill"
 	cl := newClient(t, c.BrokerServiceURL())
-	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "check",
-		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 60 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &streamResult{acked: map[string]pulsar.MessageID{}}
+	cons, prod, res := checkedStream(t, cl, topic, 60*time.Second)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { produceStream(t, prod, "b", stop, res, nil); close(done) }()
