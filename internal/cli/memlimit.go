@@ -17,13 +17,8 @@ const codeReserve = 48 << 20
 // applyGCPercent sets the garbage collector's target to percent unless it is 0 or GOGC is
 // set in environ (the operator's value wins).
 func applyGCPercent(percent int, environ []string, logger *slog.Logger) {
-	if percent == 0 {
+	if percent == 0 || envSet(environ, "GOGC") {
 		return
-	}
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GOGC=") {
-			return
-		}
 	}
 	debug.SetGCPercent(percent)
 	logger.Debug("garbage collector target", "percent", percent)
@@ -32,11 +27,19 @@ func applyGCPercent(percent int, environ []string, logger *slog.Logger) {
 // applyMemoryLimit sets the Go runtime's soft memory limit to limit bytes unless GOMEMLIMIT
 // is set in environ (the operator's value wins).
 func applyMemoryLimit(limit int64, environ []string, logger *slog.Logger) {
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GOMEMLIMIT=") {
-			return
-		}
+	if envSet(environ, "GOMEMLIMIT") {
+		return
 	}
 	debug.SetMemoryLimit(limit)
 	logger.Debug("soft memory limit", "bytes", limit)
+}
+
+// envSet reports whether environ (os.Environ's form) sets name.
+func envSet(environ []string, name string) bool {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
 }
