@@ -135,17 +135,25 @@ func mustBundle(t *testing.T, m *Manager, topic string) resources.Bundle {
 	return b
 }
 
-func TestSessionLossUnloadsAndFreesBundles(t *testing.T) {
-	st, res := setup(t)
-	a := startManager(t, st, res, "a")
-	b := startManager(t, st, res, "b")
-	u := &fakeUnloader{loaded: []string{"persistent://public/default/x"}}
+// ownedByA starts managers a and b on st and res; a owns topic's bundle with topic loaded
+// in u.
+func ownedByA(t *testing.T, st *memstore.Store, res *resources.Resources) (a, b *Manager, u *fakeUnloader, topic string) {
+	t.Helper()
+	a = startManager(t, st, res, "a")
+	b = startManager(t, st, res, "b")
+	topic = "persistent://public/default/x"
+	u = &fakeUnloader{loaded: []string{topic}}
 	a.SetUnloader(u)
-	ctx := context.Background()
-	topic := "persistent://public/default/x"
-	if err := a.Acquire(ctx, topic); err != nil {
+	if err := a.Acquire(context.Background(), topic); err != nil {
 		t.Fatal(err)
 	}
+	return a, b, u, topic
+}
+
+func TestSessionLossUnloadsAndFreesBundles(t *testing.T) {
+	st, res := setup(t)
+	a, b, u, topic := ownedByA(t, st, res)
+	ctx := context.Background()
 	a.mu.Lock()
 	sess := a.sess
 	a.mu.Unlock()
@@ -222,15 +230,8 @@ func waitLive(t *testing.T, m *Manager, n int) {
 
 func TestReleaseHandsBundlesOver(t *testing.T) {
 	st, res := setup(t)
-	a := startManager(t, st, res, "a")
-	b := startManager(t, st, res, "b")
-	u := &fakeUnloader{loaded: []string{"persistent://public/default/x"}}
-	a.SetUnloader(u)
+	a, b, u, topic := ownedByA(t, st, res)
 	ctx := context.Background()
-	topic := "persistent://public/default/x"
-	if err := a.Acquire(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -400,15 +401,8 @@ func TestLeaderShedsBundlesToTheLessLoadedBroker(t *testing.T) {
 // the key and takes the right half instead.
 func TestSplitBundle(t *testing.T) {
 	st, res := setup(t)
-	a := startManager(t, st, res, "a")
-	b := startManager(t, st, res, "b")
+	a, b, u, topic := ownedByA(t, st, res)
 	ctx := context.Background()
-	topic := "persistent://public/default/x"
-	u := &fakeUnloader{loaded: []string{topic}}
-	a.SetUnloader(u)
-	if err := a.Acquire(ctx, topic); err != nil {
-		t.Fatal(err)
-	}
 	old := mustBundle(t, b, topic) // b caches the boundaries before the split
 
 	// Through b: the split is redirected to the owner a.
