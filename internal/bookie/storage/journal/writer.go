@@ -289,7 +289,7 @@ func (w *Writer) commit(group []*batch) {
 			written = written[:0]
 			if err := w.roll(); err != nil {
 				w.broken = true
-				w.fail(b, err)
+				w.fail(err, b)
 				continue
 			}
 		}
@@ -313,9 +313,7 @@ func (w *Writer) sync(written []*batch) {
 		if err := w.file.Sync(); err != nil {
 			w.broken = true
 			err = fmt.Errorf("journal: fdatasync %s: %w", FileName(w.fileID), err)
-			for _, b := range written {
-				w.fail(b, err)
-			}
+			w.fail(err, written...)
 			return
 		}
 		syncTime = time.Since(t)
@@ -338,14 +336,14 @@ func (w *Writer) write(b *batch) bool {
 		step := max(w.opts.PreallocSize, need-w.allocated)
 		if err := w.file.Preallocate(w.allocated, step); err != nil {
 			w.broken = true
-			w.fail(b, fmt.Errorf("journal: preallocate %s: %w", FileName(w.fileID), err))
+			w.fail(fmt.Errorf("journal: preallocate %s: %w", FileName(w.fileID), err), b)
 			return false
 		}
 		w.allocated += step
 	}
 	if _, err := w.file.WriteAt(b.data, w.off); err != nil {
 		w.broken = true
-		w.fail(b, fmt.Errorf("journal: write %s: %w", FileName(w.fileID), err))
+		w.fail(fmt.Errorf("journal: write %s: %w", FileName(w.fileID), err), b)
 		return false
 	}
 	w.off += int64(len(b.data))
@@ -353,16 +351,21 @@ func (w *Writer) write(b *batch) bool {
 	return true
 }
 
-// fail records err on a batch: its records fail, and the owner is told.
-func (w *Writer) fail(b *batch, err error) {
-	w.log.Error("journal write failed; the batch's adds fail and the next batch starts a new file",
-		"file", FileName(b.fileID), "records", len(b.acks), "err", err)
+// fail records err on batches: their records fail, and the owner is told once.
+func (w *Writer) fail(err error, bs ...*batch) {
+	records := 0
+	for _, b := range bs {
+		records += len(b.acks)
+	}
+	w.log.Error("journal write failed; the batches' adds fail and the next batch starts a new file",
+		"file", FileName(bs[0].fileID), "batches", len(bs), "records", records, "err", err)
 	if w.opts.OnFailure != nil {
 		w.opts.OnFailure(err)
 	}
 	if w.opts.FailErr != nil {
-		b.err = fmt.Errorf("%w: %w", w.opts.FailErr, err)
-	} else {
+		err = fmt.Errorf("%w: %w", w.opts.FailErr, err)
+	}
+	for _, b := range bs {
 		b.err = err
 	}
 }
