@@ -105,7 +105,7 @@ func (s *Server) handle(ctx context.Context, req *bookieproto.Request, resp *boo
 				return err
 			}
 		}
-		p, err := s.readEntry(req.LedgerID, req.EntryID)
+		p, err := s.read(req.LedgerID, req.EntryID)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (s *Server) readRange(ctx context.Context, req *bookieproto.Request, resp *
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		p, err := s.readEntry(req.LedgerID, id)
+		p, err := s.read(req.LedgerID, id)
 		if err != nil {
 			if len(resp.Entries) == 0 {
 				return err
@@ -197,13 +197,4 @@ func (s *Server) readRange(ctx context.Context, req *bookieproto.Request, resp *
 		resp.Entries[i].LAC = resp.LAC
 	}
 	return nil
-}
-
-// readEntry reads a payload that is only written to the connection, so a storage that can
-// share its cached bytes (storage.SharedReader) need not copy them.
-func (s *Server) readEntry(ledgerID, entryID int64) ([]byte, error) {
-	if sr, ok := s.st.(storage.SharedReader); ok {
-		return sr.ReadEntryShared(ledgerID, entryID)
-	}
-	return s.st.ReadEntry(ledgerID, entryID)
 }
