@@ -105,7 +105,7 @@ func (s *Server) handle(ctx context.Context, req *bookieproto.Request, resp *boo
 				return err
 			}
 		}
-		p, err := s.read(req.LedgerID, req.EntryID)
+		p, err := s.st.ReadEntry(req.LedgerID, req.EntryID)
 		if err != nil {
 			return err
 		}
@@ -167,7 +167,7 @@ func (s *Server) readRange(ctx context.Context, req *bookieproto.Request, resp *
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		p, err := s.read(req.LedgerID, id)
+		p, err := s.st.ReadEntry(req.LedgerID, id)
 		if err != nil {
 			if len(resp.Entries) == 0 {
 				return err

@@ -23,7 +23,6 @@ var ErrServerClosed = errors.New("bookie: server closed")
 type Server struct {
 	cfg     config.BookieConfig
 	st      storage.Storage
-	read    func(ledgerID, entryID int64) ([]byte, error) // st's sharing read if it has one
 	log     *slog.Logger
 	metrics *metrics
 
@@ -46,14 +45,8 @@ func NewServer(cfg config.BookieConfig, st storage.Storage, logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	// Payloads read here are only written to connections, so a storage that can share its
-	// cached bytes (storage.SharedReader) need not copy them.
-	read := st.ReadEntry
-	if sr, ok := st.(storage.SharedReader); ok {
-		read = sr.ReadEntryShared
-	}
 	return &Server{
-		cfg: cfg, st: st, read: read, log: logger.With("component", "bookie-server"), metrics: m,
+		cfg: cfg, st: st, log: logger.With("component", "bookie-server"), metrics: m,
 		lns: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{},
 	}, nil
 }

@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"container/list"
 	"fmt"
 	"sync"
@@ -15,79 +14,67 @@ import (
 const readAheadMaxSpan = 4 << 20
 
 // ReadEntry implements Storage: write cache, then read cache, then index + entry log.
-// Any failure past "the index has no location" is ErrCorrupt, never ErrNoSuchEntry.
+// Any failure past "the index has no location" is ErrCorrupt, never ErrNoSuchEntry. The
+// payload is the caller's: write-cache hits are copied, read-cache hits are handed over
+// (see readCache.take), and entry-log reads are fresh.
 func (d *Disk) ReadEntry(ledgerID, entryID int64) ([]byte, error) {
-	p, shared, err := d.readEntry(ledgerID, entryID)
-	if shared {
-		p = bytes.Clone(p)
-	}
-	return p, err
-}
-
-// ReadEntryShared implements SharedReader: like ReadEntry, but a payload from the read
-// cache is returned without a copy, so the caller must not modify it. The bookie server
-// only writes payloads to sockets; on a catch-up read the copy out of the cache (and the
-// one into it, see readAhead) were a fifth of the bookie's CPU.
-func (d *Disk) ReadEntryShared(ledgerID, entryID int64) ([]byte, error) {
-	p, _, err := d.readEntry(ledgerID, entryID)
-	return p, err
-}
-
-// readEntry reads an entry; shared says p is the read cache's own slice.
-func (d *Disk) readEntry(ledgerID, entryID int64) (p []byte, shared bool, err error) {
 	start := time.Now()
 	defer func() { d.m.readLatency.Observe(time.Since(start).Seconds()) }()
+	return d.readEntry(ledgerID, entryID)
+}
+
+func (d *Disk) readEntry(ledgerID, entryID int64) ([]byte, error) {
 	if d.closed.Load() {
-		return nil, false, ErrClosed
+		return nil, ErrClosed
 	}
 	d.lmu.RLock()
 	st := d.ledgers[ledgerID]
 	known := st != nil && !st.deleted
 	d.lmu.RUnlock()
 	if !known {
-		return nil, false, ErrNoSuchLedger
+		return nil, ErrNoSuchLedger
 	}
 	k := entryKey{ledgerID, entryID}
 	if p, ok := d.cache.get(k); ok {
-		return p, false, nil
+		return p, nil
 	}
-	if p, ok := d.rcache.get(k); ok {
+	if p, ok := d.rcache.take(k); ok {
 		d.m.readCacheHits.Inc()
-		return p, true, nil
+		return p, nil
 	}
 	d.m.readCacheMiss.Inc()
 
 	d.logsMu.RLock()
 	defer d.logsMu.RUnlock()
 	if d.closed.Load() { // Close closes the index under logsMu
-		return nil, false, ErrClosed
+		return nil, ErrClosed
 	}
 	loc, found, err := d.ix.Get(ledgerID, entryID)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: (%d,%d): %w", ErrCorrupt, ledgerID, entryID, err)
+		return nil, fmt.Errorf("%w: (%d,%d): %w", ErrCorrupt, ledgerID, entryID, err)
 	}
 	if !found {
 		// A flush commits the index before it frees the write-cache generation, so an
 		// entry that left the cache before our look-up is in the index by now. Look in the
 		// cache once more for one that arrived meanwhile.
 		if p, ok := d.cache.get(k); ok {
-			return p, false, nil
+			return p, nil
 		}
-		return nil, false, d.missing(ledgerID, entryID)
+		return nil, d.missing(ledgerID, entryID)
 	}
 	lg := d.logs[loc.Log]
 	if lg == nil {
-		return nil, false, fmt.Errorf("%w: (%d,%d): entry log %d is missing", ErrCorrupt, ledgerID, entryID, loc.Log)
+		return nil, fmt.Errorf("%w: (%d,%d): entry log %d is missing", ErrCorrupt, ledgerID, entryID, loc.Log)
 	}
-	p, err = lg.Read(ledgerID, entryID, int64(loc.Offset), int(loc.Size))
+	p, err := lg.Read(ledgerID, entryID, int64(loc.Offset), int(loc.Size))
 	if err != nil {
 		d.log.Error("entry unreadable", "ledger", ledgerID, "entry", entryID, "err", err)
-		return nil, false, fmt.Errorf("%w: (%d,%d): %w", ErrCorrupt, ledgerID, entryID, err)
+		return nil, fmt.Errorf("%w: (%d,%d): %w", ErrCorrupt, ledgerID, entryID, err)
 	}
 	if d.cfg.ReadAheadCacheBatchSize > 0 && d.rcache.max > 0 {
 		d.readAhead(ledgerID, entryID, loc, lg)
 	}
-	return p, false, nil
+	return p, nil
 }
 
 // readAhead loads the entries after entryID of the same ledger that follow it in the same
@@ -122,13 +109,18 @@ func (d *Disk) readAhead(ledgerID, entryID int64, loc index.Location, lg *entryl
 		if err != nil || rec.LedgerID != ledgerID || rec.EntryID != w.entry {
 			return // a corrupt record is reported when it is read, not cached
 		}
-		// The payloads alias the span: it stays alive while any of them is cached, and
-		// they are evicted together, as they were inserted together.
+		// The payloads alias the span (no copy): it stays alive while any of them is cached
+		// or held by a reader. Sub-slices are capped, so no holder can write into another's.
 		d.rcache.put(entryKey{ledgerID, w.entry}, rec.Payload[:len(rec.Payload):len(rec.Payload)])
 	}
 }
 
-// readCache is a bounded LRU of entry payloads filled by read-ahead.
+// readCache is a bounded LRU of entry payloads filled by read-ahead. It is a prefetch
+// buffer, not a cache of what was read: a hit hands the payload to the reader and forgets
+// it (take). Re-reads are served above the bookie (the managed ledger's entry cache), and
+// a sequential reader never asks twice, so keeping read entries only held read-ahead spans
+// alive: in a catch-up drain the cache sat at its bound (16 MiB in a standalone) while
+// what was still unread was one or two spans.
 type readCache struct {
 	mu   sync.Mutex
 	max  int64
@@ -147,15 +139,18 @@ func newReadCache(max int64, m *metrics) *readCache {
 	return &readCache{max: max, m: map[entryKey]*list.Element{}, met: m}
 }
 
-func (c *readCache) get(k entryKey) ([]byte, bool) {
+// take removes the entry and returns its payload, which is the caller's from then on.
+func (c *readCache) take(k entryKey) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.m[k]
 	if !ok {
 		return nil, false
 	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*rcEntry).p, true // never modified after put: see ReadEntryShared
+	p := el.Value.(*rcEntry).p
+	c.remove(el)
+	c.met.readCache.Set(float64(c.used))
+	return p, true
 }
 
 // put caches p, which the caller hands over (not copied).

@@ -126,8 +126,8 @@ type cacheGen struct {
 }
 
 // writeCache holds acknowledged entries until a flush has written them to the entry log
-// and the index. Its memory (chunks in use plus recycled ones) is bounded by max: reserve
-// waits for a flush to free a generation.
+// and the index. The chunks of its generations are bounded by max: reserve waits for a
+// flush to free a generation.
 type writeCache struct {
 	mu       sync.RWMutex // readers share it; apply, swap and release take it exclusively
 	cond     *sync.Cond
@@ -135,10 +135,13 @@ type writeCache struct {
 	flushing *cacheGen
 	used     int64
 	max      int64
-	free     [][]byte // recycled chunks
-	closed   bool
-	kick     func()
-	m        *metrics
+	// free recycles flushed chunks. A sync.Pool rather than a list, so that chunks idle
+	// since a burst go back to the heap: a list kept up to max resident after the load
+	// fell (16 MiB of a standalone's heap during a catch-up drain).
+	free   sync.Pool
+	closed bool
+	kick   func()
+	m      *metrics
 }
 
 func (c *writeCache) init(max int64, kick func(), m *metrics) {
@@ -166,27 +169,9 @@ func (c *writeCache) reserve(n int) []byte {
 			return g.cur[l : l+n : l+n]
 		}
 		size := int64(max(chunkSize, n))
-		var chunk []byte
-		switch {
-		case room && len(c.free) > 0:
-			// Only the per-entry overhead is over budget: give a recycled chunk back.
-			c.dropFree()
-			continue
-		case room:
-			// wait below
-		case size == chunkSize && len(c.free) > 0:
-			// Recycled chunks stay counted in used, so taking one needs no budget.
-			chunk = c.free[len(c.free)-1][:0]
-			c.free = c.free[:len(c.free)-1]
-		case size > chunkSize && len(c.free) > 0 && c.used+size > c.max:
-			// Give recycled chunks back to the heap to make room for a big entry.
-			c.dropFree()
-			continue
-		case c.used+size <= c.max:
-			chunk = make([]byte, 0, size)
+		if !room && c.used+size <= c.max {
+			chunk := c.newChunk(size)
 			c.used += size
-		}
-		if chunk != nil {
 			g.chunks = append(g.chunks, chunk)
 			g.cur = chunk
 			g.bytes += size
@@ -201,10 +186,14 @@ func (c *writeCache) reserve(n int) []byte {
 	}
 }
 
-func (c *writeCache) dropFree() {
-	c.free[len(c.free)-1] = nil
-	c.free = c.free[:len(c.free)-1]
-	c.used -= chunkSize
+// newChunk takes a recycled chunk when size is the usual one.
+func (c *writeCache) newChunk(size int64) []byte {
+	if size == chunkSize {
+		if p, ok := c.free.Get().(*[]byte); ok {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, size)
 }
 
 // get returns a copy of a cached entry.
@@ -225,10 +214,9 @@ func (c *writeCache) get(k entryKey) ([]byte, bool) {
 // release frees a flushed generation's memory. Caller holds c.mu.
 func (c *writeCache) release(g *cacheGen) {
 	for _, ch := range g.chunks {
+		c.used -= int64(cap(ch))
 		if cap(ch) == chunkSize {
-			c.free = append(c.free, ch) // still counted in used
-		} else {
-			c.used -= int64(cap(ch))
+			c.free.Put(&ch)
 		}
 	}
 	c.used -= g.overhead

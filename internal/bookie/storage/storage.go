@@ -16,12 +16,6 @@ var (
 	ErrClosed       = errors.New("storage: closed")
 )
 
-// SharedReader is a Storage that can hand out payloads without copying them. The slice
-// may be shared with a cache: the caller must not modify it.
-type SharedReader interface {
-	ReadEntryShared(ledgerID, entryID int64) ([]byte, error)
-}
-
 // Storage is a bookie's ledger storage: journal, write cache, entry logs and index behind
 // one interface. The disk implementation (Open) and the memory twin (NewMemory) pass the
 // same conformance suite (storagetest).
@@ -31,7 +25,8 @@ type Storage interface {
 	// an error (ErrFenced unless recovery, ErrUnauthorized, ErrReadOnly, ...). Entries are
 	// journaled in call order. It blocks (backpressure) while the write cache is full.
 	AddEntry(ledgerID, entryID int64, masterKey []byte, lac int64, payload []byte, recovery bool, done func(error))
-	// ReadEntry returns a copy of the entry's payload, ErrNoSuchEntry/ErrNoSuchLedger when it
+	// ReadEntry returns the entry's payload, which the caller owns (no cache keeps
+	// it), ErrNoSuchEntry/ErrNoSuchLedger when it
 	// is absent, ErrCorrupt when its checksum fails or it cannot be read.
 	ReadEntry(ledgerID, entryID int64) ([]byte, error)
 	// LAC returns the highest LAC piggybacked on adds to the ledger (-1 if none).

@@ -80,11 +80,14 @@ type Writer struct {
 	// ready holds full batches (MaxGroupBytes reached) the writer has not taken yet, in
 	// order. Cutting batches at MaxGroupBytes keeps every buffer near one size, so the
 	// recycled buffers fit and records are copied once, not again by slice growth.
-	ready     []*batch
-	free      []*batch
-	freeBytes int
-	queued    int
-	closed    bool
+	ready  []*batch
+	queued int
+	// free recycles batches and their buffers. A sync.Pool rather than a list: at load a
+	// batch comes back within a group or two, and when the load falls the collector drops
+	// the idle ones, where a list kept up to 2 x QueueBytes resident for good (11 MiB of a
+	// standalone's heap in a catch-up drain after a max-rate fill).
+	free   sync.Pool
+	closed bool
 	// target is the previous group's record count: a batch that has caught up with it
 	// is committed without waiting out MaxGroupWait (see writeLoop).
 	target int
@@ -259,12 +262,9 @@ func (w *Writer) writeLoop() {
 	}
 }
 
-// newBatch takes a recycled batch. Caller holds w.mu.
+// newBatch takes a recycled batch or makes one.
 func (w *Writer) newBatch() *batch {
-	if n := len(w.free); n > 0 {
-		b := w.free[n-1]
-		w.free = w.free[:n-1]
-		w.freeBytes -= cap(b.data)
+	if b, ok := w.free.Get().(*batch); ok {
 		return b
 	}
 	// Room for a full group and one more record of a common size, so appends to a new
@@ -434,16 +434,12 @@ func (w *Writer) ackLoop() {
 			}
 			a.done(b.err)
 		}
-		w.mu.Lock()
 		clear(b.acks)
 		b.data, b.acks, b.err = b.data[:0], b.acks[:0], nil
-		// Recycle buffers (a batch's buffer grows to the largest group seen), but keep at
-		// most 2 x QueueBytes of them, so a burst of big entries does not stay resident.
-		if w.freeBytes+cap(b.data) <= 2*w.opts.QueueBytes {
-			w.free = append(w.free, b)
-			w.freeBytes += cap(b.data)
+		// A buffer that grew past its usual size for a huge record is not kept.
+		if cap(b.data) <= 2*(w.opts.MaxGroupBytes+batchSlack) {
+			w.free.Put(b)
 		}
-		w.mu.Unlock()
 	}
 }
 
