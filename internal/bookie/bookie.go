@@ -163,6 +163,10 @@ func (b *Bookie) Addr() string { return b.ln.Addr().String() }
 // AdvertisedAddr is the address registered for clients.
 func (b *Bookie) AdvertisedAddr() string { return b.addr }
 
+// Local is the bookie as an in-process handler for a bookie client in the same process
+// (bookieproto.ClientOptions.Local, keyed by AdvertisedAddr).
+func (b *Bookie) Local() bookieproto.Handler { return b.srv.Local() }
+
 // Storage is the bookie's storage.
 func (b *Bookie) Storage() storage.Storage { return b.st }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
@@ -38,13 +39,22 @@ func statusOf(err error) bookieproto.Status {
 // errBadIDs rejects negative ids before they reach storage.
 var errBadIDs = fmt.Errorf("%w: negative ledger or entry id", bookieproto.ErrBadRequest)
 
+// newResponse starts the response to req; !ok when req's ids are refused already.
+func newResponse(req *bookieproto.Request) (resp bookieproto.Response, ok bool) {
+	resp = bookieproto.Response{Op: req.Op, RequestID: req.RequestID, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: -1}
+	if req.LedgerID < 0 || req.EntryID < 0 {
+		resp.Status = bookieproto.StatusOf(errBadIDs)
+		return resp, false
+	}
+	return resp, true
+}
+
 // dispatch runs one decoded request. Adds are handed to storage synchronously, in the order
 // they were read; everything else runs on its own goroutine.
 func (s *Server) dispatch(c *serverConn, req bookieproto.Request, cost int64) {
 	start := time.Now()
-	resp := bookieproto.Response{Op: req.Op, RequestID: req.RequestID, LedgerID: req.LedgerID, EntryID: req.EntryID, LAC: -1}
-	if req.LedgerID < 0 || req.EntryID < 0 {
-		resp.Status = bookieproto.StatusOf(errBadIDs)
+	resp, ok := newResponse(&req)
+	if !ok {
 		c.respond(resp, cost, start)
 		return
 	}
@@ -57,7 +67,7 @@ func (s *Server) dispatch(c *serverConn, req bookieproto.Request, cost int64) {
 			r := resp
 			r.Status = statusOf(err)
 			if r.Status != bookieproto.StatusOK {
-				s.logFailure(c, bookieproto.OpAddEntry, ledgerID, entryID, r.Status, err)
+				logFailure(c.log, bookieproto.OpAddEntry, ledgerID, entryID, r.Status, err)
 			}
 			c.respond(r, cost, start)
 		})
@@ -73,23 +83,28 @@ func (s *Server) runAsync(c *serverConn, req bookieproto.Request, resp bookiepro
 	c.handlers.Add(1)
 	go func() {
 		defer c.handlers.Done()
-		err := s.handle(c.ctx, &req, &resp)
-		resp.Status = statusOf(err)
-		if resp.Status != bookieproto.StatusOK {
-			resp.Payload, resp.Entries = nil, nil
-		}
-		s.logFailure(c, req.Op, req.LedgerID, req.EntryID, resp.Status, err)
+		s.answer(c.ctx, c.log, &req, &resp)
 		c.respond(resp, cost, start)
 	}()
 }
 
+// answer runs a non-add request and sets the response's status.
+func (s *Server) answer(ctx context.Context, log *slog.Logger, req *bookieproto.Request, resp *bookieproto.Response) {
+	err := s.handle(ctx, req, resp)
+	resp.Status = statusOf(err)
+	if resp.Status != bookieproto.StatusOK {
+		resp.Payload, resp.Entries = nil, nil
+	}
+	logFailure(log, req.Op, req.LedgerID, req.EntryID, resp.Status, err)
+}
+
 // logFailure logs errors that point at the bookie rather than at the request.
-func (s *Server) logFailure(c *serverConn, op bookieproto.Op, ledgerID, entryID int64, st bookieproto.Status, err error) {
+func logFailure(log *slog.Logger, op bookieproto.Op, ledgerID, entryID int64, st bookieproto.Status, err error) {
 	switch st {
 	case bookieproto.StatusCorrupt:
-		c.log.Error("entry corrupt or unreadable", "op", op, "ledger", ledgerID, "entry", entryID, "err", err)
+		log.Error("entry corrupt or unreadable", "op", op, "ledger", ledgerID, "entry", entryID, "err", err)
 	case bookieproto.StatusServerError:
-		c.log.Warn("request failed", "op", op, "ledger", ledgerID, "entry", entryID, "err", err)
+		log.Warn("request failed", "op", op, "ledger", ledgerID, "entry", entryID, "err", err)
 	}
 }
 

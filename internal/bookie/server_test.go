@@ -39,6 +39,13 @@ type fixture struct {
 // startBookie serves st on a free port and returns a client for it; both close at cleanup.
 func startBookie(t testing.TB, st storage.Storage, mutate func(*config.BookieConfig)) *fixture {
 	t.Helper()
+	return startBookieVia(t, st, mutate, false)
+}
+
+// startBookieVia is startBookie with a client that reaches the bookie in process (local)
+// rather than over its socket.
+func startBookieVia(t testing.TB, st storage.Storage, mutate func(*config.BookieConfig), local bool) *fixture {
+	t.Helper()
 	cfg := testConfig(t.TempDir())
 	if mutate != nil {
 		mutate(&cfg)
@@ -47,7 +54,11 @@ func startBookie(t testing.TB, st storage.Storage, mutate func(*config.BookieCon
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := bookieproto.NewClient(bookieproto.ClientOptions{RequestTimeout: 30 * time.Second})
+	opts := bookieproto.ClientOptions{RequestTimeout: 30 * time.Second}
+	if local {
+		opts.Local = map[string]bookieproto.Handler{b.Addr(): b.Local()}
+	}
+	c := bookieproto.NewClient(opts)
 	t.Cleanup(func() {
 		_ = c.Close()
 		_ = b.Close()
@@ -81,11 +92,20 @@ func mustAdd(t *testing.T, f *fixture, ledger, entry, lac int64, payload []byte)
 	}
 }
 
-// serverSuite runs the protocol scenarios against a server on the storage newStorage makes.
+// serverSuite runs the protocol scenarios against a server on the storage newStorage makes,
+// through its socket or in process (local): both must give the same answers.
 func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
+	for _, local := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tcp", true: "local"}[local], func(t *testing.T) {
+			serverScenarios(t, newStorage, local)
+		})
+	}
+}
+
+func serverScenarios(t *testing.T, newStorage func(t *testing.T) storage.Storage, local bool) {
 	ctx := context.Background()
 	t.Run("AddReadRangeLAC", func(t *testing.T) {
-		f := startBookie(t, newStorage(t), nil)
+		f := startBookieVia(t, newStorage(t), nil, local)
 		for e := int64(0); e < 10; e++ {
 			mustAdd(t, f, 1, e, e-1, payloadOf(1, e, 100+int(e)))
 		}
@@ -125,7 +145,7 @@ func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
 	})
 
 	t.Run("LongPollLAC", func(t *testing.T) {
-		f := startBookie(t, newStorage(t), nil)
+		f := startBookieVia(t, newStorage(t), nil, local)
 		mustAdd(t, f, 2, 0, -1, []byte("a"))
 		mustAdd(t, f, 2, 1, 0, []byte("b"))
 		got := make(chan int64, 1)
@@ -148,7 +168,7 @@ func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
 	})
 
 	t.Run("FenceRecoveryDelete", func(t *testing.T) {
-		f := startBookie(t, newStorage(t), nil)
+		f := startBookieVia(t, newStorage(t), nil, local)
 		mustAdd(t, f, 3, 0, -1, []byte("x"))
 		mustAdd(t, f, 3, 1, 0, []byte("y"))
 		lac, err := f.client.ReadLAC(ctx, f.addr, 3, true, key)
@@ -180,7 +200,7 @@ func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
 	})
 
 	t.Run("WrongMasterKey", func(t *testing.T) {
-		f := startBookie(t, newStorage(t), nil)
+		f := startBookieVia(t, newStorage(t), nil, local)
 		mustAdd(t, f, 5, 0, -1, []byte("a"))
 		ch := make(chan error, 1)
 		f.client.AddEntry(ctx, f.addr, bookieproto.AddRequest{LedgerID: 5, EntryID: 1, MasterKey: []byte("other"), LAC: 0, Payload: []byte("b")}, func(err error) { ch <- err })
@@ -193,6 +213,8 @@ func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
 	})
 
 	t.Run("PipelinedAddsCompleteInOrder", func(t *testing.T) {
+		// Over the socket only: in process, the order of completions is the storage's, and
+		// the memory twin answers inside AddEntry, which the client moves to goroutines.
 		f := startBookie(t, newStorage(t), func(c *config.BookieConfig) { c.MaxInFlightRequestsPerConnection = 64 })
 		const n = 3000
 		var mu sync.Mutex
@@ -221,7 +243,7 @@ func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
 	})
 
 	t.Run("MalformedFrameClosesOnlyThatConnection", func(t *testing.T) {
-		f := startBookie(t, newStorage(t), nil)
+		f := startBookieVia(t, newStorage(t), nil, local)
 		mustAdd(t, f, 7, 0, -1, []byte("a"))
 		for name, junk := range map[string][]byte{
 			"bad version": {0, 0, 0, 12, 9, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
@@ -248,7 +270,7 @@ func serverSuite(t *testing.T, newStorage func(t *testing.T) storage.Storage) {
 	})
 
 	t.Run("UnknownOpAnsweredNotClosed", func(t *testing.T) {
-		f := startBookie(t, newStorage(t), nil)
+		f := startBookieVia(t, newStorage(t), nil, local)
 		raw, err := net.Dial("tcp", f.addr)
 		if err != nil {
 			t.Fatal(err)

@@ -29,6 +29,10 @@ type ClientOptions struct {
 	// WriteBufferSize is the per-connection write buffer; requests are copied into it and
 	// written with one syscall per buffer or per drained queue (default 64 KiB).
 	WriteBufferSize int
+	// Local maps bookie addresses to bookies in this process: calls for them go to the
+	// Handler directly, with no socket, frame encoding or response copy (a standalone's
+	// broker and its own bookie). Calls for other addresses use the network as usual.
+	Local map[string]Handler
 }
 
 func (o *ClientOptions) fill() {
@@ -159,6 +163,10 @@ func (c *client) send(ctx context.Context, addr string, req Request, extra time.
 	}
 	if len(req.MasterKey) > MaxMasterKeySize {
 		complete(Response{}, fmt.Errorf("%w: master key of %d bytes, limit %d", ErrBadRequest, len(req.MasterKey), MaxMasterKeySize))
+		return
+	}
+	if h := c.opts.Local[addr]; h != nil {
+		sendLocal(ctx, h, req, complete)
 		return
 	}
 	deadline := time.Now().Add(c.opts.RequestTimeout + extra)

@@ -31,6 +31,9 @@ type ServicesOptions struct {
 	Ledger    config.LedgerClientConfig
 	Registry  *prometheus.Registry
 	Logger    *slog.Logger
+	// LocalBookies are bookies in this process by advertised address; the bookie client
+	// calls them directly instead of over a socket (standalone).
+	LocalBookies map[string]bookieproto.Handler
 	// Ownership decides which topics the broker serves (nil: every topic, standalone).
 	Ownership broker.Ownership
 	// WrapHTTP wraps the admin handler (cluster redirects); nil: none.
@@ -66,7 +69,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 			_ = s.Close(context.Background())
 		}
 	}()
-	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: o.Logger})
+	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: o.Logger, Local: o.LocalBookies})
 	if s.ledgers, err = ledger.NewClient(ctx, ledger.ClientOptions{
 		Config: o.Ledger, Store: o.Store, Bookies: s.bkClient, Logger: o.Logger, Registerer: o.Registry,
 	}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/bookie"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
+	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/brokerd"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -88,6 +89,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 
 	if s.svc, err = brokerd.StartServices(ctx, brokerd.ServicesOptions{
 		Store: s.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: s.registry, Logger: logger,
+		LocalBookies: map[string]bookieproto.Handler{s.bookie.AdvertisedAddr(): s.bookie.Local()},
 	}); err != nil {
 		return nil, fmt.Errorf("standalone: %w", err)
 	}
