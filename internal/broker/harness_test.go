@@ -24,6 +24,7 @@ type testBroker struct {
 	url string
 	ln  net.Listener
 	reg *prometheus.Registry
+	mem *memStorage // the storage twin, when the broker runs on it
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -62,10 +63,12 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 	}
 	reg := prometheus.NewRegistry()
 	var s *Server
+	var mem *memStorage
 	if useManagedLedger {
 		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger, Registerer: reg})
 	} else {
-		s, err = newServer(cfg, store, newMemStorage(), logger, reg)
+		mem = newMemStorage()
+		s, err = newServer(cfg, store, mem, logger, reg)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +88,7 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 			t.Errorf("managed ledger factory close: %v", err)
 		}
 	})
-	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg}
+	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg, mem: mem}
 }
 
 // bootstrapNamespaces creates what standalone creates on first start (resources.EnsureDefaults),

@@ -139,6 +139,7 @@ type memCursor struct {
 	rd    int64
 	acked map[int64]bool
 	batch map[int64][]uint64 // partly acknowledged batches
+	reads int64              // entries returned by read, guarded by l.mu
 }
 
 func (c *memCursor) read(ctx context.Context, max int) ([]logEntry, error) {
@@ -151,6 +152,7 @@ func (c *memCursor) read(ctx context.Context, max int) ([]logEntry, error) {
 			}
 			c.rd++
 		}
+		c.reads += int64(len(out))
 		ch := c.l.notify
 		c.l.mu.Unlock()
 		if len(out) > 0 {

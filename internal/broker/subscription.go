@@ -85,6 +85,7 @@ type subscription struct {
 	maxRead      position          // highest position read for dispatch (keyshared_join.go)
 	slotHolds    map[int]*slotHold // Key_Shared: who holds unacked entries per slot (keyshared_join.go)
 	slotFreed    bool              // a slot finished draining since the last wake-up
+	avgPerEntry  float64           // messages per dispatched entry, moving average (dispatch_size.go)
 	gen          uint64
 	stopped      bool
 	started      bool
@@ -369,7 +370,7 @@ func (s *subscription) run() {
 			continue
 		}
 		if len(s.replay) < maxReplay(s.t.s.dyn.maxReadBatch()) {
-			n := min(s.t.s.dyn.maxReadBatch(), max(s.permitsLocked(), 1))
+			n := s.entriesToReadLocked()
 			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]logEntry, error) {
 				return s.cursor.read(ctx, n)
 			})
@@ -486,6 +487,7 @@ func (s *subscription) dispatchLocked(entries []logEntry) int {
 
 // slot is the entry's Key_Shared hash slot, -1 for other subscription types.
 func (s *subscription) sendLocked(cs *consumer, e logEntry, count, slot int) {
+	s.noteEntrySizeLocked(count)
 	cs.permits -= count
 	cs.unacked += count
 	s.unacked += count
