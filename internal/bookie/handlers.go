@@ -158,6 +158,15 @@ func (s *Server) handle(ctx context.Context, req *bookieproto.Request, resp *boo
 	return fmt.Errorf("%w: op %v", bookieproto.ErrBadRequest, req.Op)
 }
 
+// unread gives back an entry a range read took but will not send: it starts the next range,
+// and a read-ahead entry taken from the read cache would otherwise be read from disk again,
+// with a new read-ahead span (4.6x the bytes read in a catch-up drain).
+func (s *Server) unread(ledgerID, entryID int64, p []byte) {
+	if u, ok := s.st.(storage.Unreader); ok {
+		u.Unread(ledgerID, entryID, p)
+	}
+}
+
 // lac is the ledger's LAC for a read response; -1 when unknown.
 func (s *Server) lac(ledgerID int64) int64 {
 	lac, err := s.st.LAC(ledgerID)
@@ -196,9 +205,11 @@ func (s *Server) readRange(ctx context.Context, req *bookieproto.Request, resp *
 				return fmt.Errorf("%w: entry %d of %d bytes does not fit a range response; read it alone",
 					bookieproto.ErrBadRequest, id, len(p))
 			}
+			s.unread(req.LedgerID, id, p)
 			break
 		}
 		if total+len(p) > budget && len(resp.Entries) > 0 {
+			s.unread(req.LedgerID, id, p)
 			break
 		}
 		total += len(p)

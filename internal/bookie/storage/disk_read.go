@@ -23,6 +23,14 @@ func (d *Disk) ReadEntry(ledgerID, entryID int64) ([]byte, error) {
 	return d.readEntry(ledgerID, entryID)
 }
 
+// Unread implements Unreader. Entries never change once written, so the payload is the
+// entry's whatever cache it came from.
+func (d *Disk) Unread(ledgerID, entryID int64, payload []byte) {
+	if d.rcache.max > 0 {
+		d.rcache.put(entryKey{ledgerID, entryID}, payload)
+	}
+}
+
 func (d *Disk) readEntry(ledgerID, entryID int64) ([]byte, error) {
 	if d.closed.Load() {
 		return nil, ErrClosed

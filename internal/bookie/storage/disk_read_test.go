@@ -114,3 +114,32 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("metric %s not registered", name)
 	return 0
 }
+
+// TestUnreadReturnsAnEntryToTheReadCache: a range read that takes an entry it will not send
+// gives it back, and the next read of it is a read-cache hit, not a new read-ahead.
+func TestUnreadReturnsAnEntryToTheReadCache(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.FlushInterval = time.Hour
+	reg := prometheus.NewRegistry()
+	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for e := int64(0); e < 10; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	read(t, s, 1, 0, st.Payload(1, 0, 300)) // a miss: reads ahead 1..9
+	p, err := s.ReadEntry(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Unread(1, 1, p)
+	read(t, s, 1, 1, st.Payload(1, 1, 300))
+	if hits, misses := metricValue(t, reg, "bookie_read_cache_hits_total"), metricValue(t, reg, "bookie_read_cache_misses_total"); hits != 2 || misses != 1 {
+		t.Fatalf("%v hits, %v misses; want 2 and 1 (entry 1 given back)", hits, misses)
+	}
+}

@@ -16,6 +16,13 @@ var (
 	ErrClosed       = errors.New("storage: closed")
 )
 
+// Unreader is a Storage whose reads can be given back: a payload ReadEntry returned that
+// the caller did not use (a range read whose budget it would have exceeded) goes back
+// into the read cache, so the next read of it does not go to disk again.
+type Unreader interface {
+	Unread(ledgerID, entryID int64, payload []byte)
+}
+
 // Storage is a bookie's ledger storage: journal, write cache, entry logs and index behind
 // one interface. The disk implementation (Open) and the memory twin (NewMemory) pass the
 // same conformance suite (storagetest).
