@@ -9,21 +9,25 @@ package managedledger
 // bookies. Which cursors are active (a consumer attached, not backlogged) is in
 // cursor_active.go.
 
-// ledgerList is the cached entries of one ledger, oldest insert first. Entries of a ledger
-// are inserted in ascending entry order on the add path and by catch-up reads, so walking
-// from the head and stopping at the first entry at or after a bound finds every entry below
-// it in the common case; an out-of-order one left behind still goes by size or age.
+// ledgerList is the cached entries of one ledger, oldest insert first. Insertion order is
+// not entry order: while a cursor is active the add path caches the newest entries, and a
+// catch-up read then inserts older ones behind them. So eviction by position does not walk
+// from the head (it stopped at the first new entry and left every later-read one to the
+// size bound: a full 64 MiB cache in a catch-up drain), but uses low, below which no entry
+// of the ledger is cached (see evictBefore).
 type ledgerList struct {
 	head, tail *cacheItem
 	n          int
+	low        int64
 }
 
 func (c *entryCache) linkLedgerLocked(it *cacheItem) {
 	l := c.perLedger[it.pos.LedgerID]
 	if l == nil {
-		l = &ledgerList{}
+		l = &ledgerList{low: it.pos.EntryID}
 		c.perLedger[it.pos.LedgerID] = l
 	}
+	l.low = min(l.low, it.pos.EntryID)
 	it.lprev = l.tail
 	if l.tail != nil {
 		l.tail.lnext = it
@@ -63,17 +67,38 @@ func (c *entryCache) hasLedger(id int64) bool {
 }
 
 // evictBefore drops the cached entries of ledger id with entry ids below entryID (all of
-// them for entryID == maxEntryID), walking from the ledger's oldest insert.
+// them for entryID == maxEntryID). It looks up the ids from the ledger's low bound to
+// entryID, or walks the ledger's entries when they are fewer, so a call costs at most
+// twice the entries it could find; as low then moves up to entryID, calls after every read
+// cost about what the cursor moved.
 func (c *entryCache) evictBefore(id, entryID int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l := c.perLedger[id]
-	for l != nil && l.head != nil && l.head.pos.EntryID < entryID {
-		c.removeLocked(l.head)
+	if l == nil || entryID <= l.low {
+		return
+	}
+	drop := func(it *cacheItem) {
+		c.removeLocked(it)
 		c.evictions++
 		c.consumedEvictions++
-		l = c.perLedger[id] // removing the last entry drops the list
 	}
+	if entryID-l.low <= 2*int64(l.n) {
+		for e := l.low; e < entryID && c.perLedger[id] != nil; e++ {
+			if it, ok := c.items[Position{id, e}]; ok {
+				drop(it)
+			}
+		}
+	} else {
+		for it := l.head; it != nil; {
+			next := it.lnext
+			if it.pos.EntryID < entryID {
+				drop(it)
+			}
+			it = next
+		}
+	}
+	l.low = entryID // l may be gone (no entry left); then the next insert starts afresh
 }
 
 // maxEntryID as a bound evicts a whole ledger.

@@ -41,6 +41,44 @@ func TestEntryCacheEvictBefore(t *testing.T) {
 	}
 }
 
+// TestEntryCacheEvictBeforeOutOfOrderInserts: the add path caches the newest entries of a
+// ledger, then a catch-up read inserts older ones behind them; eviction by position still
+// finds the older ones (it stopped at the first new entry and left them to the size bound).
+func TestEntryCacheEvictBeforeOutOfOrderInserts(t *testing.T) {
+	clk := newFakeClock()
+	c := newEntryCache(1<<20, 0.9, time.Hour, clk.Now)
+	for e := int64(1000); e < 1010; e++ { // adds
+		c.insert(Position{1, e}, []byte("new"))
+	}
+	for e := int64(0); e < 10; e++ { // a catch-up read
+		c.insert(Position{1, e}, []byte("old"))
+	}
+	cached := func() (n int) {
+		for _, e := range []int64{0, 4, 5, 9, 1000, 1009} {
+			if _, ok := c.get(Position{1, e}); ok {
+				n++
+			}
+		}
+		return n
+	}
+	c.evictBefore(1, 5) // looks up ids 0..4
+	if _, ok := c.get(Position{1, 4}); ok || cached() != 4 {
+		t.Fatalf("after evictBefore(1,5): entry 4 still cached or %d of 0,4,5,9,1000,1009 cached, want 5,9,1000,1009", cached())
+	}
+	c.evictBefore(1, 600) // far past the 15 cached entries: walks them
+	if _, ok := c.get(Position{1, 9}); ok || cached() != 2 {
+		t.Fatalf("after evictBefore(1,600): %d cached, want 1000 and 1009", cached())
+	}
+	c.insert(Position{1, 7}, []byte("re-read")) // below the last bound: a rewind's read
+	c.evictBefore(1, 8)
+	if _, ok := c.get(Position{1, 7}); ok {
+		t.Fatal("entry 7, inserted after the bound passed it, survived evictBefore(1,8)")
+	}
+	if st := c.stats(); st.Entries != 10 || st.ConsumedEvictions != 11 {
+		t.Fatalf("stats %+v, want 10 entries and 11 consumed evictions", st)
+	}
+}
+
 func TestCacheEvictsWhatEveryCursorRead(t *testing.T) {
 	e := newEnv(t)
 	f := e.factory()
