@@ -52,21 +52,7 @@ func TestReadAheadAndMetrics(t *testing.T) {
 // drops it from the cache (the cache's size falls back), so a reader scribbling on what it
 // got cannot corrupt a later read, which comes from the entry log again.
 func TestReadCacheHandsPayloadsOver(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	cfg.FlushInterval = time.Hour
-	reg := prometheus.NewRegistry()
-	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for e := int64(0); e < 50; e++ {
-		add(t, s, 1, e, st.Payload(1, e, 500))
-	}
-	if err := s.FlushNow(); err != nil {
-		t.Fatal(err)
-	}
-	read(t, s, 1, 0, st.Payload(1, 0, 500)) // a miss: reads ahead entries 1..49
+	s, reg := readAheadOf(t, 50, 500) // entries 1..49 are in the read cache
 	if size := metricValue(t, reg, "bookie_read_cache_size_bytes"); size < 49*500 {
 		t.Fatalf("read cache holds %v bytes after read-ahead of 49 entries of 500 B", size)
 	}
@@ -89,6 +75,28 @@ func TestReadCacheHandsPayloadsOver(t *testing.T) {
 	for e := int64(0); e < 50; e++ {
 		read(t, s, 1, e, st.Payload(1, e, 500))
 	}
+}
+
+// readAheadOf stores n entries of ledger 1 with size-byte payloads, flushes them into one
+// entry log and reads entry 0, whose miss reads the others ahead into the read cache.
+func readAheadOf(t *testing.T, n int64, size int) (*storage.Disk, *prometheus.Registry) {
+	t.Helper()
+	cfg := testConfig(t.TempDir())
+	cfg.FlushInterval = time.Hour
+	reg := prometheus.NewRegistry()
+	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for e := int64(0); e < n; e++ {
+		add(t, s, 1, e, st.Payload(1, e, size))
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	read(t, s, 1, 0, st.Payload(1, 0, size))
+	return s, reg
 }
 
 // metricValue returns a registered metric's value (a histogram's sample count).
@@ -118,21 +126,7 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // TestUnreadReturnsAnEntryToTheReadCache: a range read that takes an entry it will not send
 // gives it back, and the next read of it is a read-cache hit, not a new read-ahead.
 func TestUnreadReturnsAnEntryToTheReadCache(t *testing.T) {
-	cfg := testConfig(t.TempDir())
-	cfg.FlushInterval = time.Hour
-	reg := prometheus.NewRegistry()
-	s, err := storage.OpenWithFS(cfg, vfs.Default(), nil, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for e := int64(0); e < 10; e++ {
-		add(t, s, 1, e, st.Payload(1, e, 300))
-	}
-	if err := s.FlushNow(); err != nil {
-		t.Fatal(err)
-	}
-	read(t, s, 1, 0, st.Payload(1, 0, 300)) // a miss: reads ahead 1..9
+	s, reg := readAheadOf(t, 10, 300) // entries 1..9 are in the read cache
 	p, err := s.ReadEntry(1, 1)
 	if err != nil {
 		t.Fatal(err)
