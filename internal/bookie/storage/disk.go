@@ -199,21 +199,23 @@ func (d *Disk) open() error {
 		return fmt.Errorf("storage: flush after journal replay: %w", err)
 	}
 	jw, err := journal.NewWriter(journal.Options{
-		FS:            d.fs,
-		Dir:           d.jdir,
-		FirstFile:     max(st.LastFile, from.File) + 1,
-		SyncData:      d.cfg.JournalSyncData,
-		MaxGroupWait:  d.cfg.JournalMaxGroupWait,
-		MaxGroupBytes: int(d.cfg.JournalBufferedWritesThreshold),
-		QueueBytes:    int(d.cfg.JournalQueueSizeBytes),
-		MaxFileSize:   d.cfg.JournalMaxSizeMB << 20,
-		PreallocSize:  d.cfg.JournalPreAllocSizeMB << 20,
-		Logger:        d.log.With("component", "bookie-journal"),
-		Admit:         d.admit,
-		Apply:         d.apply,
-		FailErr:       ErrReadOnly,
-		ClosedErr:     ErrClosed,
-		OnFailure:     func(err error) { d.health.writeFailed(err) },
+		FS:        d.fs,
+		Dir:       d.jdir,
+		FirstFile: max(st.LastFile, from.File) + 1,
+		SyncData:  d.cfg.JournalSyncData,
+		// The entry logs' writeback step serves the journal too when it does not sync.
+		WritebackBytes: d.cfg.FlushEntryLogBytes,
+		MaxGroupWait:   d.cfg.JournalMaxGroupWait,
+		MaxGroupBytes:  int(d.cfg.JournalBufferedWritesThreshold),
+		QueueBytes:     int(d.cfg.JournalQueueSizeBytes),
+		MaxFileSize:    d.cfg.JournalMaxSizeMB << 20,
+		PreallocSize:   d.cfg.JournalPreAllocSizeMB << 20,
+		Logger:         d.log.With("component", "bookie-journal"),
+		Admit:          d.admit,
+		Apply:          d.apply,
+		FailErr:        ErrReadOnly,
+		ClosedErr:      ErrClosed,
+		OnFailure:      func(err error) { d.health.writeFailed(err) },
 		OnGroup: func(records, bytes int, sync time.Duration) {
 			d.m.groupEntries.Observe(float64(records))
 			d.m.journalBytes.Add(float64(bytes))
