@@ -14,7 +14,7 @@ import (
 )
 
 // chaosRounds is how many randomized rounds TestChaosRecovery runs: defaultChaosRounds (12,
-// or 500 with -tags soak), or LEDGER_CHAOS_ROUNDS.
+// or 500 with -tags soak), or LEDGER_CHAOS_ROUNDS. LEDGER_CHAOS_SEED runs one given round.
 func chaosRounds() int {
 	if n, err := strconv.Atoi(os.Getenv("LEDGER_CHAOS_ROUNDS")); err == nil && n > 0 {
 		return n
@@ -27,6 +27,10 @@ func chaosRounds() int {
 // acknowledged entry is in the closed ledger with its data, nothing acknowledged lies past
 // its end, and the writer only ever failed with ErrFenced or ErrNotEnoughBookies.
 func TestChaosRecovery(t *testing.T) {
+	if seed, err := strconv.ParseUint(os.Getenv("LEDGER_CHAOS_SEED"), 10, 64); err == nil {
+		chaosRound(t, seed) // replay a failed round: its name is seed<N>
+		return
+	}
 	for round := range chaosRounds() {
 		seed := uint64(time.Now().UnixNano()) + uint64(round)
 		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { chaosRound(t, seed) })

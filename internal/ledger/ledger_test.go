@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -89,7 +90,14 @@ func (a *ackLog) wait(t testing.TB) {
 	select {
 	case <-ch:
 	case <-time.After(30 * time.Second):
-		t.Fatal("appends did not finish")
+		a.mu.Lock()
+		acked, failed := len(a.acked), len(a.errs)
+		a.mu.Unlock()
+		// A hang is rare and timing-bound (a seed alone does not replay it): keep every
+		// goroutine's stack so the writer's state can be read from the failure.
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("appends did not finish: %d acknowledged, %d failed, the rest pending\n%s", acked, failed, buf)
 	}
 }
 
