@@ -66,7 +66,13 @@ func (a *app) bookieCmd() *cobra.Command {
 		stopAuditor, err := startAuditor(ctx, cfg, bk.AdvertisedAddr(), reg, logger)
 		if err != nil {
 			stopMetrics()
-			_ = bk.Close()
+			cerr := bk.Close()
+			if ctx.Err() != nil {
+				// A signal while the auditor was starting (its metadata reads saw the
+				// context end): stopping is what was asked, not a failure.
+				logger.Info("shutting down", "cause", context.Cause(ctx))
+				return cerr
+			}
 			return err
 		}
 		<-ctx.Done()
