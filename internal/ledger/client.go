@@ -35,7 +35,6 @@ type client struct {
 	logger  *slog.Logger
 	bookies *bookieSet
 	metrics *clientMetrics
-	ids     idAllocator
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -113,7 +112,7 @@ func (c *client) Create(ctx context.Context, opts CreateOptions) (Writer, error)
 		return nil, err
 	}
 	for {
-		id, err := c.ids.allocate(ctx, c.store)
+		id, err := allocateLedgerID(ctx, c.store)
 		if err != nil {
 			return nil, err
 		}

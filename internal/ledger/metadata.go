@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
 )
@@ -270,29 +269,11 @@ func updateMetadata(ctx context.Context, store metadata.Store, id int64, m *ledg
 	}
 }
 
-// idBlockSize is how many ledger ids one client takes from the counter at a time.
-const idBlockSize = 100
-
-// idAllocator hands out ledger ids from blocks taken from a counter key by CAS, so ids are
-// unique across every client of the metadata store. One CAS per id made concurrent
-// creations quadratic: a standalone whose 1,000 topics each opened a cursor ledger at once
-// spent the whole of a 75 s run re-reading the counter and losing the race (half of
-// etcd's and a fifth of the process's CPU), and published a third of the asked rate.
-// Ids a client took but did not use are skipped: ids are unique, not dense.
-type idAllocator struct {
-	mu        sync.Mutex // held across a refill, so one client refills once at a time
-	next, end int64
-}
-
-func (a *idAllocator) allocate(ctx context.Context, store metadata.Store) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.next < a.end {
-		a.next++
-		return a.next - 1, nil
-	}
+// allocateLedgerID takes the next id from a counter key by CAS, so ids are unique across
+// every client of the metadata store.
+func allocateLedgerID(ctx context.Context, store metadata.Store) (int64, error) {
 	for {
-		first, expected := int64(0), metadata.NotExists
+		next, expected := int64(0), metadata.NotExists
 		kv, err := store.Get(ctx, idCounterKey)
 		switch {
 		case err == nil:
@@ -300,14 +281,13 @@ func (a *idAllocator) allocate(ctx context.Context, store metadata.Store) (int64
 			if perr != nil || n < 0 {
 				return 0, fmt.Errorf("%w: ledger id counter %q", errMetadata, kv.Value)
 			}
-			first, expected = n, kv.Version
+			next, expected = n, kv.Version
 		case !errors.Is(err, metadata.ErrNotFound):
 			return 0, fmt.Errorf("ledger: read id counter: %w", err)
 		}
-		_, err = store.Put(ctx, idCounterKey, []byte(strconv.FormatInt(first+idBlockSize, 10)), expected)
+		_, err = store.Put(ctx, idCounterKey, []byte(strconv.FormatInt(next+1, 10)), expected)
 		if err == nil {
-			a.next, a.end = first+1, first+idBlockSize
-			return first, nil
+			return next, nil
 		}
 		if !errors.Is(err, metadata.ErrBadVersion) {
 			return 0, fmt.Errorf("ledger: bump id counter: %w", err)
