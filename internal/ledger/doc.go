@@ -12,7 +12,7 @@
 // # Metadata-store layout
 //
 //	/ledgers/<id, 20 decimal digits, zero-padded>   ledger metadata (JSON, below)
-//	/ledger-id-counter                               next ledger id, decimal; bumped by CAS
+//	/ledger-id-counter                               ids are its versions: one unconditional write per new ledger
 //	/ledger-auditor                                  auditor election
 //	/ledger-decommissioned/<host:port>               decommission marks ("{}"; Decommission)
 //	/bookies/available/<host:port>                   bookie registrations (bookieproto)
