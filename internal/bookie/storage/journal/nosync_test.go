@@ -72,8 +72,9 @@ func TestNoSyncDataWritesBackAndRotatesWithoutSync(t *testing.T) {
 			t.Errorf("%s synced %d times, want once (its header)", name, n)
 		}
 	}
-	if cfs.writebacks < 20 {
-		t.Errorf("%d writebacks for ~380 KiB in 8 KiB steps", cfs.writebacks)
+	// At most one per group (groups vary with timing), at least one per file's 64 KiB.
+	if cfs.writebacks < len(cfs.syncs)-1 {
+		t.Errorf("%d writebacks over %d files in 8 KiB steps", cfs.writebacks, len(cfs.syncs))
 	}
 	if got, _ := replayAll(t, dir); len(got) != 1500 {
 		t.Fatalf("replayed %d records, want 1500", len(got))
