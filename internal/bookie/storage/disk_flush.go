@@ -224,7 +224,7 @@ func (d *Disk) rollLog() error {
 	if err != nil {
 		return err
 	}
-	lg.WritebackBytes = d.cfg.FlushEntryLogBytes
+	lg.Writeback.Step = d.cfg.FlushEntryLogBytes
 	if err := d.fs.SyncDir(d.ldir); err != nil {
 		_ = lg.Close()
 		_ = d.fs.Remove(filepath.Join(d.ldir, entrylog.FileName(id)))

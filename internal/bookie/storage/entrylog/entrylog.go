@@ -118,13 +118,12 @@ type Log struct {
 	path string
 	size int64  // bytes written or buffered
 	buf  []byte // pending bytes, written at size-len(buf)
-	// WritebackBytes, when > 0, starts the kernel's writeback of what Flush wrote every
-	// this many bytes and waits for the previous chunk's (vfs.Writebacker). A flush of a
-	// whole write-cache generation would otherwise leave tens of MiB dirty for one final
-	// fdatasync, and every journal fdatasync behind that burst waits for it: this bounds
-	// the entry log's queued writes to about one chunk (BookKeeper's flushEntrylogBytes).
-	WritebackBytes int64
-	wbEnd          int64 // end of the range whose writeback was last started
+	// Writeback, with a Step, starts the kernel's writeback of what Flush wrote every Step
+	// bytes and waits for the previous chunk's. A flush of a whole write-cache generation
+	// would otherwise leave tens of MiB dirty for one final fdatasync, and every journal
+	// fdatasync behind that burst waits for it: this bounds the entry log's queued writes
+	// to about one chunk (BookKeeper's flushEntrylogBytes).
+	Writeback vfs.WritebackPacer
 }
 
 // Create creates log id in dir and writes its header (not yet synced).
@@ -189,13 +188,8 @@ func (l *Log) Flush() error {
 	if cap(l.buf) > 2*writeBuffer {
 		l.buf = nil
 	}
-	if l.WritebackBytes > 0 && l.size-l.wbEnd >= l.WritebackBytes {
-		if wb, ok := l.File.(vfs.Writebacker); ok {
-			if err := wb.Writeback(l.size); err != nil {
-				return fmt.Errorf("entrylog: writeback %s: %w", l.path, err)
-			}
-		}
-		l.wbEnd = l.size
+	if err := l.Writeback.Advance(l.File, l.size); err != nil {
+		return fmt.Errorf("entrylog: writeback %s: %w", l.path, err)
 	}
 	return nil
 }

@@ -95,7 +95,7 @@ func TestWritebackEveryChunk(t *testing.T) {
 	defer lg.Close()
 	cf := &countingFile{File: lg.File}
 	lg.File = cf
-	lg.WritebackBytes = 3 << 20
+	lg.Writeback.Step = 3 << 20
 	payload := bytes.Repeat([]byte{7}, 64<<10)
 	for i := int64(0); i < 200; i++ { // ~12.5 MiB, written in 1 MiB flushes
 		if _, _, err := lg.Append(1, i, payload); err != nil {

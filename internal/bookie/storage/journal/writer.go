@@ -105,7 +105,7 @@ type Writer struct {
 	file      vfs.File
 	fileID    uint64
 	off       int64
-	wbEnd     int64 // where the last writeback started (WritebackBytes)
+	wb        vfs.WritebackPacer // Options.WritebackBytes, when SyncData is off
 	allocated int64
 	broken    bool // the last write failed: start a new file before the next one
 	recs      []Record
@@ -127,6 +127,7 @@ func NewWriter(opts Options) (*Writer, error) {
 		stopped: make(chan struct{}),
 		fileID:  opts.FirstFile - 1,
 		target:  1,
+		wb:      vfs.WritebackPacer{Step: opts.WritebackBytes},
 	}
 	w.spaceCond = sync.NewCond(&w.mu)
 	if err := w.roll(); err != nil {
@@ -323,12 +324,10 @@ func (w *Writer) sync(written []*batch) {
 			return
 		}
 		syncTime = time.Since(t)
-	} else if w.opts.WritebackBytes > 0 && w.off-w.wbEnd >= w.opts.WritebackBytes {
+	} else {
 		// Nothing waits on this but the writer, and only for the chunk before: an error
 		// here would show at the next write or sync anyway.
-		if wb, ok := w.file.(vfs.Writebacker); ok && wb.Writeback(w.off) == nil {
-			w.wbEnd = w.off
-		}
+		_ = w.wb.Advance(w.file, w.off)
 	}
 	if w.opts.OnGroup != nil {
 		records, bytes := 0, 0
@@ -420,7 +419,7 @@ func (w *Writer) roll() error {
 	// The file id advances only once the file exists, so a failed roll is retried with
 	// the same id.
 	w.file, w.fileID, w.off, w.allocated, w.broken = f, id, HeaderSize, w.opts.PreallocSize, false
-	w.wbEnd = 0
+	w.wb.Reset()
 	return nil
 }
 

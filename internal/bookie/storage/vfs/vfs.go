@@ -31,6 +31,32 @@ type Writebacker interface {
 	Writeback(end int64) error
 }
 
+// WritebackPacer starts writeback of an append-only file every Step bytes (Step <= 0: never),
+// so the kernel never holds more than about Step of its dirty pages plus the chunk in
+// flight. The entry logs use it during flushes and the journal when it does not sync.
+type WritebackPacer struct {
+	Step int64
+	end  int64 // end of the range whose writeback was last started
+}
+
+// Advance starts writeback up to off when Step bytes were written since the last start.
+// Files that are not Writebackers are left to their Sync.
+func (p *WritebackPacer) Advance(f File, off int64) error {
+	if p.Step <= 0 || off-p.end < p.Step {
+		return nil
+	}
+	if wb, ok := f.(Writebacker); ok {
+		if err := wb.Writeback(off); err != nil {
+			return err
+		}
+	}
+	p.end = off
+	return nil
+}
+
+// Reset starts over for a new file.
+func (p *WritebackPacer) Reset() { p.end = 0 }
+
 // FS is the file system the storage uses.
 type FS interface {
 	// Create creates a new file for reading and writing; it fails if the file exists.
