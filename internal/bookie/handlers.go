@@ -198,17 +198,13 @@ func (s *Server) readRange(ctx context.Context, req *bookieproto.Request, resp *
 			}
 			break
 		}
-		n := len(resp.Entries) + 1
-		frameRoom := bookieproto.RangeBudget(s.cfg.MaxFrameSizeBytes, n)
-		if total+len(p) > frameRoom {
-			if len(resp.Entries) == 0 {
-				return fmt.Errorf("%w: entry %d of %d bytes does not fit a range response; read it alone",
-					bookieproto.ErrBadRequest, id, len(p))
-			}
-			s.unread(req.LedgerID, id, p)
-			break
+		first := len(resp.Entries) == 0
+		overFrame := total+len(p) > bookieproto.RangeBudget(s.cfg.MaxFrameSizeBytes, len(resp.Entries)+1)
+		if overFrame && first {
+			return fmt.Errorf("%w: entry %d of %d bytes does not fit a range response; read it alone",
+				bookieproto.ErrBadRequest, id, len(p))
 		}
-		if total+len(p) > budget && len(resp.Entries) > 0 {
+		if overFrame || total+len(p) > budget && !first {
 			s.unread(req.LedgerID, id, p)
 			break
 		}
