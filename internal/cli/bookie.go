@@ -23,7 +23,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 )
 
-// bookieFlagAliases are the short flag names of ARCHITECTURE.md §2 for keys whose derived
+// bookieFlagAliases are the short flag names of docs/ARCHITECTURE.md §2 for keys whose derived
 // flag is long (journalDirectories -> --journal-directories).
 var bookieFlagAliases = map[string]string{
 	"journal-dir": "journal-directories",

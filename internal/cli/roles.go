@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// roles lists every subcommand of the binary (ARCHITECTURE.md §2). A role whose issue has not
+// roles lists every subcommand of the binary (docs/ARCHITECTURE.md §2). A role whose issue has not
 // landed yet is registered with notYet so `magnetar --help` already shows the whole tool.
 func roles(a *app) []*cobra.Command {
 	return []*cobra.Command{

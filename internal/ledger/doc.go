@@ -53,6 +53,6 @@
 //
 // A reader checks the checksum and that ledger and entry id are the ones it asked for; any
 // mismatch is ErrCorrupt and the reader tries another replica. A corrupt copy is never
-// taken for a missing one (ARCHITECTURE.md §4 invariant 4). The cumulative length lets
+// taken for a missing one (docs/ARCHITECTURE.md §4, invariant 4). The cumulative length lets
 // recovery compute the closed ledger's length from the last recovered entry.
 package ledger
