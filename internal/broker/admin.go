@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -221,55 +220,6 @@ func (s *Server) DeleteTopic(ctx context.Context, name TopicName, force bool) er
 		if err := s.dropSchema(ctx, name); err != nil {
 			return err
 		}
-	}
-	return s.dropTopicPolicies(ctx, name)
-}
-
-// UpdatePartitions grows a partitioned topic to n partitions (Pulsar never shrinks them;
-// clients pick new partitions up within a minute).
-func (s *Server) UpdatePartitions(ctx context.Context, name TopicName, n int) error {
-	key := PartitionedTopicKey(name)
-	kv, err := s.store.Get(ctx, key)
-	if errors.Is(err, metadata.ErrNotFound) {
-		return fmt.Errorf("%w: %s is not a partitioned topic", wire.ErrTopicNotFound, name)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrMetadata, err)
-	}
-	var pm partitionedMeta
-	if err := json.Unmarshal(kv.Value, &pm); err != nil {
-		return fmt.Errorf("%w: partitioned topic %s: %w", wire.ErrMetadata, name, err)
-	}
-	if n <= pm.Partitions {
-		return fmt.Errorf("%w: %s has %d partitions; the count can only grow", wire.ErrNotAllowed, name, pm.Partitions)
-	}
-	v, _ := json.Marshal(partitionedMeta{Partitions: n})
-	if _, err := s.store.Put(ctx, key, v, kv.Version); err != nil {
-		return fmt.Errorf("%w: update %s: %w", wire.ErrMetadata, name, err)
-	}
-	return nil
-}
-
-// DeletePartitionedTopic deletes every partition (see DeleteTopic) and the partitioned
-// topic's metadata.
-func (s *Server) DeletePartitionedTopic(ctx context.Context, name TopicName, force bool) error {
-	n, err := s.Partitions(ctx, name)
-	if errors.Is(err, metadata.ErrNotFound) || (err == nil && n == 0) {
-		return fmt.Errorf("%w: %s is not a partitioned topic", wire.ErrTopicNotFound, name)
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %w", wire.ErrMetadata, err)
-	}
-	for i := 0; i < n; i++ {
-		if err := s.DeleteTopic(ctx, name.PartitionName(i), force); err != nil && !errors.Is(err, wire.ErrTopicNotFound) {
-			return err
-		}
-	}
-	if err := s.store.Delete(ctx, PartitionedTopicKey(name), metadata.AnyVersion); err != nil && !errors.Is(err, metadata.ErrNotFound) {
-		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)
-	}
-	if err := s.dropSchema(ctx, name); err != nil {
-		return err
 	}
 	return s.dropTopicPolicies(ctx, name)
 }

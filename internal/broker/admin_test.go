@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -120,10 +121,12 @@ func TestPartitionedTopicAdmin(t *testing.T) {
 	if err := b.s.CreateTopic(ctx, name, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.s.UpdatePartitions(ctx, name, 1); !errors.Is(err, wire.ErrNotAllowed) {
-		t.Fatalf("shrinking: %v", err)
-	}
-	if err := b.s.UpdatePartitions(ctx, name, 3); err != nil {
+	// Grow it as the admin API does (admin/topics.go:updatePartitions).
+	res := resources.New(b.s.store)
+	if err := res.UpdatePartitionedTopic(ctx, name.Domain, name.Tenant, name.Namespace, name.Local, func(m *resources.PartitionedTopicMetadata) error {
+		m.Partitions = 3
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	parts, err := client.TopicPartitions(name.String())
@@ -136,7 +139,13 @@ func TestPartitionedTopicAdmin(t *testing.T) {
 	}
 	produce(t, p, "g", 9)
 	p.Close()
-	if err := b.s.DeletePartitionedTopic(ctx, name, false); err != nil {
+	// Delete it as the admin API does: every partition, then the metadata.
+	for i := 0; i < 3; i++ {
+		if err := b.s.DeleteTopic(ctx, name.PartitionName(i), false); err != nil && !errors.Is(err, wire.ErrTopicNotFound) {
+			t.Fatal(err)
+		}
+	}
+	if err := res.DeletePartitionedTopic(ctx, name.Domain, name.Tenant, name.Namespace, name.Local); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := b.s.Partitions(ctx, name); err == nil {
