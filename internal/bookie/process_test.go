@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/testbin"
 )
 
 // magnetarBin is the magnetar binary TestMain builds for tests that run a real bookie process.
@@ -30,27 +32,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	root, err := moduleRoot()
-	if err != nil {
+	if magnetarBin, err = testbin.Build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	magnetarBin = filepath.Join(dir, "magnetar")
-	build := exec.Command("go", "build", "-tags", "pebblegozstd", "-o", magnetarBin, "./cmd/magnetar")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building magnetar: %v\n%s", err, out)
-		return 1
-	}
 	return m.Run()
-}
-
-func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
 // bookieProcess is a `magnetar bookie` child process.

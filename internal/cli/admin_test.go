@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/standalone"
+	"github.com/magnetar-io/magnetar/internal/testbin"
 )
 
 // The admin CLI tests run the real binary against one in-process standalone; both are
@@ -45,10 +45,7 @@ func adminSetup(t *testing.T) (binary, adminURL string) {
 		if shared.dir, shared.err = os.MkdirTemp("", "cli-admin-"); shared.err != nil {
 			return
 		}
-		shared.binary = filepath.Join(shared.dir, "magnetar")
-		build := exec.Command("go", "build", "-tags", "pebblegozstd", "-o", shared.binary, "github.com/magnetar-io/magnetar/cmd/magnetar")
-		if out, err := build.CombinedOutput(); err != nil {
-			shared.err = fmt.Errorf("build: %v\n%s", err, out)
+		if shared.binary, shared.err = testbin.Build(shared.dir); shared.err != nil {
 			return
 		}
 		cfg := config.DefaultStandaloneConfig()

@@ -22,6 +22,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/testbin"
 )
 
 // Bookie processes for tests: the test binary re-executes itself with LEDGER_TEST_BOOKIE_DIR
@@ -297,10 +298,9 @@ func TestMagnetarBookieProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("magnetar processes: not in -short")
 	}
-	bin := filepath.Join(t.TempDir(), "magnetar")
-	build := exec.Command("go", "build", "-tags", "pebblegozstd", "-o", bin, "../../cmd/magnetar")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building magnetar: %v\n%s", err, out)
+	bin, err := testbin.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	runProcessScenarios(t, func(t testing.TB, n int) (*procCluster, []string) { return newProcClusterWith(t, n, bin) })
 }

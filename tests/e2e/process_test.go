@@ -8,12 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/testbin"
 )
 
 // binary is the magnetar binary TestMain built.
@@ -25,10 +26,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "magnetar")
-	build := exec.Command("go", "build", "-tags", "pebblegozstd", "-o", binary, "github.com/magnetar-io/magnetar/cmd/magnetar")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if binary, err = testbin.Build(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "building magnetar:", err)
 		os.Exit(1)
 	}
