@@ -11,7 +11,7 @@ TOOLS           := $(CURDIR)/.tools
 TEST_TIMEOUT    ?= 25m
 DATA_DIR        ?= ./data
 
-.PHONY: all build run cluster test check lint bench soak proto clean
+.PHONY: all build run cluster test check lint bench soak fuzz chaos proto clean
 
 all: build
 
@@ -41,8 +41,24 @@ lint: check
 bench:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./...
 
+# soak runs every test the soak tag makes long: the SIGKILL crash loops (TestSoak*), the
+# 500 randomized ledger chaos rounds (TestChaosRecovery), the 300 managed-ledger crash/reopen
+# rounds (TestRestartRecoveryRandomized) and the chaos harness's soak rounds (tests/chaos).
+SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized
 soak:
-	$(GO) test -tags $(TAGS),soak -timeout 2h -run Soak ./...
+	$(GO) test -tags $(TAGS),soak -timeout 4h -run '$(SOAK_TESTS)' ./...
+
+# fuzz runs every fuzz target of the module, one after the other, FUZZTIME each
+# (e.g. make fuzz FUZZTIME=10m). A new Fuzz function is picked up without editing this.
+FUZZTIME        ?= 30s
+fuzz:
+	@set -e; for f in $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz'); do \
+		pkg=./$$(dirname $$f); \
+		for fn in $$(grep -o '^func Fuzz[A-Za-z0-9_]*' $$f | cut -d' ' -f2); do \
+			echo "== $$pkg $$fn ($(FUZZTIME))"; \
+			$(GO) test -tags $(TAGS) -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -parallel 2 $$pkg; \
+		done; \
+	done
 
 clean:
 	rm -rf bin $(TOOLS)
