@@ -39,7 +39,11 @@
 // starting), in which case replay of that file ends there, or damage in the middle of the
 // file: replay looks for two valid records in a row after it and, if it finds them, skips
 // only the damaged bytes (logged at error level and counted), so one bit flip does not hide
-// every acknowledged record behind it. Replay then goes on with the next file, because a
+// every acknowledged record behind it. A damaged last record is a torn write only if one of
+// its sectors (Sector, 512 bytes) is all zeros: a crash leaves the unwritten sectors of the
+// preallocated file as zeros. A last record whose sectors all hold data was written whole
+// and may have been acknowledged, so it is reported as Damage too (tailDamage), and the
+// storage answers "corrupt" for its entry, not "no such entry". Replay then goes on with the next file, because a
 // write error ends a file early and the writer continues in a new one. The CRC on every
 // record keeps corrupt data from being replayed (BookKeeper #4659).
 //

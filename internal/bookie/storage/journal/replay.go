@@ -157,7 +157,17 @@ func scanFile(fs vfs.FS, path string, id uint64, start int64, log *slog.Logger, 
 				return count, true, fmt.Errorf("journal: scan %s past a corrupt record: %w", path, rerr)
 			}
 			if !ok {
-				log.Warn("journal ends in a torn or corrupt record; replay of this file stops there",
+				if dm, damaged := tailDamage(f, buf[rel:], id, off, size); damaged {
+					// Nothing valid follows, but this is no torn write: every sector of the
+					// record holds data. It was written whole, so it may have been
+					// acknowledged; its loss must read as corruption, never as absence.
+					log.Error("journal's last record is whole but fails its checksum: media damage, not a torn write; "+
+						"replay of this file stops there and the entry it held reads as corrupt",
+						"file", path, "offset", off, "size", dm.Size, "err", derr)
+					*damage = append(*damage, dm)
+					return count, true, nil
+				}
+				log.Warn("journal ends in a torn record; replay of this file stops there",
 					"file", path, "offset", off, "err", derr)
 				return count, true, nil
 			}
@@ -273,4 +283,50 @@ func attribute(damage []Damage, ledgers map[int64]struct{}) []Damage {
 		}
 	}
 	return damage
+}
+
+// Sector is the unit a crash tears writes in: a device writes a 512-byte sector whole or not
+// at all, and the journal's files are preallocated with zeros, so a write that a crash cut
+// short leaves at least one sector of the record all zeros.
+const Sector = 512
+
+// tailDamage judges a corrupt last record b (at file offset off, file size size) that no
+// valid record follows. A torn write (the tail of a group that was never acknowledged) has
+// an all-zero sector inside the record, or right after its header when its length cannot
+// be trusted; then ok is false. Otherwise the record was written whole and then damaged (a
+// flipped bit), and the returned Damage describes it. b holds the file's bytes from off; it
+// holds the whole record when the length is sane (Decode returned ErrCorrupt, not
+// ErrTruncated); other bytes are read from f.
+//
+// A whole sector of zeros inside a payload that was then also damaged elsewhere would be
+// taken for a torn write: the one case this cannot tell apart.
+func tailDamage(f vfs.File, b []byte, file uint64, off, size int64) (Damage, bool) {
+	if len(b) < RecordHeaderSize {
+		return Damage{}, false
+	}
+	zeroSector := func(from, to int64) bool { // file range [from, to), from b or the file
+		to = min(to, size)
+		if lo, hi := from-off, to-off; hi <= int64(len(b)) {
+			return allZero(b[lo:hi])
+		}
+		sec := make([]byte, to-from)
+		m, _ := f.ReadAt(sec, from)
+		return allZero(sec[:m])
+	}
+	n := int64(uint32be(b))
+	end := off + RecordHeaderSize + n
+	if n > MaxBody || end > size || end-off > int64(len(b)) || n < 1 {
+		// The length cannot be trusted: judge by the sector after the one the record starts in.
+		next := (off/Sector + 1) * Sector
+		if next >= size || zeroSector(next, next+Sector) {
+			return Damage{}, false
+		}
+		return Damage{File: file, Offset: off, Size: size - off}, true
+	}
+	for s := (off/Sector + 1) * Sector; s < end; s += Sector {
+		if zeroSector(s, min(s+Sector, end)) {
+			return Damage{}, false
+		}
+	}
+	return frameDamage(b, file, off, end-off), true
 }
