@@ -35,6 +35,7 @@ type client struct {
 	logger  *slog.Logger
 	bookies *bookieSet
 	metrics *clientMetrics
+	reads   *readOrder
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -69,6 +70,9 @@ func newClient(ctx context.Context, opts ClientOptions) (*client, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
+	// Probe a bookie out of the read order about once a second: often enough to bring a
+	// resumed bookie back soon, rarely enough that a dead one costs nothing.
+	c.reads = newReadOrder(runCtx, min(c.cfg.ReadEntryTimeout, time.Second), c.cfg.ReadEntryTimeout, logger)
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -43,6 +43,7 @@ type fakeBookie struct {
 	corrupt   map[int64]bool // entry ids returned with a flipped byte
 	readDelay time.Duration  // every entry read waits this long
 	adds      int            // adds stored, for striping checks
+	reads     int            // entry reads asked (single or within a range)
 	stop      chan struct{}
 }
 
@@ -252,6 +253,7 @@ func (c *fakeClient) AddEntry(ctx context.Context, addr string, req bookieproto.
 func (c *fakeClient) readOne(ctx context.Context, b *fakeBookie, ledgerID, entryID int64, fence bool) (bookieproto.Entry, error) {
 	b.mu.Lock()
 	delay := b.readDelay
+	b.reads++
 	b.mu.Unlock()
 	if delay > 0 {
 		select {

@@ -670,3 +670,77 @@ func TestLedgerIDsUniqueAcrossClients(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSilentReplicaDoesNotStallReads: one bookie of the ensemble stops answering reads
+// (a SIGSTOPped process: connection open, no answers). Catch-up reads, batched (Qw == E)
+// and single-entry (Qw < E), must go to the other replicas after the speculative timeout
+// instead of waiting out the read timeout each time the silent bookie's turn comes, and the
+// silent bookie must be taken out of the read order: it gets a handful of reads (the one
+// that found it silent and the probes), not its share. Once it answers again it is back.
+func TestSilentReplicaDoesNotStallReads(t *testing.T) {
+	for _, shape := range [][3]int{{3, 3, 2}, {3, 2, 2}} {
+		t.Run(fmt.Sprintf("E%dQw%dQa%d", shape[0], shape[1], shape[2]), func(t *testing.T) {
+			fc := newFakeCluster(t)
+			fc.addBookies(3)
+			c := newTestClient(t, fc.store, fc.client(), func(cfg *config.LedgerClientConfig) {
+				// Long enough that waiting on the silent bookie even a few times would run
+				// into the test's deadline.
+				cfg.ReadEntryTimeout = 20 * time.Second
+				cfg.ReadBatchMaxBytes = 1024
+			})
+			ctx := testCtx(t)
+			w, err := c.Create(ctx, CreateOptions{EnsembleSize: shape[0], WriteQuorum: shape[1], AckQuorum: shape[2], Password: testPassword})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 600
+			for i := range int64(n) {
+				w.AppendAsync(entryData(i), func(int64, error) {})
+			}
+			if err := w.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			silent := fc.bookie(mustMeta(t, fc.store, w.ID()).Fragments[0].Ensemble[1])
+			silent.set(func(b *fakeBookie) { b.readDelay = time.Hour; b.reads = 0 })
+			r, err := c.Open(ctx, w.ID(), OpenOptions{Password: testPassword})
+			if err != nil {
+				t.Fatal(err)
+			}
+			readAll := func() {
+				t.Helper()
+				for first := int64(0); first < n; first += 50 {
+					ents, err := r.Read(ctx, first, first+49)
+					if err != nil {
+						t.Fatalf("read %d..: %v", first, err)
+					}
+					for _, e := range ents {
+						if !bytes.Equal(e.Data, entryData(e.EntryID)) {
+							t.Fatalf("entry %d: %q", e.EntryID, e.Data)
+						}
+					}
+				}
+			}
+			readAll()
+			var asked int
+			silent.set(func(b *fakeBookie) { asked = b.reads })
+			// Single-entry reads start a whole Read call's entries at once (50 here, under
+			// maxReadsInProgressLimit), so those that begin at the silent bookie before it
+			// is found out count too; staying in the order would be ~n/3 (200).
+			if asked > 50+3 {
+				t.Fatalf("the silent bookie was asked %d reads: it stayed in the read order", asked)
+			}
+			if out := c.reads.outList(); !slices.Equal(out, []string{silent.addr}) {
+				t.Fatalf("out of the read order: %v, want [%s]", out, silent.addr)
+			}
+			// It answers again: a probe brings it back and it serves its share.
+			silent.set(func(b *fakeBookie) { b.readDelay = 0 })
+			waitFor(t, func() bool { readAll(); return len(c.reads.outList()) == 0 })
+			silent.set(func(b *fakeBookie) { b.reads = 0 })
+			readAll()
+			silent.set(func(b *fakeBookie) { asked = b.reads })
+			if asked == 0 {
+				t.Fatal("the resumed bookie gets no reads")
+			}
+		})
+	}
+}

@@ -236,25 +236,34 @@ type readResult struct {
 	err  error
 }
 
-// readEntry reads entry e from its write set: the first replica, then the next one after
-// the speculative timeout or at once on an error. A payload that fails its digest counts
-// as that replica failing. The result is ErrCorrupt if any replica returned a damaged copy
-// and none a good one, ErrNoSuchEntry only if every replica said so.
+// readEntry reads entry e from its write set in read order (c.reads: bookies that stopped
+// answering go last): the first replica, then the next one after the speculative timeout
+// or at once on an error. A replica overtaken by another one's answer is taken out of the
+// read order. A payload that fails its digest counts as that replica failing. The result
+// is ErrCorrupt if any replica returned a damaged copy and none a good one, ErrNoSuchEntry
+// only if every replica said so.
 func (c *client) readEntry(ctx context.Context, m *ledgerMetadata, id, e int64) ([]byte, entryHeader, error) {
 	ens := m.ensembleFor(e)
-	ws := writeSet(e, m.EnsembleSize, m.WriteQuorum)
+	ws := c.reads.order(ens, writeSet(e, m.EnsembleSize, m.WriteQuorum))
+	for _, i := range ws {
+		c.reads.maybeProbe(c.bk, ens[i], id, e)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan readResult, len(ws))
 	next, outstanding := 0, 0
+	pending := map[string]bool{} // asked, not answered
+	var slow []string            // pending when a speculative read was sent past them
 	launch := func() {
 		addr := ens[ws[next]]
 		next++
 		outstanding++
+		pending[addr] = true
 		go func() {
 			qctx, qcancel := context.WithTimeout(rctx, c.cfg.ReadEntryTimeout)
 			defer qcancel()
 			ent, err := c.bk.ReadEntry(qctx, addr, bookieproto.ReadRequest{LedgerID: id, EntryID: e})
+			c.reads.result(addr, err)
 			results <- readResult{addr, ent, err}
 		}()
 	}
@@ -273,14 +282,23 @@ func (c *client) readEntry(ctx context.Context, m *ledgerMetadata, id, e int64) 
 			return nil, entryHeader{}, ctx.Err()
 		case <-spec:
 			if next < len(ws) {
+				for a := range pending {
+					slow = append(slow, a)
+				}
 				c.metrics.specReads.Inc()
 				launch()
 			}
 		case res := <-results:
 			outstanding--
+			delete(pending, res.addr)
 			if res.err == nil {
 				h, _, err := decodeEntry(m.digestType(), res.ent.Payload, id, e)
 				if err == nil {
+					for _, a := range slow {
+						if pending[a] {
+							c.reads.takeOut(a, "a speculative read to another replica answered first")
+						}
+					}
 					return res.ent.Payload, h, nil
 				}
 				res.err = err
@@ -348,19 +366,22 @@ func (c *client) readParallel(ctx context.Context, m *ledgerMetadata, id, first,
 }
 
 // readBatch reads first..last of fragment fi, where every bookie holds every entry
-// (Qw == E), with range reads from one bookie at a time, rotating bookies between batches.
-// Whatever a range read does not deliver intact is read on its own with readEntry, which
-// has the full replica fallback.
+// (Qw == E), with range reads from one bookie at a time, rotating bookies between batches
+// and skipping those out of the read order. A range read that has not answered within the
+// speculative timeout is raced by the same range read to the next bookie (the slow one is
+// taken out of the read order if the other answers first). Whatever a range read does not
+// deliver intact is read on its own with readEntry, which has the full replica fallback.
 func (c *client) readBatch(ctx context.Context, m *ledgerMetadata, id int64, fi int, first, last int64) ([]Entry, error) {
 	ens := m.Fragments[fi].Ensemble
 	out := make([]Entry, 0, last-first+1)
 	turn := int(first % int64(len(ens)))
 	for e := first; e <= last; {
-		addr := ens[turn%len(ens)]
+		order := c.batchOrder(ens, turn)
 		turn++
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.ReadEntryTimeout)
-		ents, err := c.bk.ReadRange(rctx, addr, id, e, last, c.cfg.ReadBatchMaxBytes)
-		cancel()
+		for _, addr := range order {
+			c.reads.maybeProbe(c.bk, addr, id, e)
+		}
+		addr, ents, err := c.readRangeSpeculative(ctx, order, id, e, last)
 		n := 0
 		if err == nil {
 			for _, ent := range ents {
@@ -387,4 +408,89 @@ func (c *client) readBatch(ctx context.Context, m *ledgerMetadata, id int64, fi 
 		}
 	}
 	return out, nil
+}
+
+// batchOrder is the ensemble rotated to start at turn, with the bookies out of the read
+// order moved to the end.
+func (c *client) batchOrder(ens []string, turn int) []string {
+	idx := make([]int, len(ens))
+	for i := range idx {
+		idx[i] = (turn + i) % len(ens)
+	}
+	idx = c.reads.order(ens, idx)
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = ens[j]
+	}
+	return out
+}
+
+// readRangeSpeculative sends the range read to order[0], and to the next bookie of order
+// each time the speculative timeout passes without an answer (or at once on an error),
+// returning the first successful answer and the bookie that gave it. Bookies that were
+// raced and lost are taken out of the read order.
+func (c *client) readRangeSpeculative(ctx context.Context, order []string, id, first, last int64) (string, []bookieproto.Entry, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type rangeResult struct {
+		addr string
+		ents []bookieproto.Entry
+		err  error
+	}
+	results := make(chan rangeResult, len(order))
+	next, outstanding := 0, 0
+	pending := map[string]bool{}
+	var slow []string
+	launch := func() {
+		addr := order[next]
+		next++
+		outstanding++
+		pending[addr] = true
+		go func() {
+			qctx, qcancel := context.WithTimeout(rctx, c.cfg.ReadEntryTimeout)
+			defer qcancel()
+			ents, err := c.bk.ReadRange(qctx, addr, id, first, last, c.cfg.ReadBatchMaxBytes)
+			c.reads.result(addr, err)
+			results <- rangeResult{addr, ents, err}
+		}()
+	}
+	launch()
+	var spec <-chan time.Time
+	if c.cfg.SpeculativeReadTimeout > 0 {
+		t := time.NewTicker(c.cfg.SpeculativeReadTimeout)
+		defer t.Stop()
+		spec = t.C
+	}
+	var lastErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return "", nil, ctx.Err()
+		case <-spec:
+			if next < len(order) {
+				for a := range pending {
+					slow = append(slow, a)
+				}
+				c.metrics.specReads.Inc()
+				launch()
+			}
+		case res := <-results:
+			outstanding--
+			delete(pending, res.addr)
+			if res.err == nil && len(res.ents) > 0 {
+				for _, a := range slow {
+					if pending[a] {
+						c.reads.takeOut(a, "a speculative range read to another replica answered first")
+					}
+				}
+				return res.addr, res.ents, nil
+			}
+			lastErr = res.err
+			if next < len(order) {
+				launch()
+			} else if outstanding == 0 {
+				return res.addr, nil, lastErr
+			}
+		}
+	}
 }
