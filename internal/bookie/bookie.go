@@ -109,6 +109,10 @@ func Start(ctx context.Context, cfg config.BookieConfig, opts Options) (*Bookie,
 		}
 		b.md, b.ownMd = md, true
 	}
+	verifyLater, err := b.checkCookie(ctx)
+	if err != nil {
+		return fail(err)
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
 	b.wg.Add(1)
@@ -125,7 +129,8 @@ func Start(ctx context.Context, cfg config.BookieConfig, opts Options) (*Bookie,
 				TTL:           time.Duration(cfg.MetadataSessionTimeoutMillis) * time.Millisecond,
 				RetryInterval: 100 * time.Millisecond, MaxRetryInterval: 5 * time.Second,
 			},
-			reg:     bookieproto.Registration{Address: b.addr, Rack: cfg.Rack},
+			reg:     bookieproto.Registration{Address: b.addr, Rack: cfg.Rack, InstanceID: b.instanceID()},
+			verify:  verifyLater,
 			log:     logger.With("component", "bookie-registration"),
 			metrics: srv.metrics,
 		}
@@ -137,6 +142,58 @@ func Start(ctx context.Context, cfg config.BookieConfig, opts Options) (*Bookie,
 	}
 	b.log.Info("bookie serving", "address", b.ln.Addr().String(), "advertised", b.addr, "registered", b.md != nil)
 	return b, nil
+}
+
+// cookieCheckTimeout bounds the first attempt to check the cluster-wide cookie of a bookie
+// whose storage existed before (its local cookies already vouch for it).
+const cookieCheckTimeout = 5 * time.Second
+
+// checkCookie compares the storage instance with the cluster-wide cookie of the advertised
+// address (cookie.go). A new, empty instance must pass before it serves anything, so Start
+// waits for the store (until ctx ends); an existing one is checked once here and, if the
+// store does not answer, again by the registrar before it registers (the returned func).
+func (b *Bookie) checkCookie(ctx context.Context) (func(context.Context) error, error) {
+	id, ok := b.st.(storage.Identity)
+	if b.md == nil || !ok {
+		return nil, nil
+	}
+	verify := func(ctx context.Context) error {
+		return verifyCookie(ctx, b.md, b.addr, id, b.cfg.Storage.JournalDir(), b.cfg.Storage.LedgerDir())
+	}
+	if id.NewInstance() {
+		backoff := 100 * time.Millisecond
+		for {
+			err := verify(ctx)
+			if err == nil || errors.Is(err, ErrCookieMismatch) {
+				return nil, err
+			}
+			b.log.Warn("new storage instance waits for the metadata store to check its cookie before serving", "err", err, "retryIn", backoff)
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("bookie: cookie of a new storage instance not checked: %w", context.Cause(ctx))
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, cookieCheckTimeout)
+	err := verify(cctx)
+	cancel()
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.Is(err, ErrCookieMismatch):
+		return nil, err
+	}
+	b.log.Warn("cluster-wide cookie not checked yet (metadata store not answering); the registrar checks it before registering", "err", err)
+	return verify, nil
+}
+
+func (b *Bookie) instanceID() string {
+	if id, ok := b.st.(storage.Identity); ok {
+		return id.InstanceID()
+	}
+	return ""
 }
 
 // advertised picks the address registered for clients: the configured one, else the bound

@@ -3,6 +3,7 @@ package bookie
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -23,8 +24,11 @@ type registrar struct {
 	readOnly func() bool
 	opts     metadata.RegistrationOptions
 	poll     time.Duration // how often readOnly is checked
-	log      *slog.Logger
-	metrics  *metrics
+	// verify, when set, checks the cluster-wide cookie before the first registration; a
+	// mismatch keeps the bookie unregistered (clients never place ledgers on it).
+	verify  func(context.Context) error
+	log     *slog.Logger
+	metrics *metrics
 }
 
 func (r *registrar) key() string { return bookieproto.RegistrationPrefix + r.reg.Address }
@@ -65,8 +69,23 @@ func (r *registrar) run(ctx context.Context) {
 	backoff := r.opts.RetryInterval
 	for reg == nil {
 		var err error
-		if reg, err = metadata.Register(ctx, r.store, r.key(), r.value(state), r.opts, r.log); err == nil {
-			break
+		if r.verify != nil {
+			vctx, cancel := context.WithTimeout(ctx, r.opts.TTL)
+			err = r.verify(vctx)
+			cancel()
+			if errors.Is(err, ErrCookieMismatch) {
+				r.log.Error("bookie not registered: its cluster-wide cookie names another storage instance", "err", err)
+				<-ctx.Done()
+				return
+			}
+			if err == nil {
+				r.verify = nil
+			}
+		}
+		if err == nil { // (otherwise the store does not answer yet: retry below)
+			if reg, err = metadata.Register(ctx, r.store, r.key(), r.value(state), r.opts, r.log); err == nil {
+				break
+			}
 		}
 		if ctx.Err() != nil {
 			return

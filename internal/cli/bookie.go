@@ -41,6 +41,7 @@ func (a *app) bookieCmd() *cobra.Command {
 	}
 	b := bindFlags(cmd.Flags(), &cfg)
 	aliasFlags(cmd, bookieFlagAliases)
+	cmd.AddCommand(deleteCookieCmd())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(b, cfg.Validate)
 		if err != nil {
@@ -81,6 +82,35 @@ func (a *app) bookieCmd() *cobra.Command {
 		stopMetrics()
 		return bk.Close()
 	}
+	return cmd
+}
+
+// deleteCookieCmd is `magnetar bookie delete-cookie`: it removes a bookie address's
+// cluster-wide cookie (BookKeeper's cookie delete), so a new storage instance (a replaced
+// disk) may join at that address. Run it only after the address was decommissioned and its
+// ledgers re-replicated: until then ledgers name the address for data the new disk lacks.
+func deleteCookieCmd() *cobra.Command {
+	var url, addr string
+	cmd := &cobra.Command{
+		Use:   "delete-cookie",
+		Short: "Forget a bookie address's storage identity so a replaced disk may join there",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if url == "" || addr == "" {
+				return usageError(errors.New("--metadata-url and --address are required"))
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			store, err := openMetadataStore(ctx, url, slog.New(slog.DiscardHandler))
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			return bookie.DeleteCookie(ctx, store, addr)
+		},
+	}
+	cmd.Flags().StringVar(&url, "metadata-url", "", "metadata store URL (etcd://host:port,...)")
+	cmd.Flags().StringVar(&addr, "address", "", "the bookie's advertised address (host:port)")
 	return cmd
 }
 

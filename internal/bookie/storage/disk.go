@@ -31,12 +31,14 @@ const indexCacheBytes = 16 << 20
 // flushMu -> cache.mu -> lmu; journal writer's lock -> lmu; indexMu and logsMu are leaves
 // taken after flushMu (never while holding cache.mu or lmu).
 type Disk struct {
-	cfg  config.BookieStorageConfig
-	fs   vfs.FS
-	log  *slog.Logger
-	m    *metrics
-	jdir string
-	ldir string
+	instance string // the cookie's instance id
+	fresh    bool   // this open created the instance (the directories were empty)
+	cfg      config.BookieStorageConfig
+	fs       vfs.FS
+	log      *slog.Logger
+	m        *metrics
+	jdir     string
+	ldir     string
 
 	ix *index.Index
 	jw *journal.Writer
@@ -154,9 +156,11 @@ func (d *Disk) open() error {
 			return fmt.Errorf("storage: create %s: %w", dir, err)
 		}
 	}
-	if err := checkCookies(d.fs, d.jdir, d.ldir, d.log); err != nil {
+	id, fresh, err := checkCookies(d.fs, d.jdir, d.ldir, d.log)
+	if err != nil {
 		return err
 	}
+	d.instance, d.fresh = id, fresh
 	ix, err := index.Open(filepath.Join(d.ldir, "index"), indexCacheBytes, d.log)
 	if err != nil {
 		return err
@@ -498,3 +502,10 @@ func (d *Disk) kickFlush() {
 	default:
 	}
 }
+
+// InstanceID implements Identity: the id in the directories' cookies.
+func (d *Disk) InstanceID() string { return d.instance }
+
+// NewInstance implements Identity: true when this open found empty directories and created
+// the instance.
+func (d *Disk) NewInstance() bool { return d.fresh }

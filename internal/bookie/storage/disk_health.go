@@ -134,10 +134,11 @@ func (h *health) probe() error {
 // cookieFile is the instance identity file in each directory.
 const cookieFile = "COOKIE"
 
-// checkCookies makes sure the journal and ledger directories belong to one instance.
-// Fresh directories (no cookie, no data) get a new instance id; anything else without a
-// cookie, or with cookies that disagree, is refused with ErrCookie.
-func checkCookies(fsys vfs.FS, jdir, ldir string, log *slog.Logger) error {
+// checkCookies makes sure the journal and ledger directories belong to one instance and
+// returns its id. Fresh directories (no cookie, no data) get a new instance id (fresh is
+// then true); anything else without a cookie, or with cookies that disagree, is refused
+// with ErrCookie.
+func checkCookies(fsys vfs.FS, jdir, ldir string, log *slog.Logger) (id string, fresh bool, err error) {
 	dirs := []string{jdir, ldir}
 	ids := make([]string, len(dirs))
 	var have, empty int
@@ -147,48 +148,48 @@ func checkCookies(fsys vfs.FS, jdir, ldir string, log *slog.Logger) error {
 		case err == nil:
 			id, perr := parseCookie(b)
 			if perr != nil {
-				return fmt.Errorf("%w: %s: %w", ErrCookie, filepath.Join(dir, cookieFile), perr)
+				return "", false, fmt.Errorf("%w: %s: %w", ErrCookie, filepath.Join(dir, cookieFile), perr)
 			}
 			ids[i] = id
 			have++
 		case errors.Is(err, fs.ErrNotExist):
 			names, lerr := fsys.List(dir)
 			if lerr != nil {
-				return fmt.Errorf("storage: list %s: %w", dir, lerr)
+				return "", false, fmt.Errorf("storage: list %s: %w", dir, lerr)
 			}
 			if len(names) > 0 {
-				return fmt.Errorf("%w: %s holds data (%d files) but no cookie; refusing to guess whose it is", ErrCookie, dir, len(names))
+				return "", false, fmt.Errorf("%w: %s holds data (%d files) but no cookie; refusing to guess whose it is", ErrCookie, dir, len(names))
 			}
 			empty++
 		default:
-			return fmt.Errorf("storage: read cookie in %s: %w", dir, err)
+			return "", false, fmt.Errorf("storage: read cookie in %s: %w", dir, err)
 		}
 	}
 	if have == 0 {
 		buf := make([]byte, 16)
 		_, _ = rand.Read(buf)
-		id := hex.EncodeToString(buf)
+		id = hex.EncodeToString(buf)
 		for _, dir := range dirs {
 			data := fmt.Sprintf("magnetar-bookie-cookie 1\ninstance=%s\njournal=%s\nledgers=%s\n", id, jdir, ldir)
 			if err := fsys.WriteFileAtomic(filepath.Join(dir, cookieFile), []byte(data)); err != nil {
-				return fmt.Errorf("storage: write cookie in %s: %w", dir, err)
+				return "", false, fmt.Errorf("storage: write cookie in %s: %w", dir, err)
 			}
 		}
 		log.Info("new bookie storage instance", "instance", id)
-		return nil
+		return id, true, nil
 	}
 	if empty > 0 {
 		for i, dir := range dirs {
 			if ids[i] == "" {
-				return fmt.Errorf("%w: %s has no cookie while the other directory belongs to instance %s: it was wiped or is new; restore it or reformat both",
+				return "", false, fmt.Errorf("%w: %s has no cookie while the other directory belongs to instance %s: it was wiped or is new; restore it or reformat both",
 					ErrCookie, dir, ids[1-i])
 			}
 		}
 	}
 	if ids[0] != ids[1] {
-		return fmt.Errorf("%w: %s belongs to instance %s, %s to instance %s", ErrCookie, jdir, ids[0], ldir, ids[1])
+		return "", false, fmt.Errorf("%w: %s belongs to instance %s, %s to instance %s", ErrCookie, jdir, ids[0], ldir, ids[1])
 	}
-	return nil
+	return ids[0], false, nil
 }
 
 func parseCookie(b []byte) (string, error) {

@@ -23,6 +23,17 @@ type Unreader interface {
 	Unread(ledgerID, entryID int64, payload []byte)
 }
 
+// Identity is a Storage with an instance identity: the id its directories' cookies carry
+// (a new one whenever the directories are created empty). The bookie compares it with the
+// cookie the metadata store keeps for its address, so a wiped or replaced disk cannot
+// rejoin under the old address unnoticed.
+type Identity interface {
+	InstanceID() string
+	// NewInstance reports whether the directories were empty when opened (a new disk, a
+	// wiped one, or a bookie's first start).
+	NewInstance() bool
+}
+
 // Storage is a bookie's ledger storage: journal, write cache, entry logs and index behind
 // one interface. The disk implementation (Open) and the memory twin (NewMemory) pass the
 // same conformance suite (storagetest).
