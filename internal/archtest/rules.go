@@ -95,6 +95,8 @@ var parts = []part{
 	{path: "internal/archtest", layer: layerTestSuite, testOnly: true},
 	// testenv fetches and starts third-party servers (PostgreSQL, Kafka, ...) for tests.
 	{path: "internal/testenv", layer: layerTestSuite, testOnly: true},
+	// testbin builds the magnetar binary for process tests (with -race under -race).
+	{path: "internal/testbin", layer: layerTestSuite, testOnly: true},
 	{path: "tests", layer: layerTestSuite},
 }
 
