@@ -117,6 +117,9 @@ func (s *Services) MarkReady() { s.ready.Store(true) }
 // BrokerAddr is the binary protocol listener's address.
 func (s *Services) BrokerAddr() string { return s.brokerLn.Addr().String() }
 
+// Ledgers is the ledger client (the functions worker stores packages with it).
+func (s *Services) Ledgers() ledger.Client { return s.ledgers }
+
 // HTTPAddr is the HTTP listener's address.
 func (s *Services) HTTPAddr() string { return s.httpLn.Addr().String() }
 

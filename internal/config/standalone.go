@@ -26,6 +26,11 @@ type StandaloneConfig struct {
 	// the peak of a catch-up drain fell from 2.1-2.9x to 1.8x NATS's, at the same rates.
 	GCPercent int `key:"standaloneGCPercent" flag:"gc-percent" help:"garbage collector target percent (GOGC) of the process (0: Go's default 100; GOGC wins)"`
 
+	// FunctionsWorkerEnabled runs the Pulsar Functions worker in the process (Pulsar's
+	// standalone runs one unless --no-functions-worker).
+	FunctionsWorkerEnabled bool `key:"functionsWorkerEnabled" flag:"functions-worker" help:"run the functions worker (false: like pulsar standalone --no-functions-worker)"`
+	Functions              FunctionsWorkerConfig
+
 	// Broker includes the managed-ledger keys (Broker.ManagedLedger).
 	Broker  BrokerConfig
 	Storage BookieStorageConfig
@@ -43,6 +48,9 @@ func DefaultStandaloneConfig() StandaloneConfig {
 		Broker:               DefaultBrokerConfig(),
 		Storage:              DefaultBookieStorageConfig(),
 		Ledger:               DefaultLedgerClientConfig(),
+
+		FunctionsWorkerEnabled: true,
+		Functions:              DefaultFunctionsWorkerConfig(),
 	}
 	c.Broker.ClusterName = "standalone"
 	ml := &c.Broker.ManagedLedger
@@ -110,5 +118,6 @@ func (c *StandaloneConfig) Validate() error {
 		c.Broker.Validate(),
 		c.Storage.Validate(),
 		c.Ledger.Validate(),
+		c.Functions.Validate(),
 	)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/brokerd"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/functions"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
@@ -34,6 +35,7 @@ type Standalone struct {
 	store  metadata.Store
 	bookie *bookie.Bookie
 	svc    *brokerd.Services
+	fnw    *functions.Worker
 }
 
 // Start brings every component up and returns when the broker and HTTP server accept
@@ -87,11 +89,23 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		return nil, fmt.Errorf("standalone: bookie: %w", err)
 	}
 
+	mount := &functions.Mount{}
 	if s.svc, err = brokerd.StartServices(ctx, brokerd.ServicesOptions{
 		Store: s.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: s.registry, Logger: logger,
 		LocalBookies: map[string]bookieproto.Handler{s.bookie.AdvertisedAddr(): s.bookie.Local()},
+		WrapHTTP:     mount.Wrap,
 	}); err != nil {
 		return nil, fmt.Errorf("standalone: %w", err)
+	}
+	if cfg.FunctionsWorkerEnabled {
+		if s.fnw, err = functions.Start(ctx, functions.Options{
+			Config: cfg.Functions, Store: s.store, Ledgers: s.svc.Ledgers(), Resources: res, ClusterName: cfg.Broker.ClusterName,
+			BrokerServiceURL: "pulsar://" + s.svc.BrokerAddr(), WebServiceURL: "http://" + s.svc.HTTPAddr(),
+			DataDir: cfg.DataDir, Logger: logger,
+		}); err != nil {
+			return nil, fmt.Errorf("standalone: functions worker: %w", err)
+		}
+		mount.Set(s.fnw)
 	}
 	s.log.Info("magnetar standalone ready",
 		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(),
@@ -148,6 +162,9 @@ func (s *Standalone) Failed() <-chan error { return s.svc.Failed() }
 // and pending publishes complete while storage is still there.
 func (s *Standalone) Close(ctx context.Context) error {
 	var errs []error
+	if s.fnw != nil {
+		errs = append(errs, s.fnw.Close())
+	}
 	if s.svc != nil {
 		errs = append(errs, s.svc.Close(ctx))
 	}
