@@ -20,6 +20,7 @@ func roles(a *app) []*cobra.Command {
 		a.adminCmd(),
 		a.clientCmd(),
 		a.perfCmd(),
+		a.tokensCmd(),
 		versionCmd(),
 	}
 }

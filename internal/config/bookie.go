@@ -52,6 +52,11 @@ type BookieConfig struct {
 	AutoRecoveryDaemonEnabled bool `key:"autoRecoveryDaemonEnabled" help:"run the auto-recovery auditor in this bookie (needs metadataStoreUrl)"`
 	// Ledger configures the auditor's ledger client (timeouts, lostBookieRecoveryDelay).
 	Ledger LedgerClientConfig
+
+	// TLS is the bookie's TLS listener and client-certificate requirement (security.go).
+	TLS BookieTLSConfig
+	// MetadataTLS is how the bookie reaches etcd over TLS (metadataStoreConfigPath).
+	MetadataTLS MetadataClientTLSConfig
 }
 
 // DefaultBookieConfig returns the bookie defaults.
@@ -93,6 +98,6 @@ func (c *BookieConfig) Validate() error {
 	if u := c.MetadataStoreURL; u != "" && !strings.HasPrefix(u, "etcd://") && !strings.HasPrefix(u, "memory://") {
 		errs = append(errs, &FieldError{Key: "metadataStoreUrl", Value: u, Reason: "must start with etcd:// or memory://"})
 	}
-	errs = append(errs, c.Ledger.Validate())
+	errs = append(errs, c.Ledger.Validate(), c.TLS.Validate())
 	return errors.Join(errs...)
 }

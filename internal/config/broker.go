@@ -73,6 +73,8 @@ type BrokerConfig struct {
 	Policies PoliciesConfig
 	// Delivery is batch-index acknowledgement and delayed delivery (delivery.go).
 	Delivery DeliveryConfig
+	// Security is TLS listeners, authentication and authorization (security.go).
+	Security SecurityConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -98,6 +100,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Schema:                              DefaultSchemaConfig(),
 		Policies:                            DefaultPoliciesConfig(),
 		Delivery:                            DefaultDeliveryConfig(),
+		Security:                            DefaultSecurityConfig(),
 	}
 }
 
@@ -127,5 +130,6 @@ func (c *BrokerConfig) Validate() error {
 		c.Schema.Validate(),
 		c.Policies.Validate(),
 		c.Delivery.Validate(),
+		c.Security.Validate(),
 	)
 }

@@ -85,6 +85,8 @@ type BrokerRoleConfig struct {
 	Broker  BrokerConfig
 	Ledger  LedgerClientConfig
 	Cluster ClusterConfig
+	// MetadataTLS is how the broker reaches etcd over TLS (metadataStoreConfigPath).
+	MetadataTLS MetadataClientTLSConfig
 }
 
 // DefaultBrokerRoleConfig returns the broker role defaults (Pulsar's broker.conf: cluster

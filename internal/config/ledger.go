@@ -47,6 +47,9 @@ type LedgerClientConfig struct {
 	// AuditorSessionTimeout is the metadata session ttl of the auditor's election: another
 	// auditor takes over this long after the elected one stops.
 	AuditorSessionTimeout time.Duration `key:"auditorSessionTimeout" help:"metadata session ttl of the auditor election"`
+	// TLS is how the client reaches bookies over TLS with a client certificate (Pulsar's
+	// bookkeeperTLS* keys, security.go).
+	TLS BookieClientTLSConfig
 }
 
 // DefaultLedgerClientConfig returns the ledger client defaults.
@@ -80,5 +83,6 @@ func (c *LedgerClientConfig) Validate() error {
 		Between("lostBookieRecoveryDelay", c.LostBookieRecoveryDelay, 0, 7*24*time.Hour),
 		Between("auditorPeriodicCheckInterval", c.AuditorPeriodicCheckInterval, time.Millisecond, 24*time.Hour),
 		Between("auditorSessionTimeout", c.AuditorSessionTimeout, 100*time.Millisecond, time.Hour),
+		c.TLS.Validate(),
 	)
 }

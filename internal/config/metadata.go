@@ -35,6 +35,9 @@ type MetadataConfig struct {
 	AutoCompactionRetention string `key:"metadataAutoCompactionRetention" flag:"auto-compaction-retention" help:"history kept for watches: a duration (periodic) or a count (revision); 0 disables"`
 	QuotaBackendBytes       int64  `key:"metadataQuotaBackendBytes" flag:"quota-backend-bytes" help:"database size at which the member raises a space alarm and refuses writes"`
 	MaxRequestBytes         int64  `key:"metadataMaxRequestBytes" flag:"max-request-bytes" help:"largest client request the member accepts"`
+
+	// TLS serves https:// client and peer URLs and demands client certificates (security.go).
+	TLS MetadataServerTLSConfig
 }
 
 // DefaultMetadataConfig returns the defaults: a single member on the loopback interface, with
@@ -113,6 +116,7 @@ func (c *MetadataConfig) Validate() error {
 		OneOf("metadataAutoCompactionMode", c.AutoCompactionMode, "periodic", "revision"),
 		Between("metadataQuotaBackendBytes", c.QuotaBackendBytes, 0, maxQuotaBackendBytes),
 		Between("metadataMaxRequestBytes", c.MaxRequestBytes, minMaxRequestBytes, maxMaxRequestBytes),
+		c.TLS.Validate(),
 	}
 	if c.AutoCompactionMode == "periodic" {
 		if d, err := time.ParseDuration(c.AutoCompactionRetention); c.AutoCompactionRetention != "0" && (err != nil || d < 0) {
