@@ -305,11 +305,7 @@ func (c *BookieTLSConfig) Validate() error {
 		NotEmpty("tlsKeyStore", c.KeyStore), NotEmpty("tlsCertificatePath", c.CertificatePath),
 		AtLeast("tlsCertFilesRefreshDurationSeconds", c.CertFilesRefreshDurationSeconds, 0),
 	}
-	for key, v := range map[string]string{"tlsKeyStoreType": c.KeyStoreType, "tlsTrustStoreType": c.TrustStoreType} {
-		if v != "" && !strings.EqualFold(v, "PEM") {
-			errs = append(errs, &FieldError{Key: key, Value: v, Reason: "only PEM is supported"})
-		}
-	}
+	errs = append(errs, pemOnly("tlsKeyStoreType", c.KeyStoreType), pemOnly("tlsTrustStoreType", c.TrustStoreType))
 	if c.ClientAuthentication && c.TrustStore == "" {
 		errs = append(errs, &FieldError{Key: "tlsTrustStore", Value: `""`, Reason: "must be set when tlsClientAuthentication is true"})
 	}
@@ -333,12 +329,7 @@ func (c *BookieClientTLSConfig) Enabled() bool { return c.TrustCertsFilePath != 
 
 // Validate checks the bookie client TLS settings.
 func (c *BookieClientTLSConfig) Validate() error {
-	var errs []error
-	for key, v := range map[string]string{"bookkeeperTLSKeyFileType": c.KeyFileType, "bookkeeperTLSTrustCertTypes": c.TrustCertTypes} {
-		if v != "" && !strings.EqualFold(v, "PEM") {
-			errs = append(errs, &FieldError{Key: key, Value: v, Reason: "only PEM is supported"})
-		}
-	}
+	errs := []error{pemOnly("bookkeeperTLSKeyFileType", c.KeyFileType), pemOnly("bookkeeperTLSTrustCertTypes", c.TrustCertTypes)}
 	if c.ClientAuthentication && (c.KeyFilePath == "" || c.CertificateFilePath == "") {
 		errs = append(errs, &FieldError{Key: "bookkeeperTLSCertificateFilePath", Value: c.CertificateFilePath,
 			Reason: "bookkeeperTLSCertificateFilePath and bookkeeperTLSKeyFilePath must be set when bookkeeperTLSClientAuthentication is true"})
@@ -388,4 +379,12 @@ func (c *MetadataServerTLSConfig) Validate() error {
 		errs = append(errs, &FieldError{Key: "metadataPeerTrustedCaFile", Value: `""`, Reason: "must be set when metadataPeerClientCertAuth is true"})
 	}
 	return errors.Join(errs...)
+}
+
+// pemOnly checks a key or trust store type: only PEM files are read here (no JKS, PKCS12).
+func pemOnly(key, v string) error {
+	if v != "" && !strings.EqualFold(v, "PEM") {
+		return &FieldError{Key: key, Value: v, Reason: "only PEM is supported"}
+	}
+	return nil
 }
