@@ -45,6 +45,9 @@ var frontEndDeny = []string{"internal/managedledger", "internal/ledger", "intern
 var parts = []part{
 	{path: "internal/config", layer: layerBase},
 	{path: "internal/logging", layer: layerBase},
+	// The public SDKs linked into users' functions: they import nothing of ours but themselves.
+	{path: "pkg/pf", layer: layerBase},
+	{path: "pkg/pfwasm", layer: layerBase},
 
 	{path: "internal/wire", layer: layerCodec},
 	{path: "internal/bookieproto", layer: layerCodec},
@@ -84,6 +87,8 @@ var parts = []part{
 	{path: "internal/perf", layer: layerFront},
 
 	{path: "internal/functions", layer: layerWorker, deny: frontEndDeny},
+	// Function packages are blobs in ledgers, not topic data; only the worker's compositions use it.
+	{path: "internal/functions/pkgstore", layer: layerDomain, onlyFrom: []string{"internal/standalone", "internal/brokerd", "internal/cli", "internal/functions"}},
 
 	{path: "internal/brokerd", layer: layerCompose},
 	{path: "internal/standalone", layer: layerCompose, allow: []string{"internal/brokerd"}},

@@ -20,7 +20,6 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/functions/wasm"
-	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/pkg/pf"
@@ -30,8 +29,8 @@ import (
 type Options struct {
 	Config config.FunctionsWorkerConfig
 	Store  metadata.Store
-	// Ledgers stores packages.
-	Ledgers ledger.Client
+	// Packages stores packages (pkgstore.Ledgers in the compositions).
+	Packages Blobs
 	// Resources checks that a function's tenant and namespace exist (nil: not checked).
 	Resources   *resources.Resources
 	ClusterName string
@@ -114,7 +113,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	w := &Worker{
 		cfg: o.Config, opts: o, log: logger.With("component", "functions-worker", "workerId", id), store: o.Store,
 		meta: metaStore{o.Store}, state: stateStore{store: o.Store, maxValue: o.Config.MaxStateValueBytes},
-		pkgs: &packageStore{ledgers: o.Ledgers, replicas: o.Config.NumFunctionPackageReplicas, dir: dir},
+		pkgs: &packageStore{blobs: o.Packages, dir: dir},
 		info: WorkerInfo{WorkerID: id, WorkerHostname: host, Port: port, URL: o.WebServiceURL},
 		dir:  dir, token: hex.EncodeToString(tok), instances: map[string]*supervisor{}, kick: make(chan struct{}, 1),
 		process: &processRuntime{python: &pythonEnvs{interpreter: o.Config.PythonInterpreter, clientVersion: o.Config.PythonPulsarClientVersion}},

@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/brokerd"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/functions"
+	"github.com/magnetar-io/magnetar/internal/functions/pkgstore"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
@@ -99,7 +100,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	}
 	if cfg.FunctionsWorkerEnabled {
 		if s.fnw, err = functions.Start(ctx, functions.Options{
-			Config: cfg.Functions, Store: s.store, Ledgers: s.svc.Ledgers(), Resources: res, ClusterName: cfg.Broker.ClusterName,
+			Config: cfg.Functions, Store: s.store, Packages: &pkgstore.Ledgers{Client: s.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas}, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			BrokerServiceURL: "pulsar://" + s.svc.BrokerAddr(), WebServiceURL: "http://" + s.svc.HTTPAddr(),
 			DataDir: cfg.DataDir, Logger: logger,
 		}); err != nil {
