@@ -44,14 +44,25 @@ func TestUnknownFlagAndBadConfigExit2(t *testing.T) {
 	if code, _, errOut := run(t, []string{"MAGNETAR_LOG_LEVEL=loud"}, "standalone"); code != 2 || !strings.Contains(errOut, "logLevel") {
 		t.Errorf("bad env log level: exit %d, %q", code, errOut)
 	}
+	// A typo of a bound key is an error that suggests the key; a bad value names file, line,
+	// key and bound; turning on authentication this build lacks is refused.
 	file := filepath.Join(t.TempDir(), "bad.conf")
-	if err := os.WriteFile(file, []byte("dataDir=/tmp/x\nbogusKey=1\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("dataDir=/tmp/x\nzookeeperServers=zk:2181\nmaxMesageSize=1\nmaxMessageSize=12\nauthenticationEnabled=true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := run(t, nil, "standalone", "--config", file); code != 2 || !strings.Contains(errOut, `unknown key "bogusKey"`) {
-		t.Errorf("unknown file key: exit %d, %q", code, errOut)
+	code, _, errOut := run(t, nil, "standalone", "--config", file)
+	for _, want := range []string{`line 3: unknown key "maxMesageSize" (did you mean maxMessageSize?)`, "line 5: authenticationEnabled=true: not available"} {
+		if code != 2 || !strings.Contains(errOut, want) {
+			t.Errorf("bad file: exit %d, want %q in %q", code, want, errOut)
+		}
 	}
-	if code, _, errOut := run(t, []string{"MAGNETAR_CONFIG=" + file}, "standalone"); code != 2 || !strings.Contains(errOut, `bogusKey`) {
+	if err := os.WriteFile(file, []byte("dataDir=/tmp/x\nmaxMessageSize=12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := run(t, nil, "standalone", "--config", file); code != 2 || !strings.Contains(errOut, file+" line 2: maxMessageSize=12: must be between 1024 and") {
+		t.Errorf("bad value: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := run(t, []string{"MAGNETAR_CONFIG=" + file}, "standalone"); code != 2 || !strings.Contains(errOut, `maxMessageSize=12`) {
 		t.Errorf("MAGNETAR_CONFIG: exit %d, %q", code, errOut)
 	}
 }

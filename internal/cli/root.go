@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -49,6 +50,7 @@ type app struct {
 	configFile string
 	log        config.LogConfig
 	logBinding *config.Binding
+	client     *config.ClientConfig // clientConfig's result
 }
 
 // Main runs the magnetar command line with args (without the program name) and returns the
@@ -104,6 +106,37 @@ func newRoot(env Env) *cobra.Command {
 // load applies file, environment and flags to the role config bound in b (plus logging),
 // validates both and returns the process logger.
 func (a *app) load(b *config.Binding, validate func() error) (*slog.Logger, error) {
+	file := a.configPath()
+	bindings := []*config.Binding{a.logBinding}
+	if b != nil {
+		bindings = append(bindings, b)
+	}
+	report, err := config.Apply(file, a.env.Environ, bindings...)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if err := errors.Join(a.log.Validate(), callValidate(validate)); err != nil {
+		return nil, usageError(config.Locate(err, bindings...))
+	}
+	logger, err := logging.New(a.env.Stderr, a.log.Format, a.log.Level)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if len(report.NotApplicable)+len(report.Unknown) > 0 {
+		// One warning for all of them: a Pulsar file has dozens (ZooKeeper, JVM, class names).
+		logger.Warn("configuration keys that do not apply to this magnetar command were ignored",
+			"file", file, "pulsarKeys", report.NotApplicable, "unknownKeys", report.Unknown)
+	}
+	if b != nil {
+		if changed := b.Changed(); len(changed) > 0 {
+			logger.Info("configuration", "nonDefault", changed)
+		}
+	}
+	return logger, nil
+}
+
+// configPath is --config, or MAGNETAR_CONFIG.
+func (a *app) configPath() string {
 	file := a.configFile
 	if file == "" {
 		for _, kv := range a.env.Environ {
@@ -112,26 +145,35 @@ func (a *app) load(b *config.Binding, validate func() error) (*slog.Logger, erro
 			}
 		}
 	}
-	bindings := []*config.Binding{a.logBinding}
-	if b != nil {
-		bindings = append(bindings, b)
+	return file
+}
+
+// clientConfig reads the tools' client.conf keys (webServiceUrl, brokerServiceUrl) from
+// --config and the environment, once. Keys that do not apply to a tool (a client.conf's
+// TLS and authentication settings while this build has none) get one warning on stderr.
+func (a *app) clientConfig() (config.ClientConfig, error) {
+	if a.client != nil {
+		return *a.client, nil
 	}
-	if err := config.Load(file, a.env.Environ, bindings...); err != nil {
-		return nil, usageError(err)
-	}
-	if err := errors.Join(a.log.Validate(), callValidate(validate)); err != nil {
-		return nil, usageError(err)
-	}
-	logger, err := logging.New(a.env.Stderr, a.log.Format, a.log.Level)
+	c := config.DefaultClientConfig()
+	b, err := config.Bind(nil, &c)
 	if err != nil {
-		return nil, usageError(err)
+		panic(err) // a programming error in ClientConfig's tags
 	}
-	if b != nil {
-		if changed := b.Changed(); len(changed) > 0 {
-			logger.Info("configuration", "nonDefault", changed)
-		}
+	file := a.configPath()
+	rep, err := config.Apply(file, a.env.Environ, b)
+	if err == nil {
+		err = config.Locate(c.Validate(), b)
 	}
-	return logger, nil
+	if err != nil {
+		return c, usageError(err)
+	}
+	if file != "" && len(rep.NotApplicable)+len(rep.Unknown) > 0 {
+		fmt.Fprintf(a.env.Stderr, "warning: %s: keys that do not apply here were ignored: %s\n", file,
+			strings.Join(append(rep.NotApplicable, rep.Unknown...), " "))
+	}
+	a.client = &c
+	return c, nil
 }
 
 func callValidate(f func() error) error {

@@ -1,10 +1,8 @@
 package config
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"strconv"
@@ -37,11 +35,13 @@ type Binding struct {
 	fields  map[string][]reflect.Value
 	flags   map[string]*flagValue
 	sources map[string]Source
+	origins map[string]string // "config file F line N", "environment NAME", "flag --x"
 }
 
 // flagValue records what the command line said without touching the config struct, so that
 // file and environment values can be applied first and the flag last.
 type flagValue struct {
+	name string // the flag's name (the key's kebab case unless a flag tag says otherwise)
 	def  string
 	typ  string
 	raw  string
@@ -63,7 +63,7 @@ func (f *flagValue) Set(s string) error {
 // the binding to Load later. It fails on untagged leaf fields and unsupported field types,
 // which are programming errors.
 func Bind(fs *pflag.FlagSet, cfgs ...any) (*Binding, error) {
-	b := &Binding{fields: map[string][]reflect.Value{}, flags: map[string]*flagValue{}, sources: map[string]Source{}}
+	b := &Binding{fields: map[string][]reflect.Value{}, flags: map[string]*flagValue{}, sources: map[string]Source{}, origins: map[string]string{}}
 	for _, c := range cfgs {
 		v := reflect.ValueOf(c)
 		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
@@ -107,7 +107,7 @@ func (b *Binding) walk(fs *pflag.FlagSet, v reflect.Value) error {
 				name = FlagName(key)
 			}
 			def, _ := formatValue(fv)
-			fl := &flagValue{def: def, typ: typeName(sf.Type), kind: sf.Type}
+			fl := &flagValue{name: name, def: def, typ: typeName(sf.Type), kind: sf.Type}
 			b.flags[key] = fl
 			if fs != nil {
 				fs.Var(fl, name, sf.Tag.Get("help")+" (key "+key+")")
@@ -141,8 +141,14 @@ func (b *Binding) Changed() []string {
 	return out
 }
 
-func (b *Binding) set(key, raw string, src Source) error {
+func (b *Binding) set(key, raw string, src Source, origin string) error {
 	for _, fv := range b.fields[key] {
+		if src != FromFlag && strings.TrimSpace(raw) == "" && fv.Kind() != reflect.Slice {
+			// Pulsar's FieldParser leaves a field at its default when the file (or an
+			// environment override) gives it a blank value, as its shipped .conf files do
+			// for every key they only document (numIOThreads=, brokerServicePortTls=).
+			return nil
+		}
 		val, err := parseValue(fv.Type(), raw)
 		if err != nil {
 			return fmt.Errorf("%s=%q: %w", key, raw, err)
@@ -150,13 +156,49 @@ func (b *Binding) set(key, raw string, src Source) error {
 		fv.Set(val)
 	}
 	b.sources[key] = src
+	b.origins[key] = origin
 	return nil
 }
 
-// Load applies, in order, the config file at path (skipped when path is empty), the
-// environment (a list of "NAME=value" as os.Environ returns) and the flags given on the
-// command line, to every binding. A file key that no binding knows is an error.
+// Report is what Apply found besides the values it applied.
+type Report struct {
+	// NotApplicable lists, sorted, the keys of Pulsar and BookKeeper (pulsar_keys.txt)
+	// that were set but that no Magnetar config binds: ZooKeeper and JVM settings, Java
+	// class names, features Magnetar does in its own way. They are accepted so Pulsar's
+	// files work as they are, and logged in one warning (cli/root.go).
+	NotApplicable []string
+	// Unknown lists keys that are neither Magnetar's nor Pulsar's (keys of other Pulsar
+	// versions or plugins, or typos too far from any key to suggest one); logged too.
+	Unknown []string
+}
+
+// PulsarEnvPrefix starts the environment variables Pulsar's docker images turn into config
+// keys (PULSAR_PREFIX_maxMessageSize=...), besides the exact key names.
+const PulsarEnvPrefix = "PULSAR_PREFIX_"
+
+// Load is Apply without the report.
 func Load(path string, environ []string, bs ...*Binding) error {
+	_, err := Apply(path, environ, bs...)
+	return err
+}
+
+// unboundValue is the last value an unbound key was given and where.
+type unboundValue struct{ value, origin string }
+
+// Apply applies, in order, the config file at path (skipped when path is empty), the
+// environment (a list of "NAME=value" as os.Environ returns) and the flags given on the
+// command line, to every binding.
+//
+// The file may be a Pulsar or BookKeeper one as it is (standalone.conf, broker.conf,
+// bookkeeper.conf, proxy.conf, client.conf): a key no binding knows is accepted and
+// reported (Report) when it is one of theirs or unknown to both, and is an error only when
+// it looks like a typo of a bound key (the error suggests that key) or turns on a
+// protection this build lacks (securityGate). The environment sets a key by its MAGNETAR_
+// name, PULSAR_PREFIX_key or the exact key, in that order of preference; PULSAR_PREFIX_key
+// and the exact key also override an unbound key (Pulsar's apply-config-from-env.py does
+// both). Every error found is returned, joined, each naming its file and line, variable or
+// flag.
+func Apply(path string, environ []string, bs ...*Binding) (*Report, error) {
 	owner := func(key string) *Binding {
 		for _, b := range bs {
 			if _, ok := b.fields[key]; ok {
@@ -165,24 +207,22 @@ func Load(path string, environ []string, bs ...*Binding) error {
 		}
 		return nil
 	}
+	unbound := map[string]unboundValue{}
+	var errs []error
 	if path != "" {
 		entries, err := ReadFile(path)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		var errs []error
 		for _, e := range entries {
-			b := owner(e.Key)
-			if b == nil {
-				errs = append(errs, fmt.Errorf("config file %s line %d: unknown key %q", path, e.Line, e.Key))
+			origin := fmt.Sprintf("config file %s line %d", path, e.Line)
+			if b := owner(e.Key); b != nil {
+				if err := b.set(e.Key, e.Value, FromFile, origin); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", origin, err))
+				}
 				continue
 			}
-			if err := b.set(e.Key, e.Value, FromFile); err != nil {
-				errs = append(errs, fmt.Errorf("config file %s line %d: %w", path, e.Line, err))
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
-			return err
+			unbound[e.Key] = unboundValue{e.Value, origin}
 		}
 	}
 	env := map[string]string{}
@@ -193,59 +233,102 @@ func Load(path string, environ []string, bs ...*Binding) error {
 	}
 	for _, b := range bs {
 		for _, key := range b.keys {
-			for _, name := range []string{EnvName(key), key} {
+			for _, name := range []string{EnvName(key), PulsarEnvPrefix + key, key} {
 				if v, ok := env[name]; ok {
-					if err := b.set(key, v, FromEnv); err != nil {
-						return fmt.Errorf("environment %s: %w", name, err)
+					if err := b.set(key, v, FromEnv, "environment "+name); err != nil {
+						errs = append(errs, fmt.Errorf("environment %s: %w", name, err))
 					}
 					break
 				}
 			}
 		}
 	}
+	envUnbound(env, unbound, func(k string) bool { return owner(k) != nil })
 	for _, b := range bs {
 		for _, key := range b.keys {
 			if fl := b.flags[key]; fl.set {
-				if err := b.set(key, fl.raw, FromFlag); err != nil {
-					return fmt.Errorf("flag --%s: %w", FlagName(key), err)
+				if err := b.set(key, fl.raw, FromFlag, "flag --"+fl.name); err != nil {
+					errs = append(errs, fmt.Errorf("flag --%s: %w", fl.name, err))
 				}
 			}
 		}
 	}
-	return nil
-}
-
-// Entry is one key=value line of a config file.
-type Entry struct {
-	Key, Value string
-	Line       int
-}
-
-// ReadFile parses a Java-properties config file (see the package doc).
-func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("config file: %w", err)
+	var bound []string
+	for _, b := range bs {
+		bound = append(bound, b.keys...)
 	}
-	defer f.Close()
-	var out []Entry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == '!' {
+	rep := &Report{}
+	for key, u := range unbound {
+		if err := checkSecurityGate(key, u.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", u.origin, err))
 			continue
 		}
-		i := strings.IndexAny(line, "=:")
-		if i <= 0 {
-			return nil, fmt.Errorf("config file %s line %d: want key=value, got %q", path, n, line)
+		if IsPulsarKey(key) {
+			rep.NotApplicable = append(rep.NotApplicable, key)
+			continue
 		}
-		out = append(out, Entry{Key: strings.TrimSpace(line[:i]), Value: strings.TrimSpace(line[i+1:]), Line: n})
+		if s := suggest(key, bound); s != "" {
+			errs = append(errs, fmt.Errorf("%s: unknown key %q (did you mean %s?)", u.origin, key, s))
+			continue
+		}
+		rep.Unknown = append(rep.Unknown, key)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	sort.Strings(rep.NotApplicable)
+	sort.Strings(rep.Unknown)
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return rep, errors.Join(errs...)
+}
+
+// envUnbound records the environment's values of keys no binding knows: every
+// PULSAR_PREFIX_ variable, and an exact-key variable when the file has the key or it is a
+// Pulsar key (ordinary variables such as PATH are neither). PULSAR_PREFIX_ wins over the
+// exact name, as for bound keys.
+func envUnbound(env map[string]string, unbound map[string]unboundValue, isBound func(string) bool) {
+	for name, v := range env {
+		key, prefixed := strings.CutPrefix(name, PulsarEnvPrefix)
+		if key == "" || isBound(key) {
+			continue
+		}
+		if !prefixed {
+			if _, inFile := unbound[key]; !inFile && !IsPulsarKey(key) {
+				continue
+			}
+			if _, both := env[PulsarEnvPrefix+key]; both {
+				continue
+			}
+		}
+		unbound[key] = unboundValue{v, "environment " + name}
 	}
-	return out, nil
+}
+
+// Locate adds to every *FieldError in err (a Validate result, possibly joined) where its
+// key's value came from, so the message names the file and line (or variable, or flag)
+// besides the key and the bound it broke.
+func Locate(err error, bs ...*Binding) error {
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if fe, ok := e.(*FieldError); ok && fe.Origin == "" {
+			for _, b := range bs {
+				if o := b.origins[fe.Key]; o != "" {
+					fe.Origin = o
+					break
+				}
+			}
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range u.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return err
 }
 
 // FlagName turns a key into its flag name: maxMessageSize -> max-message-size,

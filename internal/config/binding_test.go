@@ -81,11 +81,11 @@ func TestPrecedenceFlagEnvFileDefault(t *testing.T) {
 	}
 }
 
-func TestUnknownKeyInFileIsAnError(t *testing.T) {
+func TestTypoOfABoundKeyIsAnError(t *testing.T) {
 	file := writeFile(t, "maxMessageSize=10\nmaxMesageSize=11\n")
 	_, b := bind(t)
 	err := Load(file, nil, b)
-	if err == nil || !strings.Contains(err.Error(), `line 2: unknown key "maxMesageSize"`) {
+	if err == nil || !strings.Contains(err.Error(), `line 2: unknown key "maxMesageSize" (did you mean maxMessageSize?)`) {
 		t.Fatalf("want unknown-key error naming line 2, got %v", err)
 	}
 }
@@ -107,8 +107,8 @@ func TestBadValuesNameTheirSource(t *testing.T) {
 	if err := fs.Parse([]string{"--max-message-size=big"}); err == nil {
 		t.Error("flag: bad int accepted")
 	}
-	if err := Load(writeFile(t, "novalue\n"), nil, b); err == nil {
-		t.Error("line without = accepted")
+	if rep, err := Apply(writeFile(t, "novalue\n"), nil, b); err != nil || len(rep.Unknown) != 1 {
+		t.Errorf("a key without value is a key (Java properties), reported unknown: %v %+v", err, rep)
 	}
 	if err := Load(filepath.Join(t.TempDir(), "missing.conf"), nil, b); err == nil {
 		t.Error("missing file accepted")
@@ -167,5 +167,111 @@ func TestBoolFlagWithoutValue(t *testing.T) {
 	c, b = bind(t, "--journal-sync-data=false")
 	if err := Load("", nil, b); err != nil || c.Sync {
 		t.Fatalf("--journal-sync-data=false: %v %v", c.Sync, err)
+	}
+}
+
+// A Pulsar file as it is: keys of Pulsar and BookKeeper that nothing binds are accepted and
+// reported once; blank values keep defaults; keys unknown to both are reported apart.
+func TestPulsarFileKeysThatDoNotApply(t *testing.T) {
+	file := writeFile(t, "zookeeperServers=\n"+
+		"configurationStoreServers=zk:2181\n"+
+		"managedLedgerCacheEvictionWatermark=0.9\n"+
+		"loadBalancerPlacementStrategy=weightedRandomSelection\n"+
+		"bookkeeper_opportunisticStriping=true\n"+
+		"maxMessageSize=\n"+
+		"journalSyncData=false\n"+
+		"someoneElsesPluginKey=1\n")
+	c, b := bind(t)
+	rep, err := Apply(file, nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"bookkeeper_opportunisticStriping", "configurationStoreServers", "loadBalancerPlacementStrategy", "managedLedgerCacheEvictionWatermark", "zookeeperServers"}
+	if strings.Join(rep.NotApplicable, ",") != strings.Join(want, ",") {
+		t.Errorf("NotApplicable = %v, want %v", rep.NotApplicable, want)
+	}
+	if strings.Join(rep.Unknown, ",") != "someoneElsesPluginKey" {
+		t.Errorf("Unknown = %v", rep.Unknown)
+	}
+	if c.MaxMessageSize != 5 || b.Source("maxMessageSize") != FromDefault {
+		t.Errorf("blank value must keep the default: %d from %s", c.MaxMessageSize, b.Source("maxMessageSize"))
+	}
+	if c.Sync {
+		t.Error("bound key of the same file not applied")
+	}
+}
+
+// PULSAR_PREFIX_key and the exact key set bound keys; the MAGNETAR_ name wins over both, and
+// PULSAR_PREFIX_ over the exact key. They reach unbound keys too (for the report and gate).
+func TestPulsarPrefixEnvironment(t *testing.T) {
+	c, b := bind(t)
+	rep, err := Apply("", []string{"PULSAR_PREFIX_maxMessageSize=7", "maxMessageSize=8", "PULSAR_PREFIX_journalSyncData=false",
+		"PULSAR_PREFIX_defaultNumberOfNamespaceBundles=1", "zookeeperServers=zk:2181", "PATH=/bin"}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxMessageSize != 7 || c.Sync {
+		t.Errorf("PULSAR_PREFIX_ not applied: %d %v", c.MaxMessageSize, c.Sync)
+	}
+	if strings.Join(rep.NotApplicable, ",") != "defaultNumberOfNamespaceBundles,zookeeperServers" || len(rep.Unknown) != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	c, b = bind(t)
+	if err := Load("", []string{"PULSAR_PREFIX_maxMessageSize=7", "MAGNETAR_MAX_MESSAGE_SIZE=9"}, b); err != nil || c.MaxMessageSize != 9 {
+		t.Errorf("MAGNETAR_ must win: %d %v", c.MaxMessageSize, err)
+	}
+	if err := Load("", []string{"PULSAR_PREFIX_maxMessageSize=many"}, b); err == nil || !strings.Contains(err.Error(), "environment PULSAR_PREFIX_maxMessageSize") {
+		t.Errorf("bad PULSAR_PREFIX_ value: %v", err)
+	}
+}
+
+// Turning on a protection this build lacks is refused, wherever it comes from; turning it
+// off through the environment (as a docker image would) starts.
+func TestSecurityKeysTurnedOnAreRefused(t *testing.T) {
+	file := writeFile(t, "tlsEnabled=false\nauthenticationEnabled=true\nbrokerServicePortTls=6651\n")
+	_, b := bind(t)
+	err := Load(file, nil, b)
+	if err == nil || !strings.Contains(err.Error(), "line 2: authenticationEnabled=true: not available") ||
+		!strings.Contains(err.Error(), "line 3: brokerServicePortTls=6651: not available") {
+		t.Fatalf("got %v", err)
+	}
+	_, b = bind(t)
+	rep, err := Apply(file, []string{"authenticationEnabled=false", "PULSAR_PREFIX_brokerServicePortTls="}, b)
+	if err != nil {
+		t.Fatalf("turned off by the environment: %v", err)
+	}
+	if len(rep.NotApplicable) != 3 {
+		t.Errorf("report %+v", rep)
+	}
+	_, b = bind(t)
+	if err := Load("", []string{"PULSAR_PREFIX_authorizationEnabled=true"}, b); err == nil || !strings.Contains(err.Error(), "environment PULSAR_PREFIX_authorizationEnabled") {
+		t.Errorf("env turning authorization on: %v", err)
+	}
+}
+
+// A Validate error names the file and line (or variable, or flag) its value came from.
+func TestLocateNamesWhereABadValueCameFrom(t *testing.T) {
+	s := DefaultStandaloneConfig()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	b, err := Bind(fs, &s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"--gc-percent=5000"}); err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, "# standalone\nclusterName=standalone\nmaxMessageSize=10\n")
+	if err := Load(file, []string{"PULSAR_PREFIX_managedLedgerDefaultAckQuorum=3"}, b); err != nil {
+		t.Fatal(err)
+	}
+	msg := Locate(s.Validate(), b).Error()
+	for _, want := range []string{
+		"config file " + file + " line 3: maxMessageSize=10: must be between 1024 and 1073741824",
+		"environment PULSAR_PREFIX_managedLedgerDefaultAckQuorum: managedLedgerDefaultAckQuorum=3",
+		"flag --gc-percent: standaloneGCPercent=5000: must be between 0 and 1000",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in\n%s", want, msg)
+		}
 	}
 }

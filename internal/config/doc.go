@@ -1,5 +1,5 @@
 // Package config gives every role its configuration: defaults, an optional config file,
-// MAGNETAR_* environment variables and command-line flags, in that order of precedence
+// environment variables and command-line flags, in that order of precedence
 // (a flag beats the environment, which beats the file, which beats the default).
 //
 // Each role has a plain struct (BookieConfig, BrokerConfig, ...) built by its Default*Config
@@ -9,15 +9,26 @@
 //
 //	flag:  --max-message-size           (kebab case; override with a `flag` tag)
 //	env:   MAGNETAR_MAX_MESSAGE_SIZE    (upper snake case of the flag name)
-//	       maxMessageSize               (the exact key, as Pulsar's docker images accept)
+//	       PULSAR_PREFIX_maxMessageSize (as Pulsar's docker images accept)
+//	       maxMessageSize               (the exact key, likewise)
 //
-// # Config file format
+// # Config files
 //
-// Java-properties, as Pulsar's conf/*.conf files:
+// `--config` reads Pulsar's and BookKeeper's own files as they are (standalone.conf,
+// broker.conf, bookkeeper.conf, proxy.conf, client.conf), in the Java-properties format
+// (properties.go:ReadFile):
 //
 //	# comment (also "!")
-//	key=value        (or key: value; surrounding space is trimmed)
+//	key=value        (or key: value, or key value; surrounding blanks are trimmed)
+//	key=a,\
+//	    b            (a trailing backslash continues the line)
 //
-// A key the running role does not know is an error that names the file and line, never
-// silently ignored. Lists are comma separated; durations use Go syntax (1ms, 30s).
+// A key Magnetar binds keeps Pulsar's meaning; a blank value keeps the default, as in
+// Pulsar. A key of Pulsar's or BookKeeper's that Magnetar does not bind (zookeeperServers,
+// Java class names, JVM and load-balancer tuning: pulsar_keys.txt) is accepted and listed
+// in one startup warning, with any keys unknown to both. It is an error, naming the file and
+// line, when a key is a likely typo of a bound one (the error suggests it), when a value
+// does not parse, when Validate finds it out of bounds (Locate adds where it came from),
+// and when it turns on TLS or authentication that this build lacks (securityGate).
+// Lists are comma separated; durations use Go syntax (1ms, 30s).
 package config

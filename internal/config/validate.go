@@ -11,9 +11,15 @@ type FieldError struct {
 	Key    string
 	Value  any
 	Reason string
+	// Origin is where the value came from ("config file F line N", "environment NAME",
+	// "flag --x"), filled in by Locate; empty for a default.
+	Origin string
 }
 
 func (e *FieldError) Error() string {
+	if e.Origin != "" {
+		return fmt.Sprintf("%s: %s=%v: %s", e.Origin, e.Key, e.Value, e.Reason)
+	}
 	return fmt.Sprintf("config %s=%v: %s", e.Key, e.Value, e.Reason)
 }
 
