@@ -52,6 +52,24 @@ type adminCLI struct {
 	timeout time.Duration
 }
 
+// baseURL is --admin-url, else MAGNETAR_ADMIN_URL, else webServiceUrl of --config (a
+// client.conf, as pulsar-admin reads) or its environment overrides.
+func (ac *adminCLI) baseURL() (string, error) {
+	if ac.urlFlag.Changed {
+		return ac.url, nil
+	}
+	for _, kv := range ac.app.env.Environ {
+		if v, ok := strings.CutPrefix(kv, adminURLEnv+"="); ok && v != "" {
+			return v, nil
+		}
+	}
+	c, err := ac.app.clientConfig()
+	if err != nil {
+		return "", err
+	}
+	return c.WebServiceURL, nil
+}
+
 // errREST is a REST call answered with an error status.
 var errREST = errors.New("admin request failed")
 
@@ -67,13 +85,9 @@ func (ac *adminCLI) call(ctx context.Context, method, path string, body any) ([]
 	}
 	ctx, cancel := context.WithTimeout(ctx, ac.timeout)
 	defer cancel()
-	base := ac.url
-	if !ac.urlFlag.Changed {
-		for _, kv := range ac.app.env.Environ {
-			if v, ok := strings.CutPrefix(kv, adminURLEnv+"="); ok && v != "" {
-				base = v
-			}
-		}
+	base, err := ac.baseURL()
+	if err != nil {
+		return nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
 	if err != nil {

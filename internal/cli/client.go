@@ -19,25 +19,38 @@ import (
 type clientOptions struct {
 	url     string
 	timeout time.Duration
+	// urlSet says --url was given; without it brokerServiceUrl of --config (client.conf) counts.
+	urlSet func() bool
+	app    *app
 }
 
 // clientCmd is `magnetar client produce|consume|read`, pulsar-client's verbs and flags,
 // speaking the binary protocol through the official Go client.
 func (a *app) clientCmd() *cobra.Command {
-	opts := &clientOptions{}
+	opts := &clientOptions{app: a}
 	cmd := &cobra.Command{
 		Use:   "client",
 		Short: "Produce and consume messages from the command line (pulsar-client style)",
 	}
 	cmd.PersistentFlags().StringVar(&opts.url, "url", "pulsar://localhost:6650", "service URL of the broker")
+	urlFlag := cmd.PersistentFlags().Lookup("url")
+	opts.urlSet = func() bool { return urlFlag.Changed }
 	cmd.PersistentFlags().DurationVar(&opts.timeout, "operation-timeout", 30*time.Second, "timeout of each client operation")
 	cmd.AddCommand(a.produceCmd(opts), a.consumeCmd(opts), a.readCmd(opts))
 	return cmd
 }
 
 func (o *clientOptions) connect() (pulsar.Client, error) {
+	url := o.url
+	if !o.urlSet() {
+		cc, err := o.app.clientConfig()
+		if err != nil {
+			return nil, err
+		}
+		url = cc.BrokerServiceURL
+	}
 	c, err := pulsar.NewClient(pulsar.ClientOptions{
-		URL:               o.url,
+		URL:               url,
 		OperationTimeout:  o.timeout,
 		ConnectionTimeout: o.timeout,
 		Logger:            plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),

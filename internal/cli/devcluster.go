@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,8 @@ import (
 func (a *app) devClusterCmd() *cobra.Command {
 	var dir string
 	var metadata, bookies, brokers int
+	var brokerAddrs []string
+	var brokerArgs string
 	cmd := &cobra.Command{
 		Use:   "dev-cluster",
 		Short: "Run a local development cluster (metadata members, bookies, brokers and a proxy) as child processes",
@@ -25,6 +28,8 @@ func (a *app) devClusterCmd() *cobra.Command {
 	cmd.Flags().IntVar(&metadata, "metadata-members", 3, "etcd members (magnetar metadata)")
 	cmd.Flags().IntVar(&bookies, "bookies", 3, "bookies")
 	cmd.Flags().IntVar(&brokers, "brokers", 2, "brokers")
+	cmd.Flags().StringSliceVar(&brokerAddrs, "broker-addresses", nil, "host:port of each broker (host resolved to the address it binds, advertised by name); default: free loopback ports")
+	cmd.Flags().StringVar(&brokerArgs, "broker-args", "", "extra flags for every broker, space separated (e.g. \"--cluster-name=a --default-number-of-namespace-bundles=1\")")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(nil, nil)
 		if err != nil {
@@ -39,6 +44,7 @@ func (a *app) devClusterCmd() *cobra.Command {
 		}
 		c, err := devcluster.Start(cmd.Context(), devcluster.Options{
 			Binary: self, Dir: dir, Metadata: metadata, Bookies: bookies, Brokers: brokers, Logger: logger,
+			BrokerAddrs: brokerAddrs, BrokerArgs: strings.Fields(brokerArgs),
 		})
 		if err != nil {
 			return err

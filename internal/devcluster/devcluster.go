@@ -32,6 +32,11 @@ type Options struct {
 	Metadata, Bookies, Brokers int
 	// BrokerArgs and BookieArgs are extra flags for every broker / bookie.
 	BrokerArgs, BookieArgs []string
+	// BrokerAddrs places broker i at BrokerAddrs[i] ("host:port") instead of a free loopback
+	// port: it binds the host's address and advertises the host name, as a cluster of named
+	// machines does (the Go client's clustered suite dials broker-1:6650). Its HTTP port is
+	// a free one on the same address.
+	BrokerAddrs []string
 	// StartTimeout bounds the wait for each process to serve (default 60 s).
 	StartTimeout time.Duration
 	Logger       *slog.Logger
@@ -159,10 +164,16 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 	for i := range o.Brokers {
 		name, addr, httpAddr := fmt.Sprintf("broker-%d", i+1), next(), next()
+		bind, advertised := "127.0.0.1", "127.0.0.1"
+		if i < len(o.BrokerAddrs) {
+			if bind, advertised, addr, httpAddr, err = placeBroker(o.BrokerAddrs[i]); err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrStart, name, err)
+			}
+		}
 		_, port, _ := net.SplitHostPort(addr)
 		_, httpPort, _ := net.SplitHostPort(httpAddr)
-		args := append([]string{"broker", "--metadata-url", c.MetadataURL, "--bind-address", "127.0.0.1",
-			"--advertised-address", "127.0.0.1", "--port", port, "--http-port", httpPort,
+		args := append([]string{"broker", "--metadata-url", c.MetadataURL, "--bind-address", bind,
+			"--advertised-address", advertised, "--port", port, "--http-port", httpPort,
 			"--managed-ledger-default-ensemble-size", "2", "--managed-ledger-default-write-quorum", "2",
 			"--managed-ledger-default-ack-quorum", "2"}, o.BrokerArgs...)
 		p := c.proc(name, addr, httpAddr, args...)
@@ -191,6 +202,26 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// placeBroker resolves a "host:port" broker address to the IP it binds, the name it
+// advertises, its binary address and a free HTTP address on the same IP.
+func placeBroker(hostPort string) (bind, advertised, addr, httpAddr string, err error) {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return "", "", "", "", err
+	}
+	ips, err := net.LookupHost(host)
+	if err != nil || len(ips) == 0 {
+		return "", "", "", "", fmt.Errorf("broker address %s: %w", hostPort, err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(ips[0], "0"))
+	if err != nil {
+		return "", "", "", "", err
+	}
+	httpAddr = ln.Addr().String()
+	_ = ln.Close()
+	return ips[0], host, net.JoinHostPort(ips[0], port), httpAddr, nil
 }
 
 func (c *Cluster) proc(name, addr, httpAddr string, args ...string) *Proc {
