@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// clientModule is the official Go client whose own tests are the suite.
+const clientModule = "github.com/apache/pulsar-client-go"
+
+// suite is one test binary: a package of the client compiled with its tags.
+type suite struct {
+	Name string // short name in the table: pulsar, admin, clustered
+	Pkg  string // package directory inside the module
+	Tags string // build tags ("" for none)
+	// Run filters the binary's top-level tests (the client CI's own -run for clustered).
+	Run string
+	// Cluster says which server the suite runs against.
+	Cluster bool
+}
+
+var suites = []suite{
+	{Name: "pulsar", Pkg: "pulsar"},
+	{Name: "admin", Pkg: "pulsaradmin/pkg/admin"},
+	// scripts/run-ci-clustered.sh: -tags clustered -run 'Test.*ClusteredTestSuite|TestTransactionDisabled' ./pulsar
+	{Name: "clustered", Pkg: "pulsar", Tags: "clustered", Run: `^(Test.*ClusteredTestSuite|TestTransactionDisabled)$`, Cluster: true},
+}
+
+// fetchClient downloads the client module at version from the module proxy and returns a
+// writable copy of its tree under cache. The copy is made once per version.
+func fetchClient(version, cache string) (string, error) {
+	dst := filepath.Join(cache, "pulsar-client-go@"+version)
+	if _, err := os.Stat(filepath.Join(dst, ".complete")); err == nil {
+		return dst, nil
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", clientModule+"@"+version)
+	cmd.Dir = os.TempDir() // outside any module: only the proxy decides
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go mod download %s@%s: %w", clientModule, version, err)
+	}
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return "", fmt.Errorf("go mod download: %w", err)
+	}
+	if info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %s", clientModule, version, info.Error)
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return "", err
+	}
+	if err := copyTree(info.Dir, dst); err != nil {
+		return "", fmt.Errorf("copy %s: %w", info.Dir, err)
+	}
+	return dst, os.WriteFile(filepath.Join(dst, ".complete"), []byte(version+"\n"), 0o644)
+}
+
+// copyTree copies regular files and directories, making them writable by the owner.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			_ = out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+// buildSuite compiles the suite's test binary into bin and returns its path. The Go build
+// cache makes a rebuild of an unchanged package cheap.
+func buildSuite(src, bin string, s suite, race bool) (string, error) {
+	out := filepath.Join(bin, s.Name+".test")
+	args := []string{"test", "-c", "-o", out}
+	if race {
+		args = append(args, "-race")
+	}
+	if s.Tags != "" {
+		args = append(args, "-tags", s.Tags)
+	}
+	args = append(args, "./"+s.Pkg)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if race {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")
+	}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go %s (in %s): %w", strings.Join(args, " "), src, err)
+	}
+	return out, nil
+}
+
+// listTests returns the binary's top-level tests matching the suite's filter.
+func listTests(binary string, s suite, filter string) ([]string, error) {
+	pattern := "^Test"
+	if s.Run != "" {
+		pattern = s.Run
+	}
+	cmd := exec.Command(binary, "-test.list", pattern)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s -test.list: %w", binary, err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "Test") {
+			continue
+		}
+		if filter != "" && !matches(filter, l) {
+			continue
+		}
+		names = append(names, l)
+	}
+	return names, nil
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Outcomes of one test.
+const (
+	passed   = "passed"
+	failed   = "failed"
+	skipped  = "skipped"  // the test skipped itself (t.Skip)
+	timedout = "timeout"  // still running at the time limit
+	excluded = "excluded" // listed in exclusions.go with a reason outside Magnetar
+)
+
+// result is one test's outcome.
+type result struct {
+	Suite   string        `json:"suite"`
+	Test    string        `json:"test"`
+	Outcome string        `json:"outcome"`
+	Seconds float64       `json:"seconds"`
+	Reason  string        `json:"reason,omitempty"` // first failure line, or the exclusion's reason
+	Log     string        `json:"log,omitempty"`
+	Elapsed time.Duration `json:"-"`
+	// ServerDied: the server was not healthy after the test and was restarted.
+	ServerDied bool `json:"serverDied,omitempty"`
+}
+
+func matches(pattern, name string) bool {
+	ok, err := regexp.MatchString(pattern, name)
+	return err == nil && ok
+}
+
+// runTest runs one top-level test of binary as its own process in dir, killing it after
+// limit (the test binary's own -test.timeout fires first and prints the stacks).
+func runTest(ctx context.Context, binary, dir, name string, limit time.Duration, logPath string, extraEnv []string) result {
+	r := result{Test: name, Log: logPath}
+	f, err := os.Create(logPath)
+	if err != nil {
+		r.Outcome, r.Reason = failed, err.Error()
+		return r
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(ctx, limit+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "-test.run", "^"+regexp.QuoteMeta(name)+"$", "-test.v",
+		"-test.count", "1", "-test.timeout", limit.String())
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), extraEnv...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	start := time.Now()
+	runErr := cmd.Run()
+	r.Elapsed = time.Since(start)
+	r.Seconds = float64(r.Elapsed.Milliseconds()) / 1000
+	_ = f.Sync()
+	r.Outcome, r.Reason = judge(logPath, name, runErr)
+	return r
+}
+
+// judge reads a test's -test.v output: its own "--- PASS/FAIL/SKIP: Name" line decides,
+// a "panic: test timed out" is a timeout, anything else (a crash, no verdict) a failure.
+func judge(logPath, name string, runErr error) (string, string) {
+	f, err := os.Open(logPath)
+	if err != nil {
+		return failed, err.Error()
+	}
+	defer f.Close()
+	var verdict, firstErr string
+	timeout := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "--- PASS: "+name+" "):
+			verdict = passed
+		case strings.HasPrefix(l, "--- FAIL: "+name+" "):
+			verdict = failed
+		case strings.HasPrefix(l, "--- SKIP: "+name+" "):
+			verdict = skipped
+		case strings.HasPrefix(l, "panic: test timed out"):
+			timeout = true
+		case firstErr == "" && (strings.HasPrefix(t, "Error Trace:") || strings.HasPrefix(t, "Error:") ||
+			strings.HasPrefix(l, "panic: ") || strings.Contains(t, "_test.go:") && strings.Contains(t, ": ") && !strings.Contains(t, "level=")):
+			firstErr = t
+		case strings.HasPrefix(t, "Error:") && !strings.HasPrefix(firstErr, "Error:"):
+			// testify prints the trace, then the message: the message says more.
+			firstErr = firstErr + " " + t
+		}
+	}
+	switch {
+	case timeout:
+		return timedout, "test timed out"
+	case verdict == passed && runErr == nil:
+		return passed, ""
+	case verdict == skipped && runErr == nil:
+		return skipped, firstSkip(logPath)
+	case verdict == "" && runErr == nil:
+		return failed, "no verdict line in the output"
+	}
+	if firstErr == "" && runErr != nil {
+		firstErr = runErr.Error()
+	}
+	return failed, firstErr
+}
+
+func firstSkip(logPath string) string {
+	b, _ := os.ReadFile(logPath)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "_test.go:") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// runSuite runs each test in its own process against srv, restarting srv when a test left
+// it unhealthy.
+func runSuite(ctx context.Context, s suite, binary, src, logs string, names []string, srv server, limit time.Duration, progress func(result)) []result {
+	dir := filepath.Join(src, s.Pkg)
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		return []result{{Suite: s.Name, Test: "(setup)", Outcome: failed, Reason: err.Error()}}
+	}
+	var out []result
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		if reason, ok := exclusions[s.Name+"/"+name]; ok {
+			r := result{Suite: s.Name, Test: name, Outcome: excluded, Reason: reason}
+			out = append(out, r)
+			progress(r)
+			continue
+		}
+		r := runTest(ctx, binary, dir, name, limit, filepath.Join(logs, name+".log"), nil)
+		r.Suite = s.Name
+		if !srv.Healthy(ctx) {
+			r.ServerDied = true
+			r.Reason = strings.TrimSpace(r.Reason + " [server unhealthy after the test; restarted; log " + srv.Log() + "]")
+			srv.Stop()
+			if err := srv.Start(ctx); err != nil {
+				fmt.Fprintf(os.Stderr, "restart after %s failed: %v\n", name, err)
+				out = append(out, r)
+				progress(r)
+				break
+			}
+		}
+		out = append(out, r)
+		progress(r)
+	}
+	return out
+}
