@@ -7,6 +7,8 @@ import (
 	"log/slog"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/magnetar-io/magnetar/internal/logging"
 )
 
 // Errors of the index.
@@ -54,19 +56,6 @@ type Index struct {
 	db *pebble.DB
 }
 
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error(fmt.Sprintf(format, args...))
-}
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	// Pebble calls this on a broken invariant of its own and does not expect to go on.
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error("pebble fatal error", "msg", msg)
-	panic("pebble: " + msg)
-}
-
 // Open opens (or creates) the index in dir.
 func Open(dir string, cacheBytes int64, log *slog.Logger) (*Index, error) {
 	cache := pebble.NewCache(cacheBytes)
@@ -74,7 +63,7 @@ func Open(dir string, cacheBytes int64, log *slog.Logger) (*Index, error) {
 	opts := &pebble.Options{
 		Cache:        cache,
 		MemTableSize: 8 << 20,
-		Logger:       pebbleLogger{log.With("component", "pebble")},
+		Logger:       logging.Printf{Log: log.With("component", "pebble")},
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
