@@ -104,3 +104,10 @@ compat: compat-go
 
 compat-go: build
 	$(GO) run ./tests/compat/gosuite -magnetar $(BIN) -out $(COMPAT_OUT)/go $(COMPAT_GO_FLAGS)
+
+# Standalone start to ready (issue 24): from exec until the binary port answers a CONNECT and
+# a LOOKUP of a new topic, on a fresh and on a restarted data directory, median of 10 each,
+# timing the static release binary. Results go in docs/benchmarks.md.
+.PHONY: bench-startup
+bench-startup: build
+	$(GO) test -tags $(TAGS) -run '^$$' -bench StandaloneReady -benchtime 1x ./tests/e2e/ -args -startup-binary $(CURDIR)/$(BIN)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,6 +31,9 @@ func (a *app) standaloneCmd() *cobra.Command {
 		applyMemoryLimit(cfg.MemoryLimitBytes(), a.env.Environ, logger)
 		applyGCPercent(cfg.GCPercent, a.env.Environ, logger)
 		s, err := standalone.Start(cmd.Context(), cfg, logger)
+		if errors.Is(err, standalone.ErrMetadataStoreMismatch) {
+			return usageError(err)
+		}
 		if err != nil {
 			return fmt.Errorf("standalone: %w", err)
 		}

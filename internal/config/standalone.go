@@ -10,6 +10,13 @@ import (
 // the roles' own configs, so a key means the same in standalone as in a cluster role.
 type StandaloneConfig struct {
 	DataDir string `key:"dataDir" flag:"data-dir" help:"directory that holds all standalone data"`
+	// MetadataStore chooses the metadata store: "local" (Pebble in the data directory, no
+	// network, ready at once), "etcd" (an embedded etcd member that etcdctl can reach), or
+	// "" to keep whichever the data directory already holds (local for a new one).
+	MetadataStore string `key:"standaloneMetadataStore" flag:"metadata-store" help:"metadata store: local (Pebble, default for a new data directory), etcd (embedded member), or empty for whichever the data directory holds"`
+	// MetadataQuotaBytes bounds the metadata held: writes beyond it fail (etcd's space
+	// alarm). The local store keeps its data in memory, so this is also its memory bound.
+	MetadataQuotaBytes int64 `key:"metadataQuotaBackendBytes" flag:"metadata-quota-backend-bytes" help:"metadata size at which writes are refused (the local store holds it in memory)"`
 	// MetadataListenClient is the embedded etcd's client URL; tools like etcdctl can use it.
 	MetadataListenClient string `key:"standaloneMetadataListen" flag:"metadata-listen" help:"client URL of the embedded etcd member (port 0: any free port)"`
 	// MetadataListenPeer is the embedded etcd's peer URL (single member; nothing dials it).
@@ -42,6 +49,7 @@ type StandaloneConfig struct {
 func DefaultStandaloneConfig() StandaloneConfig {
 	c := StandaloneConfig{
 		DataDir:              "./data",
+		MetadataQuotaBytes:   512 << 20,
 		MetadataListenClient: "http://127.0.0.1:2379",
 		MetadataListenPeer:   "http://127.0.0.1:2380",
 		BookieAddress:        "127.0.0.1:3181",
@@ -102,14 +110,29 @@ func (c *StandaloneConfig) ApplyDataDir() {
 	}
 }
 
-// MetadataDir is where the embedded etcd member keeps its data.
+// Metadata stores of a standalone (standaloneMetadataStore).
+const (
+	MetadataStoreLocal = "local"
+	MetadataStoreEtcd  = "etcd"
+)
+
+// MetadataDir is where the embedded etcd member keeps its data (its member/ directory);
+// LocalMetadataDir, below it, is the local store's Pebble database.
 func (c *StandaloneConfig) MetadataDir() string { return filepath.Join(c.DataDir, "metadata") }
+
+// LocalMetadataDir is the local metadata store's directory.
+func (c *StandaloneConfig) LocalMetadataDir() string { return filepath.Join(c.MetadataDir(), "store") }
+
+// EtcdMemberDir is what an embedded etcd member creates in MetadataDir.
+func (c *StandaloneConfig) EtcdMemberDir() string { return filepath.Join(c.MetadataDir(), "member") }
 
 // Validate checks the standalone settings and every embedded role's.
 func (c *StandaloneConfig) Validate() error {
 	c.ApplyDataDir()
 	return errors.Join(
 		NotEmpty("dataDir", c.DataDir),
+		OneOf("standaloneMetadataStore", c.MetadataStore, "", MetadataStoreLocal, MetadataStoreEtcd),
+		Between("metadataQuotaBackendBytes", c.MetadataQuotaBytes, 1<<20, maxQuotaBackendBytes),
 		NotEmpty("standaloneMetadataListen", c.MetadataListenClient),
 		NotEmpty("standaloneMetadataPeer", c.MetadataListenPeer),
 		CheckHostPort("standaloneBookieAddress", c.BookieAddress),

@@ -23,6 +23,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/functions/pkgstore"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/metadata/localstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
@@ -32,11 +33,12 @@ type Standalone struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 
-	etcd   *etcdstore.Embedded
-	store  metadata.Store
-	bookie *bookie.Bookie
-	svc    *brokerd.Services
-	fnw    *functions.Worker
+	metadataKind string
+	etcd         *etcdstore.Embedded // only with standaloneMetadataStore=etcd
+	store        metadata.Store
+	bookie       *bookie.Bookie
+	svc          *brokerd.Services
+	fnw          *functions.Worker
 }
 
 // Start brings every component up and returns when the broker and HTTP server accept
@@ -57,16 +59,8 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		}
 	}()
 
-	mdCfg := config.DefaultMetadataConfig()
-	mdCfg.Name = "standalone"
-	mdCfg.DataDir = cfg.MetadataDir()
-	mdCfg.ListenClientURLs = []string{cfg.MetadataListenClient}
-	mdCfg.ListenPeerURLs = []string{cfg.MetadataListenPeer}
-	if s.etcd, err = etcdstore.StartEmbedded(ctx, mdCfg, logger); err != nil {
-		return nil, fmt.Errorf("standalone: metadata: %w", err)
-	}
-	if s.store, err = s.etcd.Open(ctx, logger); err != nil {
-		return nil, fmt.Errorf("standalone: metadata client: %w", err)
+	if err := s.openMetadata(ctx); err != nil {
+		return nil, err
 	}
 	res := resources.New(s.store)
 	if err := res.EnsureDefaults(ctx, cfg.Broker.ClusterName); err != nil {
@@ -108,10 +102,76 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		}
 		mount.Set(s.fnw)
 	}
-	s.log.Info("magnetar standalone ready",
+	// The one readiness line. Its status text is the line Pulsar's standalone logs when it is
+	// ready, which the testcontainers Pulsar modules (Go, Java, .NET) wait for.
+	s.log.Info(ReadyMessage, "status", PulsarReadyText,
 		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(),
-		"dataDir", cfg.DataDir, "startup", time.Since(began).Round(time.Millisecond))
+		"dataDir", cfg.DataDir, "metadataStore", s.metadataKind, "startup", time.Since(began).Round(time.Millisecond))
 	return s, nil
+}
+
+// The readiness line: message and the status attribute it carries.
+const (
+	ReadyMessage    = "magnetar standalone ready"
+	PulsarReadyText = "Successfully updated the policies on namespace public/default"
+)
+
+// ErrMetadataStoreMismatch: the data directory holds the other kind of metadata store than
+// standaloneMetadataStore asks for.
+var ErrMetadataStoreMismatch = errors.New("standalone: the data directory holds another metadata store")
+
+// openMetadata opens the local store, or starts the embedded etcd member and connects to it.
+func (s *Standalone) openMetadata(ctx context.Context) error {
+	kind, err := metadataKind(s.cfg)
+	if err != nil {
+		return err
+	}
+	s.metadataKind = kind
+	if kind == config.MetadataStoreLocal {
+		if s.store, err = localstore.Open(s.cfg.LocalMetadataDir(), localstore.Options{MaxBytes: s.cfg.MetadataQuotaBytes}, s.log); err != nil {
+			return fmt.Errorf("standalone: metadata: %w", err)
+		}
+		return nil
+	}
+	mdCfg := config.DefaultMetadataConfig()
+	mdCfg.Name = "standalone"
+	mdCfg.DataDir = s.cfg.MetadataDir()
+	mdCfg.ListenClientURLs = []string{s.cfg.MetadataListenClient}
+	mdCfg.ListenPeerURLs = []string{s.cfg.MetadataListenPeer}
+	mdCfg.QuotaBackendBytes = s.cfg.MetadataQuotaBytes
+	if s.etcd, err = etcdstore.StartEmbedded(ctx, mdCfg, s.log); err != nil {
+		return fmt.Errorf("standalone: metadata: %w", err)
+	}
+	if s.store, err = s.etcd.Open(ctx, s.log); err != nil {
+		return fmt.Errorf("standalone: metadata client: %w", err)
+	}
+	return nil
+}
+
+// metadataKind is the metadata store to use: the configured one, or for "" whichever the
+// data directory holds (local for a new one). Asking for one kind over a directory that
+// holds only the other is an error rather than an empty cluster: the topics would seem lost.
+func metadataKind(cfg config.StandaloneConfig) (string, error) {
+	hasEtcd := exists(cfg.EtcdMemberDir())
+	hasLocal := exists(cfg.LocalMetadataDir())
+	switch {
+	case cfg.MetadataStore == "" && hasEtcd && !hasLocal:
+		return config.MetadataStoreEtcd, nil
+	case cfg.MetadataStore == "":
+		return config.MetadataStoreLocal, nil
+	case cfg.MetadataStore == config.MetadataStoreLocal && hasEtcd && !hasLocal:
+		return "", fmt.Errorf("%w: %s holds an embedded etcd member's metadata; run with standaloneMetadataStore=etcd (--metadata-store etcd) or unset, or use a new data directory",
+			ErrMetadataStoreMismatch, cfg.EtcdMemberDir())
+	case cfg.MetadataStore == config.MetadataStoreEtcd && hasLocal && !hasEtcd:
+		return "", fmt.Errorf("%w: %s holds the local metadata store; run with standaloneMetadataStore=local (--metadata-store local) or unset, or use a new data directory",
+			ErrMetadataStoreMismatch, cfg.LocalMetadataDir())
+	}
+	return cfg.MetadataStore, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // bookieAddressFile remembers the port a standalone bookie configured with port 0 got, so a

@@ -67,7 +67,7 @@ func startBookie(t *testing.T, url string) (*exec.Cmd, string) {
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -2,16 +2,14 @@ package etcdstore
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/magnetar-io/magnetar/internal/config"
-	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/storetest"
 )
 
-// BenchmarkEmbedded measures single-client operations against an embedded member on loopback
-// with default raft timing and fsync on, i.e. what standalone pays per metadata write.
+// BenchmarkEmbedded measures operations against an embedded member on loopback with default
+// raft timing and fsync on, i.e. what standalone paid per metadata write before localstore.
 func BenchmarkEmbedded(b *testing.B) {
 	cfg := config.DefaultMetadataConfig()
 	cfg.DataDir = b.TempDir() + "/etcd"
@@ -27,37 +25,5 @@ func BenchmarkEmbedded(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	ctx := context.Background()
-	b.Run("PutCAS", func(b *testing.B) {
-		v, err := s.Put(ctx, "/bench/cas", []byte("x"), metadata.AnyVersion)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for b.Loop() {
-			if v, err = s.Put(ctx, "/bench/cas", []byte("x"), v); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	var n atomic.Int64 // across rounds too: b.Run calls the function once per round
-	b.Run("PutCASParallel", func(b *testing.B) {
-		b.RunParallel(func(pb *testing.PB) {
-			key := fmt.Sprintf("/bench/par/%d", n.Add(1))
-			v := metadata.NotExists
-			for pb.Next() {
-				var err error
-				if v, err = s.Put(ctx, key, []byte("x"), v); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	})
-	b.Run("Get", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := s.Get(ctx, "/bench/cas"); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	storetest.Benchmark(b, s)
 }

@@ -1,5 +1,7 @@
 // Package memstore is the in-memory twin of the metadata store, for unit tests of the layers
-// above (ledger client, managed ledger, broker) and for `memory://name` metadata URLs.
+// above (ledger client, managed ledger, broker) and for `memory://name` metadata URLs, and the
+// engine of localstore, standalone's durable store: with Options.Journal set, every write is
+// group-committed to the journal before anyone sees it (state.write).
 //
 // It follows etcd's model so that code tested against it behaves the same on etcdstore:
 //   - one store-wide revision counter; every put and delete advances it and a key's Version is

@@ -18,20 +18,62 @@ type Options struct {
 	// MaxWatchBacklog is how many change events may wait unread on one watch before the watch
 	// is closed (the consumer must watch again). Default 4096.
 	MaxWatchBacklog int
+	// MaxBytes bounds the keys and values held (etcd's quota-backend-bytes): a put that would
+	// go beyond it fails with ErrSpaceExceeded; deletes always succeed. 0: no bound.
+	MaxBytes int64
+	// Journal, when set, makes every change durable before it becomes visible (localstore);
+	// nil keeps the store in memory only.
+	Journal Journal
 }
+
+// Journal records a store's changes durably. Under the store's lock, for one group of
+// writes, the store calls Put and Delete for each change in revision order and then Commit
+// once; nothing of the group is visible to readers, watches or the writers themselves
+// before Commit has returned. A Commit error fails the store for good (its memory may then
+// hold changes the journal lost): every later call returns that error.
+type Journal interface {
+	Put(key string, value []byte, version int64, ephemeral bool)
+	Delete(key string)
+	// Commit makes the recorded changes and the store revision rev durable, atomically.
+	Commit(rev int64) error
+}
+
+// ErrSpaceExceeded is returned by a put that would take the store beyond Options.MaxBytes.
+var ErrSpaceExceeded = errors.New("memstore: metadata store size quota exceeded")
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options { return Options{MaxWatchBacklog: 4096} }
 
-// state is the data every handle shares; one mutex guards all of it. Event delivery happens
-// under the mutex (watchq.Push never blocks), which keeps events in revision order.
+// state is the data every handle shares; one mutex guards all of it. A write changes the data
+// under the mutex, and its events and signals (closed channels) are published at the end of
+// its critical section (watchq.Push never blocks), which keeps events in revision order; with
+// a journal, only after the journal's Commit (see write).
 type state struct {
 	mu          sync.Mutex
 	rev         int64
 	kvs         map[string]*entry
+	bytes       int64 // len(key)+len(value) over kvs
 	watchers    map[*watcher]struct{}
 	elections   map[string]*election
 	nextSession int64
+
+	maxBytes int64
+	journal  Journal
+	failed   error            // a journal commit failed: the store is unusable
+	events   []metadata.Event // changes of the current write, not yet published
+	signals  []chan struct{}  // channels to close when the current write is published
+
+	qmu        sync.Mutex // guards queue and committing (group commit); never held with mu
+	queue      []*pendingWrite
+	committing bool
+}
+
+// pendingWrite is a write waiting for its group commit.
+type pendingWrite struct {
+	fn   func() (metadata.Version, error)
+	v    metadata.Version
+	err  error
+	done chan struct{}
 }
 
 type entry struct {
@@ -69,11 +111,31 @@ var _ metadata.Store = (*Store)(nil)
 
 // New returns a handle on a new, empty memory store.
 func New(opts Options) *Store {
+	s, _ := Restore(opts, 0, nil)
+	return s
+}
+
+// Restore returns a handle on a store that holds kvs (persistent keys) at revision rev, as a
+// journal recorded them; later changes go to opts.Journal.
+func Restore(opts Options, rev int64, kvs []metadata.KV) (*Store, error) {
 	if opts.MaxWatchBacklog <= 0 {
 		opts.MaxWatchBacklog = DefaultOptions().MaxWatchBacklog
 	}
-	st := &state{kvs: map[string]*entry{}, watchers: map[*watcher]struct{}{}, elections: map[string]*election{}}
-	return newHandle(st, opts)
+	st := &state{
+		rev: rev, kvs: make(map[string]*entry, len(kvs)), watchers: map[*watcher]struct{}{}, elections: map[string]*election{},
+		maxBytes: opts.MaxBytes, journal: opts.Journal,
+	}
+	for _, kv := range kvs {
+		if kv.Key == "" || int64(kv.Version) <= 0 || int64(kv.Version) > rev {
+			return nil, fmt.Errorf("memstore: restore: key %q at version %d, store revision %d", kv.Key, kv.Version, rev)
+		}
+		if _, dup := st.kvs[kv.Key]; dup {
+			return nil, fmt.Errorf("memstore: restore: key %q twice", kv.Key)
+		}
+		st.kvs[kv.Key] = &entry{value: clone(kv.Value), version: int64(kv.Version)}
+		st.bytes += int64(len(kv.Key) + len(kv.Value))
+	}
+	return newHandle(st, opts), nil
 }
 
 func newHandle(st *state, opts Options) *Store {
@@ -96,18 +158,117 @@ func (s *Store) check(ctx context.Context) error {
 	return nil
 }
 
+// write runs fn, which reads and changes the data under st.mu, and publishes what it changed.
+// Without a journal that happens at once. With one, writes are group-committed: the first
+// writer to arrive commits every write queued behind it, running them in order under st.mu,
+// then one journal Commit, then publishing, all before releasing st.mu, so a reader never sees
+// a change that is not durable and one fsync covers the whole group. A queued write is
+// carried out even if its caller's context ends meanwhile (as with etcd, a request may be
+// applied although its caller gave up), so the caller always learns the outcome.
+func (st *state) write(fn func() (metadata.Version, error)) (metadata.Version, error) {
+	if st.journal == nil {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.run(fn)
+	}
+	w := &pendingWrite{fn: fn, done: make(chan struct{})}
+	st.qmu.Lock()
+	st.queue = append(st.queue, w)
+	if st.committing {
+		st.qmu.Unlock()
+		<-w.done
+		return w.v, w.err
+	}
+	st.committing = true
+	for len(st.queue) > 0 {
+		group := st.queue
+		st.queue = nil
+		st.qmu.Unlock()
+		st.commitGroup(group)
+		st.qmu.Lock()
+	}
+	st.committing = false
+	st.qmu.Unlock()
+	return w.v, w.err
+}
+
+// run is one write without a journal, under st.mu.
+func (st *state) run(fn func() (metadata.Version, error)) (metadata.Version, error) {
+	if st.failed != nil {
+		return 0, st.failed
+	}
+	v, err := fn()
+	st.publish()
+	return v, err
+}
+
+func (st *state) commitGroup(group []*pendingWrite) {
+	st.mu.Lock()
+	for _, w := range group {
+		if st.failed != nil {
+			w.err = st.failed
+			continue
+		}
+		w.v, w.err = w.fn()
+	}
+	if st.failed == nil && (len(st.events) > 0 || len(st.signals) > 0) {
+		if err := st.journal.Commit(st.rev); err != nil {
+			st.failed = fmt.Errorf("memstore: journal commit failed, the store is unusable until restarted: %w", err)
+			// The changes are not published; the signals still are (a session ended, a
+			// candidacy withdrawn), so nobody waits forever on a store that is gone.
+			st.events = nil
+			for _, w := range group {
+				w.v, w.err = 0, st.failed
+			}
+		}
+	}
+	st.publish()
+	st.mu.Unlock()
+	for _, w := range group {
+		close(w.done)
+	}
+}
+
+// publish hands the current write's events to the watches and closes its signal channels,
+// under st.mu.
+func (st *state) publish() {
+	for _, ev := range st.events {
+		st.notify(ev)
+	}
+	for _, ch := range st.signals {
+		close(ch)
+	}
+	st.events, st.signals = st.events[:0], st.signals[:0]
+}
+
+// signal closes ch when the current write is published.
+func (st *state) signal(ch chan struct{}) { st.signals = append(st.signals, ch) }
+
+// read runs fn under st.mu unless the store failed.
+func (st *state) read(fn func() error) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.failed != nil {
+		return st.failed
+	}
+	return fn()
+}
+
 // Get implements metadata.Store.
 func (s *Store) Get(ctx context.Context, key string) (metadata.KV, error) {
 	if err := s.check(ctx); err != nil {
 		return metadata.KV{}, err
 	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	e, ok := s.st.kvs[key]
-	if !ok {
-		return metadata.KV{}, fmt.Errorf("%w: %s", metadata.ErrNotFound, key)
-	}
-	return metadata.KV{Key: key, Value: clone(e.value), Version: metadata.Version(e.version)}, nil
+	var kv metadata.KV
+	err := s.st.read(func() error {
+		e, ok := s.st.kvs[key]
+		if !ok {
+			return fmt.Errorf("%w: %s", metadata.ErrNotFound, key)
+		}
+		kv = metadata.KV{Key: key, Value: clone(e.value), Version: metadata.Version(e.version)}
+		return nil
+	})
+	return kv, err
 }
 
 // Put implements metadata.Store.
@@ -115,9 +276,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, expected meta
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return s.st.put(key, value, expected, nil)
+	return s.st.write(func() (metadata.Version, error) { return s.st.put(key, value, expected, nil) })
 }
 
 // put writes under st.mu; owner is the session for an ephemeral key, nil otherwise. As in
@@ -131,6 +290,14 @@ func (st *state) put(key string, value []byte, expected metadata.Version, owner 
 	if err := checkVersion(key, e, ok, expected, true); err != nil {
 		return 0, err
 	}
+	grow := int64(len(key) + len(value))
+	if ok {
+		grow -= int64(len(key) + len(e.value))
+	}
+	if st.maxBytes > 0 && grow > 0 && st.bytes+grow > st.maxBytes {
+		return 0, fmt.Errorf("%w: putting %s (%d bytes) into %d of %d bytes", ErrSpaceExceeded, key, len(value), st.bytes, st.maxBytes)
+	}
+	st.bytes += grow
 	st.rev++
 	if ok && e.owner != nil && e.owner != owner {
 		delete(e.owner.keys, key)
@@ -140,7 +307,10 @@ func (st *state) put(key string, value []byte, expected metadata.Version, owner 
 	if owner != nil {
 		owner.keys[key] = struct{}{}
 	}
-	st.notify(metadata.Event{Type: metadata.EventPut, Key: key, Value: ne.value, Version: metadata.Version(st.rev)})
+	if st.journal != nil {
+		st.journal.Put(key, ne.value, st.rev, owner != nil)
+	}
+	st.events = append(st.events, metadata.Event{Type: metadata.EventPut, Key: key, Value: ne.value, Version: metadata.Version(st.rev)})
 	return metadata.Version(st.rev), nil
 }
 
@@ -171,14 +341,15 @@ func (s *Store) Delete(ctx context.Context, key string, expected metadata.Versio
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	e, ok := s.st.kvs[key]
-	if err := checkVersion(key, e, ok, expected, false); err != nil {
-		return err
-	}
-	s.st.remove(key)
-	return nil
+	_, err := s.st.write(func() (metadata.Version, error) {
+		e, ok := s.st.kvs[key]
+		if err := checkVersion(key, e, ok, expected, false); err != nil {
+			return 0, err
+		}
+		s.st.remove(key)
+		return 0, nil
+	})
+	return err
 }
 
 // remove deletes an existing key under st.mu.
@@ -188,8 +359,12 @@ func (st *state) remove(key string) {
 		delete(e.owner.keys, key)
 	}
 	delete(st.kvs, key)
+	st.bytes -= int64(len(key) + len(e.value))
 	st.rev++
-	st.notify(metadata.Event{Type: metadata.EventDelete, Key: key, Version: metadata.Version(st.rev)})
+	if st.journal != nil {
+		st.journal.Delete(key)
+	}
+	st.events = append(st.events, metadata.Event{Type: metadata.EventDelete, Key: key, Version: metadata.Version(st.rev)})
 	// Deleting a candidacy key ends that candidacy, as in etcd, where the election only sees
 	// keys: the leader loses leadership and the next candidate leads.
 	if i := strings.LastIndexByte(key, '/'); i >= 0 {
@@ -224,9 +399,9 @@ func (s *Store) List(ctx context.Context, prefix string) ([]metadata.KV, error) 
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return s.st.list(prefix), nil
+	var out []metadata.KV
+	err := s.st.read(func() error { out = s.st.list(prefix); return nil })
+	return out, err
 }
 
 func (st *state) list(prefix string) []metadata.KV {
@@ -249,6 +424,12 @@ func (s *Store) Watch(ctx context.Context, key string, prefix bool) (<-chan meta
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
 	s.st.mu.Lock()
+	if err := s.st.failed; err != nil {
+		s.st.mu.Unlock()
+		cancel()
+		stop()
+		return nil, err
+	}
 	var initial []metadata.Event
 	if prefix {
 		for _, kv := range s.st.list(key) {

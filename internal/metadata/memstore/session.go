@@ -28,12 +28,12 @@ func (ss *session) PutEphemeral(ctx context.Context, key string, value []byte, e
 	if err := ss.handle.check(ctx); err != nil {
 		return 0, err
 	}
-	ss.st.mu.Lock()
-	defer ss.st.mu.Unlock()
-	if ss.ended {
-		return 0, fmt.Errorf("%w: put %s", metadata.ErrSessionLost, key)
-	}
-	return ss.st.put(key, value, expected, ss)
+	return ss.st.write(func() (metadata.Version, error) {
+		if ss.ended {
+			return 0, fmt.Errorf("%w: put %s", metadata.ErrSessionLost, key)
+		}
+		return ss.st.put(key, value, expected, ss)
+	})
 }
 
 func (ss *session) Close() error {
@@ -46,8 +46,20 @@ func (ss *session) Close() error {
 
 // end deletes the session's keys, withdraws its candidacies and closes Done, once.
 func (ss *session) end() {
+	_, _ = ss.st.write(func() (metadata.Version, error) {
+		ss.endLocked()
+		return 0, nil
+	})
+	// A failed store publishes nothing, but the session is over all the same.
 	ss.st.mu.Lock()
-	defer ss.st.mu.Unlock()
+	if !ss.ended {
+		ss.ended = true
+		close(ss.done)
+	}
+	ss.st.mu.Unlock()
+}
+
+func (ss *session) endLocked() {
 	if ss.ended {
 		return
 	}
@@ -66,7 +78,7 @@ func (ss *session) end() {
 	for _, c := range mine {
 		ss.st.withdraw(c)
 	}
-	close(ss.done)
+	ss.st.signal(ss.done)
 }
 
 // election is the queue of candidates for one election name; the first one leads.
@@ -88,28 +100,31 @@ func (ss *session) Campaign(ctx context.Context, name string, value []byte) (met
 	if err := ss.handle.check(ctx); err != nil {
 		return nil, err
 	}
-	ss.st.mu.Lock()
-	if ss.ended {
-		ss.st.mu.Unlock()
-		return nil, fmt.Errorf("%w: campaign %s", metadata.ErrSessionLost, name)
-	}
-	el := ss.st.elections[name]
-	if el == nil {
-		el = &election{name: name}
-		ss.st.elections[name] = el
-	}
-	// The candidacy key, as etcd's concurrency.Election names it: election/<lease hex>.
-	key := fmt.Sprintf("%s/%x", name, ss.id)
-	if _, err := ss.st.put(key, value, metadata.AnyVersion, ss); err != nil {
-		ss.st.mu.Unlock()
+	var c *candidate
+	if _, err := ss.st.write(func() (metadata.Version, error) {
+		if ss.ended {
+			return 0, fmt.Errorf("%w: campaign %s", metadata.ErrSessionLost, name)
+		}
+		// The candidacy key, as etcd's concurrency.Election names it: election/<lease hex>.
+		key := fmt.Sprintf("%s/%x", name, ss.id)
+		v, err := ss.st.put(key, value, metadata.AnyVersion, ss)
+		if err != nil {
+			return 0, err
+		}
+		el := ss.st.elections[name]
+		if el == nil {
+			el = &election{name: name}
+			ss.st.elections[name] = el
+		}
+		c = &candidate{el: el, sess: ss, key: key, won: make(chan struct{}), gone: make(chan struct{})}
+		el.candidates = append(el.candidates, c)
+		if len(el.candidates) == 1 {
+			ss.st.signal(c.won)
+		}
+		return v, nil
+	}); err != nil {
 		return nil, err
 	}
-	c := &candidate{el: el, sess: ss, key: key, won: make(chan struct{}), gone: make(chan struct{})}
-	el.candidates = append(el.candidates, c)
-	if len(el.candidates) == 1 {
-		close(c.won)
-	}
-	ss.st.mu.Unlock()
 
 	select {
 	case <-c.won:
@@ -117,9 +132,7 @@ func (ss *session) Campaign(ctx context.Context, name string, value []byte) (met
 	case <-c.gone:
 		return nil, fmt.Errorf("%w: campaign %s", metadata.ErrSessionLost, name)
 	case <-ctx.Done():
-		ss.st.mu.Lock()
-		ss.st.withdraw(c)
-		ss.st.mu.Unlock()
+		ss.st.withdrawWrite(c)
 		return nil, ctx.Err()
 	}
 }
@@ -138,7 +151,7 @@ func (st *state) withdraw(c *candidate) {
 		if x == c {
 			el.candidates = append(el.candidates[:i], el.candidates[i+1:]...)
 			if i == 0 && len(el.candidates) > 0 {
-				close(el.candidates[0].won)
+				st.signal(el.candidates[0].won)
 			}
 			break
 		}
@@ -146,7 +159,15 @@ func (st *state) withdraw(c *candidate) {
 	if len(el.candidates) == 0 {
 		delete(st.elections, el.name)
 	}
-	close(c.gone)
+	st.signal(c.gone)
+}
+
+// withdrawWrite withdraws c as a write of its own.
+func (st *state) withdrawWrite(c *candidate) {
+	_, _ = st.write(func() (metadata.Version, error) {
+		st.withdraw(c)
+		return 0, nil
+	})
 }
 
 type leadership struct{ c *candidate }
@@ -154,10 +175,7 @@ type leadership struct{ c *candidate }
 func (l *leadership) Done() <-chan struct{} { return l.c.gone }
 
 func (l *leadership) Resign(ctx context.Context) error {
-	st := l.c.sess.st
-	st.mu.Lock()
-	st.withdraw(l.c)
-	st.mu.Unlock()
+	l.c.sess.st.withdrawWrite(l.c)
 	return nil
 }
 
@@ -166,16 +184,19 @@ func (s *Store) Leader(ctx context.Context, name string) (metadata.KV, error) {
 	if err := s.check(ctx); err != nil {
 		return metadata.KV{}, err
 	}
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	el := s.st.elections[name]
-	if el == nil || len(el.candidates) == 0 {
-		return metadata.KV{}, fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
-	}
-	c := el.candidates[0]
-	e, ok := s.st.kvs[c.key]
-	if !ok {
-		return metadata.KV{}, fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
-	}
-	return metadata.KV{Key: c.key, Value: clone(e.value), Version: metadata.Version(e.version)}, nil
+	var kv metadata.KV
+	err := s.st.read(func() error {
+		el := s.st.elections[name]
+		if el == nil || len(el.candidates) == 0 {
+			return fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
+		}
+		c := el.candidates[0]
+		e, ok := s.st.kvs[c.key]
+		if !ok {
+			return fmt.Errorf("%w: no leader of %s", metadata.ErrNotFound, name)
+		}
+		kv = metadata.KV{Key: c.key, Value: clone(e.value), Version: metadata.Version(e.version)}
+		return nil
+	})
+	return kv, err
 }
