@@ -2,7 +2,11 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 // validate checks a schema before it is stored: AVRO must be an Avro definition, JSON must
@@ -34,13 +38,18 @@ func validate(s Schema, maxSize int) error {
 		if !json.Valid(s.Data) {
 			return fmt.Errorf("%w: JSON schema data is not JSON", ErrInvalid)
 		}
+	case ProtobufNative:
+		if _, err := protobufNativeRoot(s.Data); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// readable reports whether data written with writer can be read with reader: Avro
-// resolution for Avro-based types, identical definitions otherwise. A type change is
-// never readable.
+// readable reports whether data written with writer can be read with reader, by Pulsar's
+// checks per type: Avro resolution for Avro-based types (AVRO, JSON), the same root message
+// for PROTOBUF_NATIVE, part by part for KEY_VALUE, and nothing more than the same type for
+// the rest. A type change is never readable.
 func readable(reader, writer Schema) error {
 	if reader.Type != writer.Type {
 		return fmt.Errorf("%w: type %s cannot replace %s", ErrIncompatible, reader.Type, writer.Type)
@@ -61,7 +70,8 @@ func readable(reader, writer Schema) error {
 			return nil
 		}
 	}
-	if reader.Type.avroBased() {
+	switch {
+	case reader.Type.avroBased():
 		r, rerr := parseAvro(reader.Data)
 		w, werr := parseAvro(writer.Data)
 		if rerr == nil && werr == nil {
@@ -70,8 +80,59 @@ func readable(reader, writer Schema) error {
 			}
 			return nil
 		}
+		return fmt.Errorf("%w: %s definitions differ and are not Avro-resolvable", ErrIncompatible, reader.Type)
+	case reader.Type == ProtobufNative:
+		// Pulsar's ProtobufNativeSchemaCompatibilityCheck: under every strategy but the
+		// ALWAYS_* ones (handled by the callers) only the root message may not change. The
+		// descriptor bytes themselves differ between equal schemas (the Go client lists the
+		// files of the set in map order).
+		r, rerr := protobufNativeRoot(reader.Data)
+		w, werr := protobufNativeRoot(writer.Data)
+		if rerr != nil || werr != nil {
+			return fmt.Errorf("%w: %w", ErrIncompatible, errors.Join(rerr, werr))
+		}
+		if r != w {
+			return fmt.Errorf("%w: protobuf root message change is not allowed: %s to %s", ErrIncompatible, w, r)
+		}
+		return nil
 	}
-	return fmt.Errorf("%w: %s definitions differ and are not Avro-resolvable", ErrIncompatible, reader.Type)
+	// Every other type (STRING, PROTOBUF, the primitives, ...) has no compatibility check of
+	// its own in Pulsar (SchemaCompatibilityCheck.DEFAULT): the same type is compatible.
+	return nil
+}
+
+// protobufNativeRoot reads PROTOBUF_NATIVE schema data (Pulsar's ProtobufNativeSchemaData
+// JSON: a base64 FileDescriptorSet, the root file and the root message's full name) and
+// returns the root message's full name after checking that the set has it, as Pulsar's
+// ProtobufNativeSchemaDataValidator does by deserializing the descriptor.
+func protobufNativeRoot(data []byte) (string, error) {
+	var d struct {
+		FileDescriptorSet      []byte `json:"fileDescriptorSet"`
+		RootMessageTypeName    string `json:"rootMessageTypeName"`
+		RootFileDescriptorName string `json:"rootFileDescriptorName"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return "", fmt.Errorf("%w: PROTOBUF_NATIVE schema data is not ProtobufNativeSchemaData JSON: %v", ErrInvalid, err)
+	}
+	var set descriptorpb.FileDescriptorSet
+	if err := proto.Unmarshal(d.FileDescriptorSet, &set); err != nil {
+		return "", fmt.Errorf("%w: PROTOBUF_NATIVE fileDescriptorSet: %v", ErrInvalid, err)
+	}
+	for _, f := range set.GetFile() {
+		if f.GetName() != d.RootFileDescriptorName {
+			continue
+		}
+		for _, m := range f.GetMessageType() {
+			full := m.GetName()
+			if f.GetPackage() != "" {
+				full = f.GetPackage() + "." + full
+			}
+			if full == d.RootMessageTypeName {
+				return full, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: PROTOBUF_NATIVE root message %q not found in file %q of the descriptor set", ErrInvalid, d.RootMessageTypeName, d.RootFileDescriptorName)
 }
 
 // checkEvolution decides whether candidate may be added after existing (oldest first, all

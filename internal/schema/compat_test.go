@@ -1,9 +1,13 @@
 package schema
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/descriptorpb"
 )
 
 const (
@@ -98,12 +102,16 @@ func TestCheckEvolution(t *testing.T) {
 			})
 		}
 	}
-	// Non-Avro types: identical only.
-	if err := checkEvolution(Full, []Schema{proto1}, proto2); !errors.Is(err, ErrIncompatible) {
+	// Types without a check of their own in Pulsar (PROTOBUF, STRING, ...): the same type is
+	// compatible under every strategy but ALWAYS_INCOMPATIBLE; another type never is.
+	if err := checkEvolution(Full, []Schema{proto1}, proto2); err != nil {
 		t.Fatalf("protobuf change under FULL: %v", err)
 	}
-	if err := checkEvolution(Full, []Schema{proto1}, proto1); err != nil {
-		t.Fatalf("same protobuf: %v", err)
+	if err := checkEvolution(AlwaysIncompatible, []Schema{proto1}, proto2); !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("protobuf change under ALWAYS_INCOMPATIBLE: %v", err)
+	}
+	if err := checkEvolution(Full, []Schema{proto1}, Schema{Type: String}); !errors.Is(err, ErrIncompatible) {
+		t.Fatalf("protobuf to string under FULL: %v", err)
 	}
 	// Transitive vs not: v3 (email, no default) then v4 (only id): BACKWARD checks v4 reads v3 (ok),
 	// BACKWARD_TRANSITIVE also v4 reads v1 (ok); FORWARD_TRANSITIVE: v1 must read v4 (fails).
@@ -188,4 +196,65 @@ func FuzzParseAvro(f *testing.F) {
 			t.Fatalf("odd error: %v", err)
 		}
 	})
+}
+
+// protoNative builds PROTOBUF_NATIVE schema data (ProtobufNativeSchemaData JSON) for a set
+// of files given in order, the root being message msg of file root.
+func protoNative(t *testing.T, root, msg string, files ...*descriptorpb.FileDescriptorProto) Schema {
+	t.Helper()
+	set, err := proto.Marshal(&descriptorpb.FileDescriptorSet{File: files})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(map[string]any{"fileDescriptorSet": set, "rootMessageTypeName": msg, "rootFileDescriptorName": root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Schema{Type: ProtobufNative, Data: data}
+}
+
+func protoFile(name, pkg string, msgs ...string) *descriptorpb.FileDescriptorProto {
+	f := &descriptorpb.FileDescriptorProto{Name: proto.String(name), Package: proto.String(pkg)}
+	for _, m := range msgs {
+		f.MessageType = append(f.MessageType, &descriptorpb.DescriptorProto{Name: proto.String(m)})
+	}
+	return f
+}
+
+// PROTOBUF_NATIVE follows Pulsar's ProtobufNativeSchemaCompatibilityCheck: the root message
+// may not change; descriptor sets that list the same files in another order (as the Go
+// client's do, from a map) are the same schema. Regression: the Go client's
+// TestProtoNativeSchema consumer was refused as "definitions differ".
+func TestProtobufNativeCompatibility(t *testing.T) {
+	a, b := protoFile("test.proto", "proto", "Test", "Foo"), protoFile("dep.proto", "proto", "Dep")
+	v1 := protoNative(t, "test.proto", "proto.Test", a, b)
+	reordered := protoNative(t, "test.proto", "proto.Test", b, a)
+	otherRoot := protoNative(t, "test.proto", "proto.Foo", a, b)
+	for _, s := range []Schema{v1, reordered, otherRoot} {
+		if err := validate(s, 0); err != nil {
+			t.Fatalf("valid schema refused: %v", err)
+		}
+	}
+	if err := checkEvolution(Full, []Schema{v1}, reordered); err != nil {
+		t.Errorf("reordered descriptor set under FULL: %v", err)
+	}
+	if err := checkConsumer(Full, []Schema{v1}, reordered); err != nil {
+		t.Errorf("consumer with reordered descriptor set: %v", err)
+	}
+	if err := checkEvolution(Backward, []Schema{v1}, otherRoot); !errors.Is(err, ErrIncompatible) || !strings.Contains(err.Error(), "root message") {
+		t.Errorf("root message change under BACKWARD: %v", err)
+	}
+	if err := checkEvolution(AlwaysCompatible, []Schema{v1}, otherRoot); err != nil {
+		t.Errorf("root message change under ALWAYS_COMPATIBLE: %v", err)
+	}
+	for name, bad := range map[string]Schema{
+		"not JSON":     {Type: ProtobufNative, Data: []byte("nope")},
+		"no root file": protoNative(t, "missing.proto", "proto.Test", a),
+		"no root msg":  protoNative(t, "test.proto", "proto.Missing", a),
+		"bad set":      {Type: ProtobufNative, Data: []byte(`{"fileDescriptorSet":"AAEC","rootMessageTypeName":"x","rootFileDescriptorName":"y"}`)},
+	} {
+		if err := validate(bad, 0); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: validate = %v, want ErrInvalid", name, err)
+		}
+	}
 }

@@ -28,8 +28,9 @@
 // JSON definitions are Avro schemas and are compared by Avro schema resolution (avro.go:
 // reader fields missing from the writer need defaults, promotions int->long->float->double
 // and string<->bytes, enum symbols, unions, names and aliases); KEY_VALUE schemas are
-// checked part by part (keyvalue.go); other types are compatible only when the
-// definitions are identical. BACKWARD: the new schema reads the
+// checked part by part (keyvalue.go); PROTOBUF_NATIVE keeps its root message (Pulsar's
+// ProtobufNativeSchemaCompatibilityCheck, which ignores the rest of the descriptor); every
+// other type, as Pulsar's default check, only needs the same type. BACKWARD: the new schema reads the
 // last one; FORWARD: the last one reads the new; FULL: both; *_TRANSITIVE: against every
 // live version. Consumers follow PIP-44 (checkConsumer).
 package schema
