@@ -49,6 +49,7 @@ func run(args []string) int {
 	fs.BoolVar(&o.race, "race", false, "build the tests with -race (as the client's CI does; slower)")
 	fs.Var(&o.env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. a PULSAR_PREFIX_ override")
 	fs.BoolVar(&o.noSecurity, "no-security", false, "turn the CI config's TLS and authentication off through the environment (for builds without them)")
+	rejudge := fs.Bool("rejudge", false, "only read the logs of the last run under -out again and rewrite its results (no tests run)")
 	fs.StringVar(&o.conf, "conf", "/pulsar/conf/standalone.conf", "standalone's --config (the client CI's, staged under /pulsar)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -62,6 +63,9 @@ func run(args []string) int {
 	o.magnetar = abs
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *rejudge {
+		return rejudgeResults(o)
+	}
 	if os.Getenv(innerEnv) == "1" {
 		return inner(ctx, o)
 	}
@@ -212,6 +216,36 @@ func inner(ctx context.Context, o options) int {
 		}
 		all = append(all, runSuite(ctx, s, binary, src, filepath.Join(dir, "logs"), names, srv, o.limit, progress)...)
 		srv.Stop()
+	}
+	return report(o, all)
+}
+
+// rejudgeResults reads results.json of the last run and the tests' logs again (after a
+// change to judge) and rewrites the results.
+func rejudgeResults(o options) int {
+	b, err := os.ReadFile(filepath.Join(o.out, "results.json"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var all []result
+	if err := json.Unmarshal(b, &all); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i, r := range all {
+		if r.Log == "" || r.Outcome == excluded {
+			continue
+		}
+		var runErr error
+		if r.Outcome != passed && r.Outcome != skipped {
+			runErr = fmt.Errorf("exit status 1")
+		}
+		died := r.ServerDied
+		all[i].Outcome, all[i].Reason = judge(r.Log, r.Test, runErr)
+		if died {
+			all[i].Reason += " [server unhealthy after the test; restarted]"
+		}
 	}
 	return report(o, all)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -70,19 +69,17 @@ func runTest(ctx context.Context, binary, dir, name string, limit time.Duration,
 
 // judge reads a test's -test.v output: its own "--- PASS/FAIL/SKIP: Name" line decides,
 // a "panic: test timed out" is a timeout, anything else (a crash, no verdict) a failure.
+// The reason is the first failure: testify's "Error Trace" place and "Error:" text, a
+// t.Error line, or a panic.
 func judge(logPath, name string, runErr error) (string, string) {
-	f, err := os.Open(logPath)
+	b, err := os.ReadFile(logPath)
 	if err != nil {
 		return failed, err.Error()
 	}
-	defer f.Close()
-	var verdict, firstErr string
+	lines := strings.Split(string(b), "\n")
+	var verdict string
 	timeout := false
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		t := strings.TrimSpace(l)
+	for _, l := range lines {
 		switch {
 		case strings.HasPrefix(l, "--- PASS: "+name+" "):
 			verdict = passed
@@ -92,12 +89,6 @@ func judge(logPath, name string, runErr error) (string, string) {
 			verdict = skipped
 		case strings.HasPrefix(l, "panic: test timed out"):
 			timeout = true
-		case firstErr == "" && (strings.HasPrefix(t, "Error Trace:") || strings.HasPrefix(t, "Error:") ||
-			strings.HasPrefix(l, "panic: ") || strings.Contains(t, "_test.go:") && strings.Contains(t, ": ") && !strings.Contains(t, "level=")):
-			firstErr = t
-		case strings.HasPrefix(t, "Error:") && !strings.HasPrefix(firstErr, "Error:"):
-			// testify prints the trace, then the message: the message says more.
-			firstErr = firstErr + " " + t
 		}
 	}
 	switch {
@@ -110,10 +101,53 @@ func judge(logPath, name string, runErr error) (string, string) {
 	case verdict == "" && runErr == nil:
 		return failed, "no verdict line in the output"
 	}
-	if firstErr == "" && runErr != nil {
-		firstErr = runErr.Error()
+	if r := firstFailure(lines); r != "" {
+		return failed, r
 	}
-	return failed, firstErr
+	if runErr != nil {
+		return failed, runErr.Error()
+	}
+	return failed, ""
+}
+
+// firstFailure finds the first failure report in -test.v output.
+func firstFailure(lines []string) string {
+	label := func(t string) bool {
+		for _, l := range []string{"Error Trace:", "Error:", "Test:", "Messages:"} {
+			if strings.HasPrefix(t, l) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "panic: "):
+			return t
+		case strings.HasPrefix(t, "Error Trace:"):
+			where := filepath.Base(strings.TrimSpace(strings.TrimPrefix(t, "Error Trace:")))
+			msg := []string{}
+			for j := i + 1; j < len(lines) && j < i+12; j++ {
+				u := strings.TrimSpace(lines[j])
+				if strings.HasPrefix(u, "Error:") {
+					msg = append(msg, strings.TrimSpace(strings.TrimPrefix(u, "Error:")))
+					for k := j + 1; k < len(lines) && k < j+4; k++ {
+						v := strings.TrimSpace(lines[k])
+						if v == "" || label(v) || strings.HasPrefix(v, "Diff:") || strings.HasPrefix(v, "---") {
+							break
+						}
+						msg = append(msg, v)
+					}
+					break
+				}
+			}
+			return where + ": " + strings.Join(msg, " ")
+		case strings.Contains(t, "_test.go:") && !strings.Contains(t, "level=") && strings.HasSuffix(strings.Fields(t)[0], ":") && len(strings.Fields(t)) > 1:
+			return t
+		}
+	}
+	return ""
 }
 
 func firstSkip(logPath string) string {
