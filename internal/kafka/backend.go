@@ -1,0 +1,114 @@
+package kafka
+
+import (
+	"context"
+)
+
+// Backend is what the Kafka front end needs from the rest of the broker: the topic service
+// (internal/topics) for logs, topic lifecycle and ownership, the metadata store for the list
+// of brokers. The production implementation adapts the topic service (backend_topics.go);
+// tests of this package use an in-memory twin (memory_test.go).
+type Backend interface {
+	// Partitions is the partition count of topic full (persistent://t/n/x): 0 for a
+	// non-partitioned topic, ErrUnknownTopic (wrapped) if it does not exist.
+	Partitions(ctx context.Context, full string) (int, error)
+	// CreateTopic creates full with n partitions (0: non-partitioned); ErrTopicExists if it
+	// exists. configs are topic-level settings already validated (configs.go).
+	CreateTopic(ctx context.Context, full string, n int, configs map[string]string) error
+	// DeleteTopic deletes full and all its partitions.
+	DeleteTopic(ctx context.Context, full string) error
+	// AddPartitions grows a partitioned topic to n partitions.
+	AddPartitions(ctx context.Context, full string, n int) error
+	// ListTopics lists the base topics (full names, no -partition-i) of every namespace the
+	// caller may see.
+	ListTopics(ctx context.Context) ([]string, error)
+	// NamespaceExists tells whether tenant/namespace exists.
+	NamespaceExists(ctx context.Context, tenant, namespace string) bool
+	// AutoCreate says whether a Kafka client naming a missing topic in tenant/namespace may
+	// create it and with how many partitions (the broker's allowAutoTopicCreation policy).
+	AutoCreate(ctx context.Context, tenant, namespace string) (ok bool, partitions int)
+
+	// Brokers lists the live brokers that speak Kafka, this one included.
+	Brokers(ctx context.Context) ([]Node, error)
+	// Leader is the node that owns the partition (the broker a client must produce to and
+	// fetch from), looking it up (and assigning it) as the Pulsar lookup does.
+	Leader(ctx context.Context, partition string) (int32, error)
+	// Coordinator is the node coordinating group (or transactional id) key: the owner of
+	// the bundle of the key's offsets topic, so every broker answers the same.
+	Coordinator(ctx context.Context, key string) (int32, error)
+
+	// Open loads the log of one partition (a Pulsar topic name, -partition-i included for a
+	// partitioned topic) on this broker; it fails with ErrNotLeader (wrapped) when another
+	// broker owns it.
+	Open(ctx context.Context, partition string) (Log, error)
+	// NextProducerID allocates a producer id unique in the cluster and across restarts
+	// (InitProducerId).
+	NextProducerID(ctx context.Context) (int64, error)
+
+	// Committed offsets. A group's committed offset on a partition is kept by the group's
+	// durable subscription on that partition (named after the group), so Pulsar's backlog,
+	// retention and stats see it: its mark-delete position is the entry holding offset-1,
+	// and the exact offset and metadata are properties of the cursor. The backend routes
+	// to the partition's owner when that is another broker.
+	CommitOffset(ctx context.Context, partition, group string, offset int64, metadata string) error
+	// CommittedOffset is the group's committed offset on partition, ok false if none.
+	CommittedOffset(ctx context.Context, partition, group string) (offset int64, metadata string, ok bool, err error)
+	// DeleteOffset removes the group's subscription from partition.
+	DeleteOffset(ctx context.Context, partition, group string) error
+
+	// Group records: one small durable record per group (the partitions it committed to,
+	// groups.go), so OffsetFetch of all partitions, ListGroups and DeleteGroups find a
+	// group's offsets after a restart or on a new coordinator.
+	SaveGroup(ctx context.Context, group string, data []byte) error
+	// LoadGroup returns the record, nil if there is none.
+	LoadGroup(ctx context.Context, group string) ([]byte, error)
+	ListGroups(ctx context.Context) ([]string, error)
+	DeleteGroup(ctx context.Context, group string) error
+
+	// Configs returns the topic-level settings of full in Kafka's names (configs.go).
+	Configs(ctx context.Context, full string) (map[string]string, error)
+	// SetConfigs sets (value non-nil) or removes (nil) topic-level settings of full.
+	SetConfigs(ctx context.Context, full string, set map[string]*string) error
+}
+
+// Node is one broker as Kafka's Metadata lists it.
+type Node struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack *string
+}
+
+// Log is one partition's log as the Kafka protocol sees it: a sequence of entries, each
+// holding Count messages with contiguous offsets (the index of its broker entry metadata
+// is the last one's, PIP-70).
+type Log interface {
+	// Append stores one entry (Pulsar format from the 0x0e01 magic on; the log keeps the
+	// slice) holding count messages and calls done with the offset of its first message
+	// once it is durable (or with an error). Calls to done come in Append order.
+	Append(entry []byte, count int, done func(base int64, err error))
+	// Read returns the entries holding offsets >= offset in order, about maxBytes of them
+	// (at least one whole entry if any is stored), without waiting. The first entry may
+	// start before offset (an entry holds several offsets).
+	Read(ctx context.Context, offset int64, maxBytes int) ([]Entry, error)
+	// Wait returns a channel closed once an entry with offsets >= offset is stored (at once
+	// if one is), for a Fetch's long poll.
+	Wait(offset int64) <-chan struct{}
+	// HighWatermark is the offset the next stored message will get (every offset below it
+	// is durable and readable).
+	HighWatermark() int64
+	// StartOffset is the first offset still stored (retention and DeleteRecords move it).
+	StartOffset() int64
+	// OffsetForTime is the first offset whose message was published at or after ms
+	// (milliseconds since the epoch), or HighWatermark if none.
+	OffsetForTime(ctx context.Context, ms int64) (int64, error)
+	// Truncate removes every message before offset (DeleteRecords).
+	Truncate(ctx context.Context, offset int64) error
+}
+
+// Entry is one stored entry: offsets [Base, Base+Count).
+type Entry struct {
+	Base  int64
+	Count int
+	Data  []byte // from the 0x0e01 magic on; never modified
+}

@@ -1,0 +1,107 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// FuzzRequestDecoder feeds arbitrary request bodies through the connection's decoder and
+// handlers on a memory backend: nothing may panic, and the only outcomes are a response or
+// a closed connection.
+func FuzzRequestDecoder(f *testing.F) {
+	seed := func(r kmsg.Request, v int16) {
+		r.SetVersion(v)
+		var fm kmsg.RequestFormatter
+		f.Add(fm.AppendRequest(nil, r, 7)[4:])
+	}
+	seed(kmsg.NewPtrApiVersionsRequest(), 3)
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}
+	seed(md, 12)
+	pr := kmsg.NewPtrProduceRequest()
+	pr.Acks = -1
+	pr.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: testBatch(f, 3)}}}}
+	seed(pr, 9)
+	fr := kmsg.NewPtrFetchRequest()
+	fr.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 1 << 20}}}}
+	seed(fr, 12)
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis = "g", "consumer", 10000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 1}}}
+	seed(jg, 9)
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "g", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	seed(oc, 8)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "n", NumPartitions: 2, ReplicationFactor: 1}}
+	seed(ct, 7)
+
+	s, _, _ := startMem(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, b := net.Pipe()
+		c := newConn(s, a)
+		done := make(chan struct{})
+		go func() { c.serve(); close(done) }()
+		var frame []byte
+		frame = binary.BigEndian.AppendUint32(frame, uint32(len(body)))
+		frame = append(frame, body...)
+		go func() { _, _ = b.Write(frame); time.Sleep(50 * time.Millisecond); _ = b.Close() }()
+		var sink bytes.Buffer
+		_, _ = sink.ReadFrom(b)
+		<-done
+	})
+}
+
+// FuzzRecordBatches checks the produce-side batch decoder and the conversion to a Pulsar
+// entry and back on arbitrary bytes.
+func FuzzRecordBatches(f *testing.F) {
+	f.Add(testBatch(f, 1))
+	f.Add(testBatch(f, 5))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		bs, err := parseBatches(raw, 1<<20)
+		if err != nil {
+			return
+		}
+		for i := range bs {
+			e, err := toPulsarEntry(&bs[i], entryOptions{producerName: "p", publishTime: 1})
+			if err != nil {
+				continue
+			}
+			out, n, err := appendKafkaBatch(nil, e, 10)
+			if err != nil || n != len(bs[i].records) {
+				t.Fatalf("stored entry does not read back: %d records, %v", n, err)
+			}
+			if _, err := parseBatch(out, 1<<20); err != nil {
+				t.Fatalf("fetched batch does not parse: %v", err)
+			}
+		}
+	})
+}
+
+// testBatch is an uncompressed batch of n records, as a producer builds it.
+func testBatch(tb testing.TB, n int) []byte {
+	tb.Helper()
+	var recs []byte
+	for i := 0; i < n; i++ {
+		recs = appendRecord(recs, int32(i), int64(i), []byte("k"), []byte("value"), nil)
+	}
+	b := make([]byte, batchHeaderSize)
+	b = append(b, recs...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	b[16] = 2
+	binary.BigEndian.PutUint32(b[23:], uint32(n-1))
+	binary.BigEndian.PutUint64(b[27:], 1000)
+	binary.BigEndian.PutUint64(b[35:], 1000+uint64(n))
+	binary.BigEndian.PutUint64(b[43:], ^uint64(0))
+	binary.BigEndian.PutUint16(b[51:], ^uint16(0))
+	binary.BigEndian.PutUint32(b[53:], ^uint32(0))
+	binary.BigEndian.PutUint32(b[57:], uint32(n))
+	binary.BigEndian.PutUint32(b[17:], crc32c32(b[21:]))
+	return b
+}

@@ -1,0 +1,114 @@
+package kafka
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Produce (key 0), v3-v11.
+//
+// Each partition's record batches are decoded (CRC, codec, record framing checked),
+// turned into one Pulsar entry each (records.go) and appended in order to the partition's
+// log; the response goes out when every partition's appends are durable. acks=1 and
+// acks=-1 both wait for the ack quorum of bookies (Magnetar has no weaker "leader has
+// it" point: the bookies ARE the replicas); acks=0 sends no response at all, as Kafka.
+// Idempotent batches (producer id >= 0) go through the partition's sequence check
+// (partition.go). Transactional produce is refused until transactions exist.
+func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
+	r := req.(*kmsg.ProduceRequest)
+	s := c.s
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	producerName := "kafka-" + c.clientID
+	now := time.Now().UnixMilli()
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards resp's partitions, written by append callbacks
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(r.Topics))
+	for ti := range r.Topics {
+		rt := &r.Topics[ti]
+		out := &resp.Topics[ti]
+		out.Topic = rt.Topic
+		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for pi := range rt.Partitions {
+			rp := &rt.Partitions[pi]
+			op := &out.Partitions[pi]
+			*op = kmsg.ProduceResponseTopicPartition{Partition: rp.Partition, BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}
+			fail := func(err error) {
+				op.ErrorCode, op.ErrorMessage = errorCode(err), errorMessage(err)
+			}
+			if r.TransactionID != nil {
+				fail(fmt.Errorf("%w: transactional produce is not supported yet", ErrInvalidRequest))
+				continue
+			}
+			if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
+				fail(fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", ErrInvalidRequest, r.Acks))
+				continue
+			}
+			p, _, err := s.openPartition(c.ctx, rt.Topic, rp.Partition)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			batches, err := parseBatches(rp.Records, s.maxMsg*2)
+			if err != nil {
+				fail(err)
+				continue
+			}
+			entries := make([][]byte, len(batches))
+			for i := range batches {
+				name := producerName
+				if batches[i].producerID >= 0 {
+					name = idemProducerName(batches[i].producerID, batches[i].producerEpoch)
+				}
+				if entries[i], err = toPulsarEntry(&batches[i], entryOptions{producerName: name, publishTime: now, maxBytes: s.maxMsg}); err != nil {
+					break
+				}
+			}
+			if err != nil {
+				fail(err)
+				continue
+			}
+			for i := range batches {
+				wg.Add(1)
+				first := i == 0
+				p.append(&batches[i], entries[i], func(base int64, err error) {
+					defer wg.Done()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						if op.ErrorCode == 0 {
+							fail(err)
+						}
+						return
+					}
+					if first {
+						op.BaseOffset = base
+						op.LogStartOffset = p.log.StartOffset()
+					}
+				})
+			}
+		}
+	}
+	if r.Acks == 0 {
+		reply(nil)
+		return
+	}
+	// Waiting happens off the read loop, so the connection's next produce is read (and
+	// appended, in order) while this one's bookie writes are in flight.
+	go func() {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for ti := range resp.Topics {
+			for pi := range resp.Topics[ti].Partitions {
+				if op := &resp.Topics[ti].Partitions[pi]; op.ErrorCode != 0 {
+					op.BaseOffset = -1
+				}
+			}
+		}
+		reply(resp)
+	}()
+}

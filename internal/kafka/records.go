@@ -1,0 +1,457 @@
+package kafka
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+	"github.com/magnetar-io/magnetar/internal/wire/compression"
+	"github.com/magnetar-io/magnetar/internal/wire/pb"
+)
+
+// Record formats. A Kafka produce carries record batches (magic 2):
+//
+//	+-------------+-------------+-------------+-------+-------+------------+-----------------+
+//	| base offset | batchLength | leaderEpoch | magic |  crc  | attributes | lastOffsetDelta |
+//	|    i64      |    i32      |    i32      |  i8   | u32   |    i16     |      i32        |
+//	+-------------+-------------+-------------+-------+-------+------------+-----------------+
+//	| firstTimestamp | maxTimestamp | producerId | producerEpoch | baseSequence | count | records
+//	|     i64        |     i64      |    i64     |     i16       |     i32      |  i32  | ...
+//	+----------------+--------------+------------+---------------+--------------+-------+--------
+//	crc = CRC-32C of everything from attributes to the end; batchLength counts the bytes after
+//	itself; attributes: bits 0-2 codec, bit 3 log-append time, bit 4 transactional, bit 5
+//	control. records (compressed as a whole with the codec) are, each:
+//	varint length, i8 attributes, varlong timestampDelta, varint offsetDelta,
+//	varint keyLen + key (-1: null), varint valueLen + value (-1: null),
+//	varint headerCount, then per header varint keyLen + key, varint valueLen + value.
+//
+// Magnetar stores each batch as ONE Pulsar entry, a Pulsar batch of the same records, so a
+// Pulsar consumer reads them like any batch and the offsets of an entry are contiguous:
+//
+//	Kafka                     Pulsar (MessageMetadata / SingleMessageMetadata)
+//	record key                partition_key (base64 + partition_key_b64_encoded if not UTF-8;
+//	                          null_partition_key for a null key)
+//	record value              message payload; null: null_value (a tombstone)
+//	headers                   properties (key -> value, in order)
+//	record timestamp          event_time (a timestamp <= 0 is left unset)
+//	producer id / sequence    producer_name "kafka-<id>", sequence_id / highest_sequence_id
+//	codec                     compression: gzip -> ZLIB, snappy, lz4, zstd -> the same
+//
+// The entry's offsets come from its broker entry metadata: index is the offset of its last
+// message (PIP-70), so its first is index - num_messages + 1 (offsets.go).
+
+const (
+	batchHeaderSize = 61 // bytes before the records
+	attrCodecMask   = 0x07
+	attrTxn         = 0x10
+	attrControl     = 0x20
+)
+
+// producedBatch is a decoded, validated produce batch.
+type producedBatch struct {
+	codec         int
+	attributes    int16
+	firstTS       int64
+	maxTS         int64
+	producerID    int64
+	producerEpoch int16
+	baseSequence  int32
+	records       []record
+}
+
+// record is one Kafka record; key and value are nil when null. Slices alias the
+// decompressed records.
+type record struct {
+	timestamp int64
+	key       []byte
+	value     []byte
+	headers   []header
+}
+
+type header struct {
+	key   string
+	value []byte
+}
+
+// parseBatches splits a Produce partition's records section into batches and decodes each.
+// limit bounds the decompressed records of one batch. A corrupt batch fails the whole set:
+// Kafka appends a partition's records atomically.
+func parseBatches(raw []byte, limit int) ([]producedBatch, error) {
+	var out []producedBatch
+	for len(raw) > 0 {
+		if len(raw) < 12 {
+			return nil, fmt.Errorf("%w: %d trailing bytes are not a record batch", ErrCorruptMessage, len(raw))
+		}
+		n := int64(int32(binary.BigEndian.Uint32(raw[8:])))
+		if n < batchHeaderSize-12 || n > int64(len(raw)-12) {
+			return nil, fmt.Errorf("%w: batch length %d with %d bytes left", ErrCorruptMessage, n, len(raw)-12)
+		}
+		b, err := parseBatch(raw[:12+n], limit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+		raw = raw[12+n:]
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no record batch", ErrInvalidRecord)
+	}
+	return out, nil
+}
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+func parseBatch(raw []byte, limit int) (producedBatch, error) {
+	if len(raw) < batchHeaderSize {
+		return producedBatch{}, fmt.Errorf("%w: record batch of %d bytes", ErrCorruptMessage, len(raw))
+	}
+	if magic := int8(raw[16]); magic != 2 {
+		return producedBatch{}, fmt.Errorf("%w: record batch magic %d (only v2 batches are accepted)", ErrCorruptMessage, magic)
+	}
+	if want, got := binary.BigEndian.Uint32(raw[17:]), crc32.Checksum(raw[21:], crc32c); want != got {
+		return producedBatch{}, fmt.Errorf("%w: record batch CRC %#08x, computed %#08x", ErrCorruptMessage, want, got)
+	}
+	b := producedBatch{
+		attributes:    int16(binary.BigEndian.Uint16(raw[21:])),
+		firstTS:       int64(binary.BigEndian.Uint64(raw[27:])),
+		maxTS:         int64(binary.BigEndian.Uint64(raw[35:])),
+		producerID:    int64(binary.BigEndian.Uint64(raw[43:])),
+		producerEpoch: int16(binary.BigEndian.Uint16(raw[51:])),
+		baseSequence:  int32(binary.BigEndian.Uint32(raw[53:])),
+	}
+	b.codec = int(b.attributes & attrCodecMask)
+	if b.attributes&attrControl != 0 {
+		return producedBatch{}, fmt.Errorf("%w: clients may not produce control batches", ErrInvalidRecord)
+	}
+	count := int32(binary.BigEndian.Uint32(raw[57:]))
+	lastDelta := int32(binary.BigEndian.Uint32(raw[23:]))
+	if count <= 0 || lastDelta != count-1 {
+		return producedBatch{}, fmt.Errorf("%w: batch of %d records with last offset delta %d", ErrInvalidRecord, count, lastDelta)
+	}
+	body, err := decompressRecords(b.codec, nil, raw[batchHeaderSize:], limit)
+	if err != nil {
+		return producedBatch{}, err
+	}
+	// Each record takes at least 7 bytes, so count cannot make us allocate more than the
+	// body justifies.
+	if int64(count) > int64(len(body))/7+1 {
+		return producedBatch{}, fmt.Errorf("%w: %d records in %d bytes", ErrCorruptMessage, count, len(body))
+	}
+	b.records = make([]record, 0, count)
+	r := reader{b: body}
+	for i := int32(0); i < count; i++ {
+		rec, err := r.record(b.firstTS, i)
+		if err != nil {
+			return producedBatch{}, fmt.Errorf("%w: record %d: %v", ErrCorruptMessage, i, err)
+		}
+		b.records = append(b.records, rec)
+	}
+	if len(r.b) != 0 {
+		return producedBatch{}, fmt.Errorf("%w: %d bytes after the last record", ErrCorruptMessage, len(r.b))
+	}
+	return b, nil
+}
+
+// reader decodes Kafka varint-framed fields.
+type reader struct{ b []byte }
+
+func (r *reader) varint() (int64, error) {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	r.b = r.b[n:]
+	return v, nil
+}
+
+// bytesField reads a varint length and that many bytes; -1 is null.
+func (r *reader) bytesField() ([]byte, error) {
+	n, err := r.varint()
+	if err != nil {
+		return nil, err
+	}
+	if n == -1 {
+		return nil, nil
+	}
+	if n < 0 || n > int64(len(r.b)) {
+		return nil, fmt.Errorf("length %d with %d bytes left", n, len(r.b))
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	if v == nil {
+		v = []byte{}
+	}
+	return v, nil
+}
+
+func (r *reader) record(firstTS int64, i int32) (record, error) {
+	length, err := r.varint()
+	if err != nil {
+		return record{}, err
+	}
+	if length < 0 || length > int64(len(r.b)) {
+		return record{}, fmt.Errorf("record length %d with %d bytes left", length, len(r.b))
+	}
+	rr := reader{b: r.b[:length]}
+	r.b = r.b[length:]
+	if len(rr.b) < 1 {
+		return record{}, io.ErrUnexpectedEOF
+	}
+	rr.b = rr.b[1:] // attributes, unused
+	tsDelta, err := rr.varint()
+	if err != nil {
+		return record{}, err
+	}
+	offDelta, err := rr.varint()
+	if err != nil {
+		return record{}, err
+	}
+	if offDelta != int64(i) {
+		return record{}, fmt.Errorf("offset delta %d, want %d", offDelta, i)
+	}
+	rec := record{timestamp: firstTS + tsDelta}
+	if rec.key, err = rr.bytesField(); err != nil {
+		return record{}, err
+	}
+	if rec.value, err = rr.bytesField(); err != nil {
+		return record{}, err
+	}
+	nh, err := rr.varint()
+	if err != nil {
+		return record{}, err
+	}
+	if nh < 0 || nh > int64(len(rr.b))/2 {
+		return record{}, fmt.Errorf("%d headers in %d bytes", nh, len(rr.b))
+	}
+	for j := int64(0); j < nh; j++ {
+		k, err := rr.bytesField()
+		if err != nil {
+			return record{}, err
+		}
+		if k == nil {
+			return record{}, fmt.Errorf("null header key")
+		}
+		v, err := rr.bytesField()
+		if err != nil {
+			return record{}, err
+		}
+		rec.headers = append(rec.headers, header{key: string(k), value: v})
+	}
+	if len(rr.b) != 0 {
+		return record{}, fmt.Errorf("%d bytes after the record's headers", len(rr.b))
+	}
+	return rec, nil
+}
+
+// entryOptions are what a produce adds to the records when it stores a batch.
+type entryOptions struct {
+	producerName string
+	publishTime  int64 // ms
+	maxBytes     int   // largest entry accepted
+}
+
+// toPulsarEntry encodes b as one Pulsar entry (magic, checksum, metadata, batch payload).
+func toPulsarEntry(b *producedBatch, o entryOptions) ([]byte, error) {
+	var body []byte
+	smm := &pb.SingleMessageMetadata{}
+	for i := range b.records {
+		rec := &b.records[i]
+		proto.Reset(smm)
+		setKey(rec.key, &smm.PartitionKey, &smm.PartitionKeyB64Encoded, &smm.NullPartitionKey)
+		if rec.value == nil {
+			smm.NullValue = proto.Bool(true)
+		}
+		if rec.timestamp > 0 {
+			smm.EventTime = proto.Uint64(uint64(rec.timestamp))
+		}
+		if len(rec.headers) > 0 {
+			smm.Properties = make([]*pb.KeyValue, len(rec.headers))
+			for j, h := range rec.headers {
+				smm.Properties[j] = &pb.KeyValue{Key: proto.String(h.key), Value: proto.String(string(h.value))}
+			}
+		}
+		if b.baseSequence >= 0 {
+			smm.SequenceId = proto.Uint64(uint64(b.baseSequence) + uint64(i))
+		}
+		var err error
+		if body, err = wire.AppendBatchMessage(body, smm, rec.value); err != nil {
+			return nil, err
+		}
+	}
+	md := &pb.MessageMetadata{
+		ProducerName:       proto.String(o.producerName),
+		SequenceId:         proto.Uint64(0),
+		PublishTime:        proto.Uint64(uint64(o.publishTime)),
+		NumMessagesInBatch: proto.Int32(int32(len(b.records))),
+	}
+	if b.baseSequence >= 0 {
+		md.SequenceId = proto.Uint64(uint64(b.baseSequence))
+		md.HighestSequenceId = proto.Uint64(uint64(b.baseSequence) + uint64(len(b.records)) - 1)
+	}
+	payload := body
+	if c := pulsarCodec(b.codec); c != pb.CompressionType_NONE {
+		var err error
+		if payload, err = compression.Compress(c, nil, body); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownServer, err)
+		}
+		md.Compression = c.Enum()
+		md.UncompressedSize = proto.Uint32(uint32(len(body)))
+	}
+	entry, err := wire.AppendEntry(nil, md, payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnknownServer, err)
+	}
+	if o.maxBytes > 0 && len(entry) > o.maxBytes {
+		return nil, fmt.Errorf("%w: batch stores as %d bytes, more than %d", ErrMessageTooLarge, len(entry), o.maxBytes)
+	}
+	return entry, nil
+}
+
+// setKey stores a Kafka key in Pulsar's key fields.
+func setKey(key []byte, pk **string, b64, null **bool) {
+	switch {
+	case key == nil:
+		*null = proto.Bool(true)
+	case utf8.Valid(key):
+		*pk = proto.String(string(key))
+	default:
+		*pk = proto.String(base64.StdEncoding.EncodeToString(key))
+		*b64 = proto.Bool(true)
+	}
+}
+
+// getKey is setKey's inverse (nil for no key).
+func getKey(pk *string, b64, null *bool) []byte {
+	if pk == nil || (null != nil && *null) {
+		return nil
+	}
+	if b64 != nil && *b64 {
+		if k, err := base64.StdEncoding.DecodeString(*pk); err == nil {
+			return k
+		}
+	}
+	return []byte(*pk)
+}
+
+// fetchLimit bounds the decompressed payload of one stored entry read for a Fetch.
+const fetchLimit = compression.MaxUncompressedSize
+
+// appendKafkaBatch converts a stored Pulsar entry (from the 0x0e01 magic on) whose first
+// message has offset base into one uncompressed Kafka record batch appended to dst. It
+// returns dst unchanged and an error for an entry it cannot read; the caller skips such an
+// entry's offsets rather than stall a consumer forever.
+func appendKafkaBatch(dst []byte, entry []byte, base int64) ([]byte, int, error) {
+	e, err := wire.ParseEntry(entry, false)
+	if err != nil {
+		return dst, 0, err
+	}
+	md, err := wire.ParseMetadata(e.Metadata)
+	if err != nil {
+		return dst, 0, err
+	}
+	payload := e.Payload
+	if md.GetCompression() != pb.CompressionType_NONE {
+		size := int(md.GetUncompressedSize())
+		if size > fetchLimit {
+			return dst, 0, fmt.Errorf("%w: entry declares %d uncompressed bytes", ErrCorruptMessage, size)
+		}
+		if payload, err = compression.Decompress(md.GetCompression(), nil, e.Payload, size); err != nil {
+			return dst, 0, err
+		}
+	}
+	publish := int64(md.GetPublishTime())
+	start := len(dst)
+	dst = append(dst, make([]byte, batchHeaderSize)...)
+	var firstTS, maxTS int64
+	n := 0
+	add := func(ts int64, key, value []byte, props []*pb.KeyValue) {
+		if ts <= 0 {
+			ts = publish
+		}
+		if n == 0 {
+			firstTS, maxTS = ts, ts
+		}
+		maxTS = max(maxTS, ts)
+		dst = appendRecord(dst, int32(n), ts-firstTS, key, value, props)
+		n++
+	}
+	if !wire.IsBatch(md) {
+		var v []byte = payload
+		if md.GetNullValue() {
+			v = nil
+		} else if v == nil {
+			v = []byte{}
+		}
+		add(int64(md.GetEventTime()), getKey(md.PartitionKey, md.PartitionKeyB64Encoded, md.NullPartitionKey), v, md.Properties)
+	} else {
+		br := wire.NewBatchReader(payload, wire.MessageCount(md))
+		smm := &pb.SingleMessageMetadata{}
+		for {
+			p, err := br.Next(smm)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return dst[:start], 0, err
+			}
+			if smm.GetNullValue() {
+				p = nil
+			} else if p == nil {
+				p = []byte{}
+			}
+			add(int64(smm.GetEventTime()), getKey(smm.PartitionKey, smm.PartitionKeyB64Encoded, smm.NullPartitionKey), p, smm.Properties)
+		}
+	}
+	if n == 0 {
+		return dst[:start], 0, fmt.Errorf("%w: entry has no messages", ErrCorruptMessage)
+	}
+	h := dst[start:]
+	binary.BigEndian.PutUint64(h[0:], uint64(base))
+	binary.BigEndian.PutUint32(h[8:], uint32(len(h)-12))
+	binary.BigEndian.PutUint32(h[12:], 0) // partition leader epoch
+	h[16] = 2
+	binary.BigEndian.PutUint16(h[21:], 0) // attributes: no codec, create time
+	binary.BigEndian.PutUint32(h[23:], uint32(n-1))
+	binary.BigEndian.PutUint64(h[27:], uint64(firstTS))
+	binary.BigEndian.PutUint64(h[35:], uint64(maxTS))
+	binary.BigEndian.PutUint64(h[43:], ^uint64(0)) // producer id -1
+	binary.BigEndian.PutUint16(h[51:], ^uint16(0)) // producer epoch -1
+	binary.BigEndian.PutUint32(h[53:], ^uint32(0)) // base sequence -1
+	binary.BigEndian.PutUint32(h[57:], uint32(n))
+	binary.BigEndian.PutUint32(h[17:], crc32.Checksum(h[21:], crc32c))
+	return dst, n, nil
+}
+
+// appendRecord appends one Kafka record.
+func appendRecord(dst []byte, offDelta int32, tsDelta int64, key, value []byte, props []*pb.KeyValue) []byte {
+	var body [64]byte
+	b := body[:0]
+	b = append(b, 0) // attributes
+	b = binary.AppendVarint(b, tsDelta)
+	b = binary.AppendVarint(b, int64(offDelta))
+	b = appendVarBytes(b, key)
+	b = appendVarBytes(b, value)
+	b = binary.AppendVarint(b, int64(len(props)))
+	for _, kv := range props {
+		b = appendVarBytes(b, []byte(kv.GetKey()))
+		b = appendVarBytes(b, []byte(kv.GetValue()))
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
+
+func appendVarBytes(dst, v []byte) []byte {
+	if v == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(v)))
+	return append(dst, v...)
+}
+
+func crc32c32(b []byte) uint32 { return crc32.Checksum(b, crc32c) }
