@@ -333,5 +333,5 @@ func pulsarEntry(t *testing.T, key string, value []byte, props map[string]string
 	return e
 }
 
-func strPtr(s string) *string  { return &s }
+func strPtr(s string) *string { return &s }
 func u64Ptr(v uint64) *uint64 { return &v }

@@ -31,13 +31,13 @@ type Options struct {
 
 // Server is the Kafka protocol front end of one broker.
 type Server struct {
-	cfg    config.KafkaConfig
-	be     Backend
-	log    *slog.Logger
-	nodeID int32
+	cfg     config.KafkaConfig
+	be      Backend
+	log     *slog.Logger
+	nodeID  int32
 	cluster string
-	maxMsg int
-	namer  Namer
+	maxMsg  int
+	namer   Namer
 
 	topics   topicCache
 	records  groupRecords
@@ -75,7 +75,7 @@ func New(o Options) (*Server, error) {
 		nodeID: o.NodeID, cluster: o.ClusterID, maxMsg: o.MaxMessageSize,
 		ctx: ctx, cancel: cancel,
 		conns: map[*conn]struct{}{}, logs: map[string]*partition{},
-		topics: topicCache{m: map[string]cachedTopic{}},
+		topics:  topicCache{m: map[string]cachedTopic{}},
 		records: groupRecords{m: map[string]*groupRecord{}},
 		groups: group.New(group.Config{
 			MinSessionTimeout:     time.Duration(o.Config.GroupMinSessionTimeoutMs) * time.Millisecond,
