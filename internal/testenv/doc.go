@@ -1,0 +1,22 @@
+// Package testenv starts the real third-party programs that end-to-end tests compare
+// Magnetar with or drive it through: jars from Maven Central (Apache Kafka in KRaft mode,
+// Kafka's command-line tools, Kafka Connect, any Java client), npm packages (KafkaJS) and
+// free loopback ports for them. It is imported by tests only.
+//
+// Nothing is committed: artifacts are fetched by the ordinary clients (mvn, npm) into
+// ~/.cache/magnetar-maven/<name> and ~/.cache/magnetar-npm/<name> on first use and reused
+// after. When a fetch cannot happen (no mvn, no network) the helper fails the test with
+// the command that failed; it never skips.
+//
+// Files:
+//
+//	maven.go   MavenClasspath: a generated pom + mvn dependency:copy-dependencies
+//	java.go    RunJava / StartJava: a JVM on a classpath, output kept for failure reports
+//	kafka.go   StartKafka: an Apache Kafka 4.x broker+controller (KRaft) on free ports
+//	kafkacli.go KafkaCLI: kafka-topics, console producer/consumer, consumer groups,
+//	           producer perf test, Connect standalone, as the scripts run them
+//	npm.go     NpmPackage / RunNode: a package installed with npm, a node script run with it
+//	ports.go   FreePort
+//
+// Other engineers add files here (one per outside program).
+package testenv

@@ -1,0 +1,143 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// KafkaVersion is the Apache Kafka release the helpers fetch.
+const KafkaVersion = "4.1.1"
+
+// CacheDir is ~/.cache/magnetar-<what>, created if needed.
+func CacheDir(what string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(base, "magnetar-"+what)
+	return dir, os.MkdirAll(dir, 0o755)
+}
+
+// MavenClasspath fetches the artifacts (groupId:artifactId:version, or
+// groupId:artifactId:version:classifier) and all their runtime dependencies from Maven
+// Central into ~/.cache/magnetar-maven/<name>/lib and returns the jars. The first call
+// runs mvn (minutes); later calls, from any test process, find the jars in place. name
+// must change when the artifact list changes.
+func MavenClasspath(tb testing.TB, name string, artifacts ...string) []string {
+	tb.Helper()
+	jars, err := mavenClasspath(name, artifacts)
+	if err != nil {
+		tb.Fatalf("testenv: fetching %s from Maven Central: %v", name, err)
+	}
+	return jars
+}
+
+func mavenClasspath(name string, artifacts []string) ([]string, error) {
+	root, err := CacheDir("maven")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// One fetch at a time per name, across test processes (go test runs packages in
+	// parallel).
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return nil, err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+
+	want := strings.Join(artifacts, "\n") + "\n"
+	lib := filepath.Join(dir, "lib")
+	if done, err := os.ReadFile(filepath.Join(dir, "done")); err == nil && string(done) == want {
+		return listJars(lib)
+	}
+	if _, err := exec.LookPath("mvn"); err != nil {
+		return nil, fmt.Errorf("mvn is not installed (Debian: apt-get install -y maven): %w", err)
+	}
+	pom, err := pomFor(name, artifacts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pom.xml"), pom, 0o644); err != nil {
+		return nil, err
+	}
+	_ = os.RemoveAll(lib)
+	cmd := exec.Command("mvn", "-B", "-q", "-f", filepath.Join(dir, "pom.xml"),
+		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+lib)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, tail(out.String(), 4000))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "done"), []byte(want), 0o644); err != nil {
+		return nil, err
+	}
+	return listJars(lib)
+}
+
+func listJars(lib string) ([]string, error) {
+	jars, err := filepath.Glob(filepath.Join(lib, "*.jar"))
+	if err != nil {
+		return nil, err
+	}
+	if len(jars) == 0 {
+		return nil, fmt.Errorf("no jars in %s", lib)
+	}
+	slices.Sort(jars)
+	return jars, nil
+}
+
+func pomFor(name string, artifacts []string) ([]byte, error) {
+	var deps strings.Builder
+	for _, a := range artifacts {
+		p := strings.Split(a, ":")
+		if len(p) < 3 || len(p) > 4 {
+			return nil, fmt.Errorf("artifact %q: want groupId:artifactId:version[:classifier]", a)
+		}
+		fmt.Fprintf(&deps, "    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version>", p[0], p[1], p[2])
+		if len(p) == 4 {
+			fmt.Fprintf(&deps, "<classifier>%s</classifier>", p[3])
+		}
+		deps.WriteString("</dependency>\n")
+	}
+	return fmt.Appendf(nil, `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.magnetar.testenv</groupId>
+  <artifactId>%s</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+%s  </dependencies>
+</project>
+`, sanitize(name), deps.String()), nil
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
