@@ -1,3 +1,5 @@
+//go:build kafkacompat
+
 package testenv
 
 import (
