@@ -394,6 +394,10 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 	if old != nil {
 		ml.log.Debug("ledger rolled over", "old", old.ID(), "new", w.ID())
 	}
+	// resetTailLocked cached the old ledger's tail again, including entries every active
+	// cursor already read (and evicted) while it was the tail: drop those now, or they stay
+	// until the age bound when no further read comes.
+	ml.evictConsumed()
 	ml.submit()
 }
 
