@@ -45,6 +45,9 @@ type FunctionsWorkerConfig struct {
 	// resources.ram); WasmMaxInvocationMs one call into it (ours).
 	WasmMaxMemoryMB     int64 `key:"functionsWasmMaxMemoryMB" help:"most linear memory of one WASM instance, in MiB (ours)"`
 	WasmMaxInvocationMs int64 `key:"functionsWasmMaxInvocationMs" help:"longest one call into a WASM function may run, in ms (ours)"`
+	// WasmCompiler compiles WASM modules to machine code (fast calls; a few seconds to start
+	// a large module); false interprets them (ours).
+	WasmCompiler bool `key:"functionsWasmCompiler" help:"compile WASM functions to machine code (false: interpret them) (ours)"`
 	// MaxStateValueBytes bounds one state value (ours; the metadata store holds state).
 	MaxStateValueBytes int `key:"functionsMaxStateValueBytes" help:"largest value of one state key, in bytes (ours)"`
 }
@@ -64,6 +67,7 @@ func DefaultFunctionsWorkerConfig() FunctionsWorkerConfig {
 		PythonPulsarClientVersion:   "3.13.0",
 		WasmMaxMemoryMB:             128,
 		WasmMaxInvocationMs:         10000,
+		WasmCompiler:                true,
 		MaxStateValueBytes:          1 << 20,
 	}
 }

@@ -3,6 +3,7 @@ package functions_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,10 @@ func testWorkerConfig() config.FunctionsWorkerConfig {
 	c.InstanceLivenessCheckFreqMs = 1000
 	c.SessionTimeoutMs = 2000
 	c.MaxRestartBackoffMs = 2000
+	// The race detector makes compiling a Go-built module take a minute; the interpreter
+	// starts it in seconds. The benchmark runs the compiler.
+	c.WasmCompiler = false
+	c.WasmMaxInvocationMs = 5000
 	return c
 }
 
@@ -52,7 +57,11 @@ func TestMain(m *testing.M) {
 	cfg.Broker.WebServicePort = 0
 	cfg.Functions = testWorkerConfig()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	sa, err = standalone.Start(ctx, cfg, nil)
+	var logger *slog.Logger
+	if os.Getenv("FUNCTIONS_TEST_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	sa, err = standalone.Start(ctx, cfg, logger)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start standalone:", err)
@@ -107,10 +116,18 @@ func pulsarClient(t *testing.T) pulsar.Client {
 	return c
 }
 
+// waitLimit only catches hangs.
+var waitLimit = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("FUNCTIONS_TEST_WAIT")); err == nil {
+		return d
+	}
+	return 3 * time.Minute
+}()
+
 // waitFor polls cond until it holds; the deadline only catches hangs.
 func waitFor(t *testing.T, what string, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(waitLimit)
 	var last error
 	for time.Now().Before(deadline) {
 		ok, err := cond()
@@ -165,7 +182,10 @@ func waitRunning(t *testing.T, admin pa.Client, name string, n int) {
 	t.Helper()
 	waitFor(t, name+" running", func() (bool, error) {
 		st, err := admin.Functions().GetFunctionStatus("public", "default", name)
-		return err == nil && st.NumRunning == n, err
+		if err == nil {
+			err = fmt.Errorf("status %+v", st)
+		}
+		return st.NumRunning == n, err
 	})
 }
 

@@ -26,9 +26,14 @@ func (w *Worker) startWasm(ctx context.Context, spec InstanceSpec) (RunningInsta
 	if err != nil {
 		return nil, err
 	}
-	var handler any = pf.Function(fn)
-	if fn.Windowed() {
-		handler = pf.WindowFunction(fn)
+	// The module implements both interfaces; the instance must see only the one it exports.
+	var handler any = struct{ pf.Function }{fn}
+	if spec.Meta.Config.WindowConfig != nil {
+		if !fn.Windowed() {
+			fn.Close()
+			return nil, errors.New("functions: the function has a windowConfig but its module does not export pf_process_window")
+		}
+		handler = struct{ pf.WindowFunction }{fn}
 	}
 	inst, err := pf.NewInstance(spec.Conf, handler, pf.Options{Logger: w.log})
 	if err != nil {

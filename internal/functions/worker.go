@@ -120,6 +120,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	}
 	w.wasm = wasm.NewEngine(wasm.Limits{
 		MaxMemoryBytes: o.Config.WasmMaxMemoryMB << 20, MaxInvocation: time.Duration(o.Config.WasmMaxInvocationMs) * time.Millisecond,
+		Interpreter: !o.Config.WasmCompiler,
 	}, w.log)
 	w.http = w.routes()
 	infoJSON, _ := json.Marshal(w.info)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -205,7 +206,13 @@ func (in *Instance) subscribe(msgs chan pulsar.ConsumerMessage) ([]pulsar.Consum
 			o.ReceiverQueueSize = inp.spec.ReceiverQueueSize
 		}
 		if in.conf.MaxMessageRetries > 0 {
-			o.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(in.conf.MaxMessageRetries), DeadLetterTopic: in.conf.DeadLetterTopic}
+			dlq := in.conf.DeadLetterTopic
+			if dlq == "" && !inp.spec.RegexPattern {
+				// The client's default, <topic>-<subscription>-DLQ, is no topic name when the
+				// subscription is the FQFN (it holds '/').
+				dlq = inp.topic + "-" + strings.ReplaceAll(in.conf.subscription(), "/", "-") + "-DLQ"
+			}
+			o.DLQ = &pulsar.DLQPolicy{MaxDeliveries: uint32(in.conf.MaxMessageRetries), DeadLetterTopic: dlq}
 		}
 		c, err := in.client.Subscribe(o)
 		if err != nil {

@@ -76,3 +76,18 @@ type discardBelowWarn struct{ slog.Handler }
 func (d discardBelowWarn) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= slog.LevelWarn && d.Handler.Enabled(ctx, l)
 }
+
+func (d discardBelowWarn) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return nil
+	}
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d discardBelowWarn) WithAttrs(as []slog.Attr) slog.Handler {
+	return discardBelowWarn{d.Handler.WithAttrs(as)}
+}
+
+func (d discardBelowWarn) WithGroup(g string) slog.Handler {
+	return discardBelowWarn{d.Handler.WithGroup(g)}
+}
