@@ -113,11 +113,24 @@ func handleCreateTopics(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 				return err
 			}
 			s.forgetTopic(ref.Full())
+			// v5+ answers with the topic's configs; the Java admin client requires them.
+			for _, k := range slices.Sorted(maps.Keys(cfg)) {
+				rt.Configs = append(rt.Configs, kmsg.CreateTopicsResponseTopicConfig{Name: k, Value: kmsg.StringPtr(cfg[k]),
+					Source: int8(kmsg.ConfigSourceDynamicTopicConfig)})
+			}
+			for _, k := range slices.Sorted(maps.Keys(readOnlyTopicConfigs)) {
+				if _, ok := cfg[k]; !ok {
+					rt.Configs = append(rt.Configs, kmsg.CreateTopicsResponseTopicConfig{Name: k, Value: kmsg.StringPtr(readOnlyTopicConfigs[k]),
+						ReadOnly: true, Source: int8(kmsg.ConfigSourceDefaultConfig)})
+				}
+			}
 			return nil
 		}()
 		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
 		if err != nil {
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+		} else if rt.Configs == nil {
+			rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
@@ -286,6 +288,11 @@ func (l *memLog) Truncate(_ context.Context, offset int64) error {
 	l.start = max(l.start, offset)
 	return nil
 }
+
+type kafkaConfigT = config.KafkaConfig
+
+// testutilCount reads the malformed-request counter.
+func testutilCount(s *Server) float64 { return promtestutil.ToFloat64(s.metrics.malformed) }
 
 // startMem runs a Kafka server on a memory backend and returns its address.
 func startMem(t testing.TB, mutate ...func(*config.KafkaConfig)) (*Server, *memBackend, string) {
