@@ -100,7 +100,7 @@ bench-compare: build
 COMPAT_OUT      ?= /tmp/magnetar-compat
 COMPAT_GO_FLAGS ?= -no-security
 .PHONY: compat compat-go
-compat: compat-go
+compat: compat-go kafka-compat
 
 compat-go: build
 	$(GO) run ./tests/compat/gosuite -magnetar $(BIN) -out $(COMPAT_OUT)/go $(COMPAT_GO_FLAGS)
@@ -111,3 +111,11 @@ compat-go: build
 .PHONY: bench-startup
 bench-startup: build
 	$(GO) test -tags $(TAGS) -run '^$$' -bench StandaloneReady -benchtime 1x ./tests/e2e/ -args -startup-binary $(CURDIR)/$(BIN)
+
+# Kafka protocol compatibility (issue 19): Kafka 4.x's own tools, Kafka Connect standalone
+# (both from Maven Central into ~/.cache/magnetar-maven, run on this machine's Java) and
+# KafkaJS (npm, into ~/.cache/magnetar-npm) against the Kafka front end, plus the Apache
+# Kafka KRaft helper itself (internal/testenv). The first run fetches ~55 MB of jars.
+.PHONY: kafka-compat
+kafka-compat:
+	$(GO) test -tags $(TAGS),kafkacompat -count=1 -timeout 30m -run 'Kafka|Connect' ./internal/kafka/... ./internal/testenv/...
