@@ -17,6 +17,13 @@
 //	           producer perf test, Connect standalone, as the scripts run them
 //	npm.go     NpmPackage / RunNode: a package installed with npm, a node script run with it
 //	ports.go   FreePort
+//	gobuild.go GoBinary: a Go program built with go install into ~/.cache/magnetar-<what>;
+//	           WaitTCP
+//	s3.go      StartS3: an S3-compatible server (versitygw, posix backend)
+//	azurite.go StartAzurite: Azure Blob Storage's emulator (npm)
+//	gcs.go     StartGCS: a Google Cloud Storage emulator (fake-gcs-server)
+//	hdfs.go    StartHDFS: Hadoop's MiniDFSCluster, a namenode and a datanode (Maven Central)
+//	proxy.go   StartProxy: a TCP proxy that cuts or holds connections (network faults)
 //
 // Other engineers add files here (one per outside program).
 package testenv

@@ -1,0 +1,401 @@
+package offload
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Driver names (Pulsar's managedLedgerOffloadDriver values). "S3" and "aws-s3" are the same
+// driver; "S3" is meant for S3-compatible stores, so it addresses buckets by path.
+const (
+	DriverS3         = "S3"
+	DriverAWSS3      = "aws-s3"
+	DriverGCS        = "google-cloud-storage"
+	DriverAzure      = "azureblob"
+	DriverFilesystem = "filesystem"
+)
+
+// Read priorities (managedLedgerOffloadedReadPriority).
+const (
+	ReadTieredStorageFirst = "tiered-storage-first"
+	ReadBookkeeperFirst    = "bookkeeper-first"
+)
+
+// Defaults (Pulsar's OffloadPoliciesImpl).
+const (
+	DefaultMaxBlockSize   = 64 << 20
+	DefaultReadBufferSize = 1 << 20
+	DefaultMaxThreads     = 2
+	DefaultReadThreads    = 2
+	DefaultPrefetchRounds = 1
+	// DefaultReadCacheSize bounds the chunk cache shared by every offloaded-ledger reader of
+	// a process (our key managedLedgerOffloadReadCacheSizeInBytes).
+	DefaultReadCacheSize = 64 << 20
+
+	// minS3PartSize is the smallest part S3 accepts in a multipart upload (but the last).
+	minS3PartSize = 5 << 20
+)
+
+// ErrConfig marks an invalid offload configuration or policy.
+var ErrConfig = errors.New("offload: invalid configuration")
+
+// Config is the resolved configuration of one driver: where objects go and how they are
+// written and read. Policies.Config resolves it from Pulsar's keys.
+type Config struct {
+	Driver string
+	// Bucket (container for azureblob) of the object-store drivers.
+	Bucket string
+	// Region of S3/GCS; S3 needs one of Region and ServiceEndpoint.
+	Region string
+	// ServiceEndpoint overrides the store's address (an S3-compatible server, Azurite,
+	// a GCS emulator). For azureblob it is the account's blob service URL.
+	ServiceEndpoint string
+	// S3 credentials; empty means the AWS default chain (environment, profile, instance role).
+	CredentialID     string
+	CredentialSecret string
+	// GCSServiceAccountKeyFile is a service-account JSON key; empty means the default
+	// credentials of the environment.
+	GCSServiceAccountKeyFile string
+	// FileSystemURI is file:///dir or hdfs://namenode:port/dir for the filesystem driver.
+	FileSystemURI string
+
+	MaxBlockSize   int // bytes per block (one multipart part)
+	ReadBufferSize int // bytes per chunk: seek-point spacing, range-read and cache unit
+	MaxThreads     int // offloads running at once
+	ReadThreads    int // object-store range reads running at once, for all readers
+	PrefetchRounds int // chunks read ahead of a sequential reader
+	ReadCacheSize  int64
+}
+
+// DefaultConfig returns the defaults with no driver.
+func DefaultConfig() Config {
+	return Config{
+		MaxBlockSize:   DefaultMaxBlockSize,
+		ReadBufferSize: DefaultReadBufferSize,
+		MaxThreads:     DefaultMaxThreads,
+		ReadThreads:    DefaultReadThreads,
+		PrefetchRounds: DefaultPrefetchRounds,
+		ReadCacheSize:  DefaultReadCacheSize,
+	}
+}
+
+// Enabled reports whether a driver is configured.
+func (c Config) Enabled() bool { return c.Driver != "" }
+
+// Validate checks the configuration of the chosen driver.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)) }
+	switch c.Driver {
+	case "":
+		return nil
+	case DriverS3, DriverAWSS3:
+		if c.Bucket == "" {
+			bad("driver %s needs s3ManagedLedgerOffloadBucket (or managedLedgerOffloadBucket)", c.Driver)
+		}
+		if c.Region == "" && c.ServiceEndpoint == "" {
+			bad("driver %s needs s3ManagedLedgerOffloadRegion or s3ManagedLedgerOffloadServiceEndpoint", c.Driver)
+		}
+		if (c.CredentialID == "") != (c.CredentialSecret == "") {
+			bad("s3ManagedLedgerOffloadCredentialId and s3ManagedLedgerOffloadCredentialSecret go together")
+		}
+		if c.MaxBlockSize < minS3PartSize {
+			bad("managedLedgerOffloadMaxBlockSizeInBytes %d is below S3's 5 MiB part minimum", c.MaxBlockSize)
+		}
+	case DriverGCS:
+		if c.Bucket == "" {
+			bad("driver %s needs gcsManagedLedgerOffloadBucket (or managedLedgerOffloadBucket)", c.Driver)
+		}
+	case DriverAzure:
+		if c.Bucket == "" {
+			bad("driver %s needs managedLedgerOffloadBucket (the container)", c.Driver)
+		}
+	case DriverFilesystem:
+		u, err := url.Parse(c.FileSystemURI)
+		switch {
+		case c.FileSystemURI == "":
+			bad("driver filesystem needs fileSystemURI (file:///dir or hdfs://host:port/dir)")
+		case err != nil:
+			bad("fileSystemURI %q: %v", c.FileSystemURI, err)
+		case u.Scheme == "file" && u.Path == "":
+			bad("fileSystemURI %q has no directory", c.FileSystemURI)
+		case u.Scheme == "hdfs" && u.Host == "":
+			bad("fileSystemURI %q has no namenode address", c.FileSystemURI)
+		case u.Scheme != "file" && u.Scheme != "hdfs":
+			bad("fileSystemURI %q: scheme must be file or hdfs", c.FileSystemURI)
+		}
+	default:
+		bad("unknown managedLedgerOffloadDriver %q (one of %s)", c.Driver, strings.Join(DriverNames(), ", "))
+	}
+	if c.MaxBlockSize < 1<<10 || c.MaxBlockSize > 1<<30 {
+		bad("managedLedgerOffloadMaxBlockSizeInBytes %d outside 1 KiB..1 GiB", c.MaxBlockSize)
+	}
+	if c.ReadBufferSize < 1<<10 || c.ReadBufferSize > 1<<30 {
+		bad("managedLedgerOffloadReadBufferSizeInBytes %d outside 1 KiB..1 GiB", c.ReadBufferSize)
+	}
+	if c.MaxThreads < 1 || c.MaxThreads > 256 {
+		bad("managedLedgerOffloadMaxThreads %d outside 1..256", c.MaxThreads)
+	}
+	if c.ReadThreads < 1 || c.ReadThreads > 256 {
+		bad("managedLedgerOffloadReadThreads %d outside 1..256", c.ReadThreads)
+	}
+	if c.PrefetchRounds < 0 || c.PrefetchRounds > 64 {
+		bad("managedLedgerOffloadPrefetchRounds %d outside 0..64", c.PrefetchRounds)
+	}
+	if c.ReadCacheSize < 0 {
+		bad("managedLedgerOffloadReadCacheSizeInBytes %d is negative", c.ReadCacheSize)
+	}
+	return errors.Join(errs...)
+}
+
+// DriverNames lists the supported drivers.
+func DriverNames() []string {
+	return []string{DriverS3, DriverAWSS3, DriverGCS, DriverAzure, DriverFilesystem}
+}
+
+// canonicalDriver maps a driver name case-insensitively onto ours ("s3" -> "S3").
+func canonicalDriver(name string) string {
+	for _, d := range DriverNames() {
+		if strings.EqualFold(d, name) {
+			return d
+		}
+	}
+	return name
+}
+
+// DriverMetadata is what Offload records next to a ledger's uuid (doc.go, "Driver
+// metadata"). Never credentials.
+func (c Config) DriverMetadata() map[string]string {
+	m := map[string]string{}
+	put := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if c.Driver == DriverFilesystem {
+		put("fileSystemURI", c.FileSystemURI)
+		return m
+	}
+	put("bucket", c.Bucket)
+	put("region", c.Region)
+	put("serviceEndpoint", c.ServiceEndpoint)
+	return m
+}
+
+// WithDriverMetadata returns c pointed at the location recorded in md (driver name and
+// metadata of an offloaded ledger), keeping c's credentials and tuning.
+func (c Config) WithDriverMetadata(driver string, md map[string]string) Config {
+	c.Driver = canonicalDriver(driver)
+	if c.Driver == DriverFilesystem {
+		if v := md["fileSystemURI"]; v != "" {
+			c.FileSystemURI = v
+		}
+		return c
+	}
+	c.Bucket, c.Region, c.ServiceEndpoint = md["bucket"], md["region"], md["serviceEndpoint"]
+	return c
+}
+
+// Policies is Pulsar's OffloadPolicies: the JSON of a namespace's or topic's offloadPolicies
+// and the same keys in the broker configuration. Nil fields are unset and inherit (topic ->
+// namespace -> broker).
+type Policies struct {
+	Driver              *string `json:"managedLedgerOffloadDriver,omitempty"`
+	MaxThreads          *int    `json:"managedLedgerOffloadMaxThreads,omitempty"`
+	ReadThreads         *int    `json:"managedLedgerOffloadReadThreads,omitempty"`
+	PrefetchRounds      *int    `json:"managedLedgerOffloadPrefetchRounds,omitempty"`
+	ThresholdInBytes    *int64  `json:"managedLedgerOffloadThresholdInBytes,omitempty"`
+	ThresholdInSeconds  *int64  `json:"managedLedgerOffloadThresholdInSeconds,omitempty"`
+	DeletionLagInMillis *int64  `json:"managedLedgerOffloadDeletionLagInMillis,omitempty"`
+	ReadPriority        *string `json:"managedLedgerOffloadedReadPriority,omitempty"`
+
+	S3Region           *string `json:"s3ManagedLedgerOffloadRegion,omitempty"`
+	S3Bucket           *string `json:"s3ManagedLedgerOffloadBucket,omitempty"`
+	S3ServiceEndpoint  *string `json:"s3ManagedLedgerOffloadServiceEndpoint,omitempty"`
+	S3MaxBlockSize     *int    `json:"s3ManagedLedgerOffloadMaxBlockSizeInBytes,omitempty"`
+	S3ReadBufferSize   *int    `json:"s3ManagedLedgerOffloadReadBufferSizeInBytes,omitempty"`
+	S3CredentialID     *string `json:"s3ManagedLedgerOffloadCredentialId,omitempty"`
+	S3CredentialSecret *string `json:"s3ManagedLedgerOffloadCredentialSecret,omitempty"`
+	S3Role             *string `json:"s3ManagedLedgerOffloadRole,omitempty"`
+	S3RoleSessionName  *string `json:"s3ManagedLedgerOffloadRoleSessionName,omitempty"`
+
+	GCSRegion                *string `json:"gcsManagedLedgerOffloadRegion,omitempty"`
+	GCSBucket                *string `json:"gcsManagedLedgerOffloadBucket,omitempty"`
+	GCSMaxBlockSize          *int    `json:"gcsManagedLedgerOffloadMaxBlockSizeInBytes,omitempty"`
+	GCSReadBufferSize        *int    `json:"gcsManagedLedgerOffloadReadBufferSizeInBytes,omitempty"`
+	GCSServiceAccountKeyFile *string `json:"gcsManagedLedgerOffloadServiceAccountKeyFile,omitempty"`
+
+	FileSystemProfilePath *string `json:"fileSystemProfilePath,omitempty"`
+	FileSystemURI         *string `json:"fileSystemURI,omitempty"`
+
+	Bucket          *string `json:"managedLedgerOffloadBucket,omitempty"`
+	Region          *string `json:"managedLedgerOffloadRegion,omitempty"`
+	ServiceEndpoint *string `json:"managedLedgerOffloadServiceEndpoint,omitempty"`
+	MaxBlockSize    *int    `json:"managedLedgerOffloadMaxBlockSizeInBytes,omitempty"`
+	ReadBufferSize  *int    `json:"managedLedgerOffloadReadBufferSizeInBytes,omitempty"`
+
+	// Ours, same conventions.
+	ReadCacheSize *int64 `json:"managedLedgerOffloadReadCacheSizeInBytes,omitempty"`
+}
+
+// Merge returns p with every unset field taken from under (p wins).
+func (p Policies) Merge(under Policies) Policies {
+	out := under
+	mergeField(&out.Driver, p.Driver)
+	mergeField(&out.MaxThreads, p.MaxThreads)
+	mergeField(&out.ReadThreads, p.ReadThreads)
+	mergeField(&out.PrefetchRounds, p.PrefetchRounds)
+	mergeField(&out.ThresholdInBytes, p.ThresholdInBytes)
+	mergeField(&out.ThresholdInSeconds, p.ThresholdInSeconds)
+	mergeField(&out.DeletionLagInMillis, p.DeletionLagInMillis)
+	mergeField(&out.ReadPriority, p.ReadPriority)
+	mergeField(&out.S3Region, p.S3Region)
+	mergeField(&out.S3Bucket, p.S3Bucket)
+	mergeField(&out.S3ServiceEndpoint, p.S3ServiceEndpoint)
+	mergeField(&out.S3MaxBlockSize, p.S3MaxBlockSize)
+	mergeField(&out.S3ReadBufferSize, p.S3ReadBufferSize)
+	mergeField(&out.S3CredentialID, p.S3CredentialID)
+	mergeField(&out.S3CredentialSecret, p.S3CredentialSecret)
+	mergeField(&out.S3Role, p.S3Role)
+	mergeField(&out.S3RoleSessionName, p.S3RoleSessionName)
+	mergeField(&out.GCSRegion, p.GCSRegion)
+	mergeField(&out.GCSBucket, p.GCSBucket)
+	mergeField(&out.GCSMaxBlockSize, p.GCSMaxBlockSize)
+	mergeField(&out.GCSReadBufferSize, p.GCSReadBufferSize)
+	mergeField(&out.GCSServiceAccountKeyFile, p.GCSServiceAccountKeyFile)
+	mergeField(&out.FileSystemProfilePath, p.FileSystemProfilePath)
+	mergeField(&out.FileSystemURI, p.FileSystemURI)
+	mergeField(&out.Bucket, p.Bucket)
+	mergeField(&out.Region, p.Region)
+	mergeField(&out.ServiceEndpoint, p.ServiceEndpoint)
+	mergeField(&out.MaxBlockSize, p.MaxBlockSize)
+	mergeField(&out.ReadBufferSize, p.ReadBufferSize)
+	mergeField(&out.ReadCacheSize, p.ReadCacheSize)
+	return out
+}
+
+func mergeField[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
+}
+
+// first returns the first set, non-empty value.
+func first[T comparable](vs ...*T) (T, bool) {
+	var zero T
+	for _, v := range vs {
+		if v != nil && *v != zero {
+			return *v, true
+		}
+	}
+	return zero, false
+}
+
+// Config resolves the driver configuration: the generic managedLedgerOffload* keys win over
+// the driver-specific ones, as in Pulsar.
+func (p Policies) Config() Config {
+	c := DefaultConfig()
+	if d, ok := first(p.Driver); ok {
+		c.Driver = canonicalDriver(d)
+	}
+	var bucket, region []*string
+	var block, buf []*int
+	switch c.Driver {
+	case DriverS3, DriverAWSS3:
+		bucket, region = []*string{p.Bucket, p.S3Bucket}, []*string{p.Region, p.S3Region}
+		block, buf = []*int{p.MaxBlockSize, p.S3MaxBlockSize}, []*int{p.ReadBufferSize, p.S3ReadBufferSize}
+		c.ServiceEndpoint, _ = first(p.ServiceEndpoint, p.S3ServiceEndpoint)
+		c.CredentialID, _ = first(p.S3CredentialID)
+		c.CredentialSecret, _ = first(p.S3CredentialSecret)
+	case DriverGCS:
+		bucket, region = []*string{p.Bucket, p.GCSBucket}, []*string{p.Region, p.GCSRegion}
+		block, buf = []*int{p.MaxBlockSize, p.GCSMaxBlockSize}, []*int{p.ReadBufferSize, p.GCSReadBufferSize}
+		c.ServiceEndpoint, _ = first(p.ServiceEndpoint)
+		c.GCSServiceAccountKeyFile, _ = first(p.GCSServiceAccountKeyFile)
+	default:
+		bucket, region = []*string{p.Bucket}, []*string{p.Region}
+		block, buf = []*int{p.MaxBlockSize}, []*int{p.ReadBufferSize}
+		c.ServiceEndpoint, _ = first(p.ServiceEndpoint)
+	}
+	c.Bucket, _ = first(bucket...)
+	c.Region, _ = first(region...)
+	if v, ok := first(block...); ok {
+		c.MaxBlockSize = v
+	}
+	if v, ok := first(buf...); ok {
+		c.ReadBufferSize = v
+	}
+	c.FileSystemURI, _ = first(p.FileSystemURI)
+	if p.MaxThreads != nil {
+		c.MaxThreads = *p.MaxThreads
+	}
+	if p.ReadThreads != nil {
+		c.ReadThreads = *p.ReadThreads
+	}
+	if p.PrefetchRounds != nil {
+		c.PrefetchRounds = *p.PrefetchRounds
+	}
+	if p.ReadCacheSize != nil {
+		c.ReadCacheSize = *p.ReadCacheSize
+	}
+	return c
+}
+
+// Trigger is when a managed ledger offloads on its own: the policy part of Policies.
+type Trigger struct {
+	// ThresholdBytes: offload the oldest closed ledgers while the log keeps more than this
+	// on the bookies; 0 = every closed ledger as soon as possible; -1 = never.
+	ThresholdBytes int64
+	// ThresholdSeconds: offload closed ledgers older than this; 0 = at once; -1 = never.
+	ThresholdSeconds int64
+	// DeletionLagMillis: bookie copies are deleted this long after the offload completed;
+	// -1 = never.
+	DeletionLagMillis int64
+	// ReadPriority is ReadTieredStorageFirst or ReadBookkeeperFirst.
+	ReadPriority string
+}
+
+// Trigger resolves the policy part, with Pulsar's defaults (never, 4 h lag,
+// tiered-storage-first).
+func (p Policies) Trigger() Trigger {
+	t := Trigger{ThresholdBytes: -1, ThresholdSeconds: -1, DeletionLagMillis: 4 * 3600 * 1000, ReadPriority: ReadTieredStorageFirst}
+	if p.ThresholdInBytes != nil {
+		t.ThresholdBytes = *p.ThresholdInBytes
+	}
+	if p.ThresholdInSeconds != nil {
+		t.ThresholdSeconds = *p.ThresholdInSeconds
+	}
+	if p.DeletionLagInMillis != nil {
+		t.DeletionLagMillis = *p.DeletionLagInMillis
+	}
+	if p.ReadPriority != nil && *p.ReadPriority != "" {
+		t.ReadPriority = *p.ReadPriority
+	}
+	return t
+}
+
+// Validate checks a policy as an admin would send it: known driver and read priority,
+// thresholds of -1 or more, and a resolvable driver configuration when a driver is named.
+func (p Policies) Validate() error {
+	var errs []error
+	if p.ReadPriority != nil && *p.ReadPriority != "" && *p.ReadPriority != ReadTieredStorageFirst && *p.ReadPriority != ReadBookkeeperFirst {
+		errs = append(errs, fmt.Errorf("%w: managedLedgerOffloadedReadPriority %q (tiered-storage-first or bookkeeper-first)", ErrConfig, *p.ReadPriority))
+	}
+	for name, v := range map[string]*int64{
+		"managedLedgerOffloadThresholdInBytes":    p.ThresholdInBytes,
+		"managedLedgerOffloadThresholdInSeconds":  p.ThresholdInSeconds,
+		"managedLedgerOffloadDeletionLagInMillis": p.DeletionLagInMillis,
+	} {
+		if v != nil && *v < -1 {
+			errs = append(errs, fmt.Errorf("%w: %s %d (-1 disables)", ErrConfig, name, *v))
+		}
+	}
+	if _, ok := first(p.Driver); ok {
+		if err := p.Config().Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

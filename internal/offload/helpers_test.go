@@ -1,0 +1,5 @@
+package offload
+
+import "time"
+
+func waitTick() <-chan time.Time { return time.After(10 * time.Millisecond) }
