@@ -87,7 +87,9 @@ func (c Config) Enabled() bool { return c.Driver != "" }
 // Validate checks the configuration of the chosen driver.
 func (c Config) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
+	}
 	switch c.Driver {
 	case "":
 		return nil

@@ -20,9 +20,9 @@ type memSource struct {
 
 	mu      sync.Mutex
 	reads   int
-	failAt  int          // fail the read with this number (1-based), 0 = never
-	failErr error        // what the failing read returns
-	before  func(n int)  // called before read n
+	failAt  int         // fail the read with this number (1-based), 0 = never
+	failErr error       // what the failing read returns
+	before  func(n int) // called before read n
 }
 
 func (s *memSource) ID() int64               { return s.id }
