@@ -70,6 +70,10 @@ func newServerConn(s *Server, nc net.Conn, id uint64) *serverConn {
 }
 
 func (c *serverConn) readLoop() {
+	if err := c.handshake(); err != nil {
+		c.close("tls: " + err.Error())
+		return
+	}
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	maxFrame := c.s.cfg.MaxFrameSizeBytes
 	for {

@@ -2,6 +2,7 @@ package bookie
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,7 @@ type Server struct {
 	st      storage.Storage
 	log     *slog.Logger
 	metrics *metrics
+	tls     *serverTLS // nil: plaintext (tls.go)
 
 	mu       sync.Mutex
 	lns      map[net.Listener]struct{}
@@ -45,10 +47,14 @@ func NewServer(cfg config.BookieConfig, st storage.Storage, logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	return &Server{
+	s := &Server{
 		cfg: cfg, st: st, log: logger.With("component", "bookie-server"), metrics: m,
 		lns: map[net.Listener]struct{}{}, conns: map[*serverConn]struct{}{},
-	}, nil
+	}
+	if s.tls, err = newServerTLS(cfg.TLS, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Serve accepts connections on ln until Shutdown or Close, then returns ErrServerClosed.
@@ -101,6 +107,9 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.nextConn++
+	if s.tls != nil {
+		nc = tls.Server(nc, s.tls.conf)
+	}
 	c := newServerConn(s, nc, s.nextConn)
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
@@ -108,6 +117,10 @@ func (s *Server) accept(nc net.Conn) {
 	s.metrics.connections.Inc()
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	} else if tc, ok := nc.(*tls.Conn); ok {
+		if raw, ok := tc.NetConn().(*net.TCPConn); ok {
+			_ = raw.SetNoDelay(true)
+		}
 	}
 	writerDone := make(chan struct{})
 	go func() {

@@ -3,6 +3,7 @@ package bookieproto
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,10 @@ type ClientOptions struct {
 	// Handler directly, with no socket, frame encoding or response copy (a standalone's
 	// broker and its own bookie). Calls for other addresses use the network as usual.
 	Local map[string]Handler
+	// TLS, when set, makes every connection TLS (the bookies' tlsProviderFactoryClass); the
+	// handshake, with the certificate checks of this config, completes before any request
+	// is written. ServerName is set per bookie from its address.
+	TLS *tls.Config
 }
 
 func (o *ClientOptions) fill() {
@@ -264,6 +269,12 @@ func (cc *clientConn) run() {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
+	if cfg := cc.c.opts.TLS; cfg != nil {
+		if nc, err = cc.handshake(ctx, nc, cfg); err != nil {
+			cc.fail(fmt.Errorf("%w: TLS with %s: %w", ErrUnavailable, cc.addr, err))
+			return
+		}
+	}
 	go func() {
 		<-cc.done
 		_ = nc.Close()
@@ -271,6 +282,24 @@ func (cc *clientConn) run() {
 	go cc.readLoop(nc)
 	go cc.sweep()
 	cc.writeLoop(nc)
+}
+
+// handshake runs the TLS handshake over a dialled connection within the dial timeout.
+func (cc *clientConn) handshake(ctx context.Context, nc net.Conn, cfg *tls.Config) (net.Conn, error) {
+	c := cfg.Clone()
+	if c.ServerName == "" {
+		if host, _, err := net.SplitHostPort(cc.addr); err == nil {
+			c.ServerName = host
+		}
+	}
+	tc := tls.Client(nc, c)
+	hctx, cancel := context.WithTimeout(ctx, cc.c.opts.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 func (cc *clientConn) writeLoop(nc net.Conn) {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/broker"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -46,7 +47,11 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 			_ = b.Close(context.Background())
 		}
 	}()
-	if b.store, err = connect.Open(ctx, cfg.MetadataStoreURL, logger); err != nil {
+	mdTLS, err := auth.MetadataClientTLS(cfg.MetadataTLS, logger)
+	if err != nil {
+		return nil, err
+	}
+	if b.store, err = connect.OpenTLS(ctx, cfg.MetadataStoreURL, mdTLS, logger); err != nil {
 		return nil, fmt.Errorf("broker: metadata store: %w", err)
 	}
 	res := resources.New(b.store).WithDefaultBundles(cfg.Cluster.NumBundles)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-io/magnetar/internal/admin"
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/broker"
 	"github.com/magnetar-io/magnetar/internal/config"
@@ -69,7 +70,11 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 			_ = s.Close(context.Background())
 		}
 	}()
-	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: o.Logger, Local: o.LocalBookies})
+	bkTLS, err := auth.BookieClientTLS(o.Ledger.TLS, o.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("bookie client TLS: %w", err)
+	}
+	s.bkClient = bookieproto.NewClient(bookieproto.ClientOptions{Logger: o.Logger, Local: o.LocalBookies, TLS: bkTLS})
 	if s.ledgers, err = ledger.NewClient(ctx, ledger.ClientOptions{
 		Config: o.Ledger, Store: o.Store, Bookies: s.bkClient, Logger: o.Logger, Registerer: o.Registry,
 	}); err != nil {

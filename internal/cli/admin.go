@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // adminCmd is `magnetar admin <group> <verb>`: pulsar-admin's command groups, verbs and
@@ -33,6 +35,7 @@ func (a *app) adminCmd() *cobra.Command {
 	ac.urlFlag = pf.Lookup("admin-url")
 	pf.StringVarP(&ac.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&ac.timeout, "request-timeout", 30*time.Second, "timeout of each REST request")
+	ac.sec.bind(pf)
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	ac.addNamespaceSchemaVerbs(cmd)
 	ac.addTopicPolicyVerbs(cmd)   // admin_topic_policies.go
@@ -50,6 +53,25 @@ type adminCLI struct {
 	url     string
 	output  string
 	timeout time.Duration
+	sec     clientSecurity // --auth-plugin, --auth-params, TLS flags (clientconf.go)
+
+	httpc *http.Client // built on first use from sec
+	authn *auth.ClientAuth
+}
+
+// client returns the REST client with its TLS and credentials (flags, then --config).
+func (ac *adminCLI) client() (*http.Client, *auth.ClientAuth, error) {
+	if ac.httpc == nil {
+		cc, err := ac.app.clientConfig()
+		if err != nil {
+			return nil, nil, err
+		}
+		ac.sec.load(cc)
+		if ac.httpc, ac.authn, err = ac.sec.httpClient(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ac.httpc, ac.authn, nil
 }
 
 // baseURL is --admin-url, else MAGNETAR_ADMIN_URL, else webServiceUrl of --config (a
@@ -97,7 +119,14 @@ func (ac *adminCLI) call(ctx context.Context, method, path string, body any) ([]
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	hc, authn, err := ac.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := authn.SetHTTP(req); err != nil {
+		return nil, nil, err
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, nil, err
 	}

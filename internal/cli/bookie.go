@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/bookie"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
@@ -58,7 +59,7 @@ func (a *app) bookieCmd() *cobra.Command {
 			return err
 		}
 		bk, err := bookie.Start(ctx, cfg, bookie.Options{
-			Logger: logger, Registerer: reg, OpenStorage: openBookieStorage, OpenMetadata: openMetadataStore,
+			Logger: logger, Registerer: reg, OpenStorage: openBookieStorage, OpenMetadata: metadataOpener(cfg.MetadataTLS),
 		})
 		if err != nil {
 			stopMetrics()
@@ -120,11 +121,16 @@ func startAuditor(ctx context.Context, cfg config.BookieConfig, name string, reg
 	if !cfg.AutoRecoveryDaemonEnabled || cfg.MetadataStoreURL == "" {
 		return func() {}, nil
 	}
-	store, err := openMetadataStore(ctx, cfg.MetadataStoreURL, logger)
+	store, err := metadataOpener(cfg.MetadataTLS)(ctx, cfg.MetadataStoreURL, logger)
 	if err != nil {
 		return nil, err
 	}
-	bookies := bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger, MaxFrameSize: cfg.MaxFrameSizeBytes})
+	bkTLS, err := auth.BookieClientTLS(cfg.Ledger.TLS, logger)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	bookies := bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger, MaxFrameSize: cfg.MaxFrameSizeBytes, TLS: bkTLS})
 	aud, err := ledger.NewAuditor(ctx, ledger.AuditorOptions{
 		Config: cfg.Ledger, Store: store, Bookies: bookies, Logger: logger, Registerer: reg, Name: name,
 	})
@@ -193,9 +199,20 @@ func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg 
 	return storage.Open(cfg, logger, reg)
 }
 
-// openMetadataStore dials the metadata store named by url.
+// openMetadataStore dials the metadata store named by url, in plaintext.
 func openMetadataStore(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
 	return connect.Open(ctx, url, logger)
+}
+
+// metadataOpener dials the metadata store over TLS when metadataStoreConfigPath says so.
+func metadataOpener(tc config.MetadataClientTLSConfig) func(context.Context, string, *slog.Logger) (metadata.Store, error) {
+	return func(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
+		t, err := auth.MetadataClientTLS(tc, logger)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return connect.OpenTLS(ctx, url, t, logger)
+	}
 }
 
 // aliasFlags makes the short flag names in aliases (BookKeeper's and Pulsar's spellings)

@@ -22,6 +22,7 @@ type clientOptions struct {
 	// urlSet says --url was given; without it brokerServiceUrl of --config (client.conf) counts.
 	urlSet func() bool
 	app    *app
+	sec    clientSecurity // --auth-plugin, --auth-params, TLS flags (clientconf.go)
 }
 
 // clientCmd is `magnetar client produce|consume|read`, pulsar-client's verbs and flags,
@@ -36,25 +37,31 @@ func (a *app) clientCmd() *cobra.Command {
 	urlFlag := cmd.PersistentFlags().Lookup("url")
 	opts.urlSet = func() bool { return urlFlag.Changed }
 	cmd.PersistentFlags().DurationVar(&opts.timeout, "operation-timeout", 30*time.Second, "timeout of each client operation")
+	opts.sec.bind(cmd.PersistentFlags())
 	cmd.AddCommand(a.produceCmd(opts), a.consumeCmd(opts), a.readCmd(opts))
 	return cmd
 }
 
 func (o *clientOptions) connect() (pulsar.Client, error) {
+	cc, err := o.app.clientConfig()
+	if err != nil {
+		return nil, err
+	}
 	url := o.url
 	if !o.urlSet() {
-		cc, err := o.app.clientConfig()
-		if err != nil {
-			return nil, err
-		}
 		url = cc.BrokerServiceURL
 	}
-	c, err := pulsar.NewClient(pulsar.ClientOptions{
+	o.sec.load(cc)
+	opts := pulsar.ClientOptions{
 		URL:               url,
 		OperationTimeout:  o.timeout,
 		ConnectionTimeout: o.timeout,
 		Logger:            plog.NewLoggerWithSlog(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
-	})
+	}
+	if err := o.sec.pulsarOptions(&opts); err != nil {
+		return nil, err
+	}
+	c, err := pulsar.NewClient(opts)
 	if err != nil {
 		return nil, usageError(fmt.Errorf("client: %w", err))
 	}

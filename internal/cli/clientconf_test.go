@@ -16,7 +16,7 @@ func TestToolsReadClientConf(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "client.conf")
 	body := "webServiceUrl=" + u + "/\n" +
 		"brokerServiceUrl=pulsar://" + shared.sa.BrokerAddr() + "/\n" +
-		"authPlugin=\nauthParams=\ntlsAllowInsecureConnection=false\n"
+		"authPlugin=\nauthParams=\ntlsAllowInsecureConnection=false\nuseKeyStoreTls=false\n"
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestToolsReadClientConf(t *testing.T) {
 	if strings.TrimSpace(out) != "standalone" {
 		t.Fatalf("admin through client.conf: %q", out)
 	}
-	if !strings.Contains(errOut, "do not apply here were ignored: authParams authPlugin tlsAllowInsecureConnection") {
+	if !strings.Contains(errOut, "do not apply here were ignored: useKeyStoreTls") {
 		t.Errorf("warning: %q", errOut)
 	}
 	runTool("client", "produce", "persistent://public/default/clientconf", "-m", "hello")

@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -129,6 +130,12 @@ func validHost(h string) bool {
 
 // Open parses url and opens the store it names. For etcd it checks that the cluster answers.
 func Open(ctx context.Context, url string, logger *slog.Logger) (metadata.Store, error) {
+	return OpenTLS(ctx, url, nil, logger)
+}
+
+// OpenTLS is Open over TLS: with tc set, etcd members are dialled as https:// with tc (the
+// members' CA and this client's certificate).
+func OpenTLS(ctx context.Context, url string, tc *tls.Config, logger *slog.Logger) (metadata.Store, error) {
 	t, err := ParseURL(url)
 	if err != nil {
 		return nil, err
@@ -137,6 +144,12 @@ func Open(ctx context.Context, url string, logger *slog.Logger) (metadata.Store,
 	case "memory":
 		return memory(t.Name).NewClient(), nil
 	default:
+		if tc != nil {
+			t.Etcd.TLS = tc
+			for i, e := range t.Etcd.Endpoints {
+				t.Etcd.Endpoints[i] = "https://" + strings.TrimPrefix(e, "http://")
+			}
+		}
 		return etcdstore.Open(ctx, t.Etcd, logger)
 	}
 }

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,6 +27,7 @@ type Embedded struct {
 	etcd   *embed.Etcd
 	logger *slog.Logger
 	name   string
+	tls    bool // client URLs are https://
 	quiet  *atomic.Bool // set while closing: etcd logs each closed listener as an error
 
 	closeOnce sync.Once
@@ -72,6 +74,9 @@ func embedConfig(cfg config.MetadataConfig, logger *slog.Logger, quiet *atomic.B
 	ec.PreVote = true
 	// The member serves etcd clients only: no HTTP gateway, no extra metrics listener.
 	ec.EnableGRPCGateway = false
+	if err := applyTLS(ec, cfg.TLS); err != nil {
+		return nil, err
+	}
 	ec.Logger = "zap"
 	ec.LogLevel = "warn"
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapToSlogQuiet(logger, quiet))
@@ -129,7 +134,7 @@ func StartEmbedded(ctx context.Context, cfg config.MetadataConfig, logger *slog.
 		abort()
 		return nil, fmt.Errorf("%w: %w", ErrEmbedNotReady, ctx.Err())
 	}
-	m := &Embedded{etcd: e, logger: logger, name: cfg.Name, quiet: quiet}
+	m := &Embedded{etcd: e, logger: logger, name: cfg.Name, quiet: quiet, tls: cfg.TLS.CertFile != ""}
 	logger.Info("metadata member ready", "clientURLs", m.ClientURLs(), "dataDir", cfg.DataDir)
 	return m, nil
 }
@@ -138,15 +143,26 @@ func StartEmbedded(ctx context.Context, cfg config.MetadataConfig, logger *slog.
 // config is replaced by the port the system chose).
 func (m *Embedded) ClientURLs() []string {
 	var out []string
+	scheme := "http://"
+	if m.tls {
+		scheme = "https://"
+	}
 	for _, l := range m.etcd.Clients {
-		out = append(out, "http://"+l.Addr().String())
+		out = append(out, scheme+l.Addr().String())
 	}
 	return out
 }
 
 // Open returns a Store connected to this member through its client URLs.
 func (m *Embedded) Open(ctx context.Context, logger *slog.Logger) (*Store, error) {
-	return Open(ctx, DefaultOptions(m.ClientURLs()...), logger)
+	return m.OpenTLS(ctx, nil, logger)
+}
+
+// OpenTLS is Open with a client TLS config, for a member serving https:// client URLs.
+func (m *Embedded) OpenTLS(ctx context.Context, tc *tls.Config, logger *slog.Logger) (*Store, error) {
+	o := DefaultOptions(m.ClientURLs()...)
+	o.TLS = tc
+	return Open(ctx, o, logger)
 }
 
 // Err reports a fatal error of the running member (for example its disk failed).
@@ -168,4 +184,29 @@ func (m *Embedded) Close() {
 		m.quiet.Store(true)
 		m.etcd.Close()
 	})
+}
+
+// applyTLS sets the member's client and peer TLS: https:// URLs need a certificate, and
+// with client-cert-auth every client (or peer) must present one from the trusted CA.
+func applyTLS(ec *embed.Config, t config.MetadataServerTLSConfig) error {
+	https := func(us []url.URL) bool {
+		for _, u := range us {
+			if u.Scheme == "https" {
+				return true
+			}
+		}
+		return false
+	}
+	if https(ec.ListenClientUrls) != (t.CertFile != "") {
+		return fmt.Errorf("%w: https:// client URLs and metadataCertFile go together (listen %v)", ErrEmbedConfig, ec.ListenClientUrls)
+	}
+	if https(ec.ListenPeerUrls) != (t.PeerCertFile != "") {
+		return fmt.Errorf("%w: https:// peer URLs and metadataPeerCertFile go together (listen %v)", ErrEmbedConfig, ec.ListenPeerUrls)
+	}
+	ec.ClientTLSInfo.CertFile, ec.ClientTLSInfo.KeyFile = t.CertFile, t.KeyFile
+	ec.ClientTLSInfo.TrustedCAFile, ec.ClientTLSInfo.ClientCertAuth = t.TrustedCAFile, t.ClientCertAuth
+	ec.PeerTLSInfo.CertFile, ec.PeerTLSInfo.KeyFile = t.PeerCertFile, t.PeerKeyFile
+	ec.PeerTLSInfo.TrustedCAFile, ec.PeerTLSInfo.ClientCertAuth = t.PeerTrustedCAFile, t.PeerClientCertAuth
+	ec.ClientAutoTLS, ec.PeerAutoTLS = false, false
+	return nil
 }

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ type Options struct {
 	MaxWatchBacklog int
 	// ListPageSize is how many keys one List round trip fetches. Default 1000.
 	ListPageSize int64
+	// TLS, when set, is used towards https:// endpoints: the members' CA and this client's
+	// certificate (etcd's credential when the members require client certificates).
+	TLS *tls.Config
 }
 
 // DefaultOptions returns the defaults for endpoints.
@@ -63,6 +67,7 @@ func Open(ctx context.Context, opts Options, logger *slog.Logger) (*Store, error
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:   opts.Endpoints,
 		DialTimeout: opts.DialTimeout,
+		TLS:         opts.TLS,
 		Logger:      zapToSlog(logger),
 		// Without keep-alive pings a silently dead member would hold a watch forever.
 		DialKeepAliveTime:    10 * time.Second,

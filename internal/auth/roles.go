@@ -1,0 +1,67 @@
+package auth
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+)
+
+// TLS configs of the roles' internal clients, from their config keys.
+
+// BookieClientTLS is the ledger client's TLS towards bookies (Pulsar's bookkeeperTLS*
+// keys); nil when the bookies are plaintext.
+func BookieClientTLS(cfg config.BookieClientTLSConfig, log *slog.Logger) (*tls.Config, error) {
+	if !cfg.Enabled() {
+		return nil, nil
+	}
+	o := ClientTLSOptions{TrustCertsFile: cfg.TrustCertsFilePath,
+		Refresh: time.Duration(cfg.CertFilesRefreshDurationSeconds) * time.Second, Logger: log}
+	if cfg.ClientAuthentication {
+		o.CertFile, o.KeyFile = cfg.CertificateFilePath, cfg.KeyFilePath
+	}
+	return NewClientTLS(o)
+}
+
+// MetadataClientTLS is a role's TLS towards etcd, from the file metadataStoreConfigPath
+// names (Pulsar's etcd settings: useTls, tlsTrustCertsFilePath, tlsCertificateFilePath,
+// tlsKeyFilePath; YAML "key: value" or properties "key=value" lines). nil: plaintext.
+func MetadataClientTLS(cfg config.MetadataClientTLSConfig, log *slog.Logger) (*tls.Config, error) {
+	if cfg.ConfigPath == "" {
+		return nil, nil
+	}
+	b, err := readFileLimited(cfg.ConfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w: metadataStoreConfigPath: %w", ErrBadConfig, err)
+	}
+	kv := map[string]string{}
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line == "---" {
+			continue
+		}
+		i := strings.IndexAny(line, ":=")
+		if i <= 0 {
+			return nil, fmt.Errorf("%w: metadataStoreConfigPath %s line %d: want key: value", ErrBadConfig, cfg.ConfigPath, n+1)
+		}
+		kv[strings.TrimSpace(line[:i])] = strings.Trim(strings.TrimSpace(line[i+1:]), `"'`)
+	}
+	if use, _ := strconv.ParseBool(kv["useTls"]); !use {
+		return nil, nil
+	}
+	return NewClientTLS(ClientTLSOptions{TrustCertsFile: kv["tlsTrustCertsFilePath"], CertFile: kv["tlsCertificateFilePath"],
+		KeyFile: kv["tlsKeyFilePath"], Refresh: 5 * time.Minute, Logger: log,
+		// etcd members are dialled by the names in the metadata URL, so check them.
+		VerifyHostname: true})
+}
+
+// WriteMetadataClientConfig writes a metadataStoreConfigPath file (dev-cluster, tests).
+func WriteMetadataClientConfig(path, trust, cert, key string) error {
+	body := fmt.Sprintf("useTls: true\ntlsTrustCertsFilePath: %s\ntlsCertificateFilePath: %s\ntlsKeyFilePath: %s\n", trust, cert, key)
+	return os.WriteFile(path, []byte(body), 0o600)
+}
