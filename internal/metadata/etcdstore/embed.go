@@ -27,7 +27,7 @@ type Embedded struct {
 	etcd   *embed.Etcd
 	logger *slog.Logger
 	name   string
-	tls    bool // client URLs are https://
+	tls    bool         // client URLs are https://
 	quiet  *atomic.Bool // set while closing: etcd logs each closed listener as an error
 
 	closeOnce sync.Once
