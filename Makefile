@@ -119,3 +119,12 @@ bench-startup: build
 .PHONY: kafka-compat
 kafka-compat:
 	$(GO) test -tags $(TAGS),kafkacompat -count=1 -timeout 30m -run 'Kafka|Connect' ./internal/kafka/... ./internal/testenv/...
+
+# Kafka comparison (issue 19): Magnetar over its Kafka listener (franz-go), the same
+# standalone over the Pulsar protocol, and Apache Kafka (Maven Central, KRaft, one JVM) on
+# this machine, interleaved, same durability both sides (D1 fsync before ack: Kafka
+# log.flush.interval.messages=1; D2 no fsync). Report: docs/bench-compare-kafka.md.
+# BENCH_FLAGS as for bench-compare, e.g. BENCH_FLAGS='-workloads W2,W3 -measure 60s'.
+.PHONY: bench-compare-kafka
+bench-compare-kafka: build
+	cd bench && $(GO) run ./cmd/bench-compare -repo .. -peer kafka -out docs/bench-compare-kafka.md -png docs/bench-compare-kafka.png -json bench/results/kafka-results.json -command "make bench-compare-kafka BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)

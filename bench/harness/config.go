@@ -51,6 +51,12 @@ type Config struct {
 	OutJSON  string // raw results
 	Command  string // the command line, recorded in the report
 
+	// Peer is what Magnetar is compared with: "nats" (issue 10: NATS JetStream over the
+	// Pulsar protocol) or "kafka" (issue 19: Apache Kafka, with Magnetar over its Kafka
+	// listener and over the Pulsar protocol, kafka.go).
+	Peer      string
+	KafkaHeap string // Apache Kafka's -Xmx
+
 	NATSVersion        string
 	NATSPort           int
 	MagnetarBin        string
@@ -87,6 +93,8 @@ func DefaultConfig() Config {
 		OutPNG:       "docs/bench-compare.png",
 		OutJSON:      "",
 		NATSVersion:  "v2.15.2",
+		Peer:         "nats",
+		KafkaHeap:    "1g",
 		NATSPort:     0,
 		MagnetarBin:  "bin/magnetar",
 		// Fresh free ports per start ({name} placeholders, see expandPorts), so the harness
@@ -125,6 +133,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	fs.StringVar(&c.OutMD, "out", c.OutMD, "markdown report path (relative to -repo)")
 	fs.StringVar(&c.OutPNG, "png", c.OutPNG, "plot path (relative to -repo)")
 	fs.StringVar(&c.OutJSON, "json", c.OutJSON, "raw results JSON path (default <workdir>/results.json)")
+	fs.StringVar(&c.Peer, "peer", c.Peer, "what Magnetar is compared with: nats, or kafka (Apache Kafka; Magnetar over Kafka and Pulsar protocols)")
+	fs.StringVar(&c.KafkaHeap, "kafka-heap", c.KafkaHeap, "Apache Kafka's JVM heap (-Xmx) in a -peer kafka run")
 	fs.StringVar(&c.NATSVersion, "nats-version", c.NATSVersion, "nats-server version installed from the Go module proxy")
 	fs.IntVar(&c.NATSPort, "nats-port", c.NATSPort, "NATS client port on 127.0.0.1 (0: a free port per start)")
 	fs.StringVar(&c.MagnetarBin, "magnetar-bin", c.MagnetarBin, "magnetar binary (relative to -repo)")
@@ -227,6 +237,9 @@ func (c *Config) Validate() error {
 	}
 	if c.NATSPort < 0 || c.NATSPort > 65535 {
 		bad("nats-port: out of range")
+	}
+	if c.Peer != "nats" && c.Peer != "kafka" {
+		bad("peer: %q is not nats or kafka", c.Peer)
 	}
 	if c.ReadyTimeout <= 0 {
 		bad("ready-timeout: must be > 0")

@@ -24,6 +24,8 @@ type Env struct {
 	GoMaxProcs  int
 	GitSHA      string
 	NATSVersion string
+	// KafkaVersion describes the Apache Kafka peer of a -peer kafka run.
+	KafkaVersion string
 	NATSConfD1  string // sha256 prefix of the generated config
 	NATSConfD2  string
 	Load1       string

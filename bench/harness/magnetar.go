@@ -17,6 +17,7 @@ import (
 
 // magnetarSystem runs `magnetar standalone` and drives it with pulsar-client-go.
 type magnetarSystem struct {
+	name       string // "" is "magnetar"; "magnetar-pulsar" in a Kafka run
 	bin        string
 	baseArgs   string
 	extra      []string
@@ -27,7 +28,12 @@ type magnetarSystem struct {
 	gomaxprocs int
 }
 
-func (m *magnetarSystem) Name() string { return "magnetar" }
+func (m *magnetarSystem) Name() string {
+	if m.name != "" {
+		return m.name
+	}
+	return "magnetar"
+}
 
 // Args is the standalone command line for a mode, recorded in the report.
 func (m *magnetarSystem) Args(d Durability, dir string, ports map[string]string) []string {

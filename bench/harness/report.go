@@ -25,7 +25,12 @@ func Markdown(res *Results, cfg Config) string {
 	p("- One machine, loopback, both servers and the load generator share the same cores; replication 1 on both sides.\n")
 	p("- At start: load1 %s, PSI cpu some avg10 %s, fsync probe (500 x 4 KiB prealloc fdatasync) p50 %s p99 %s. Per-block load is in the JSON.\n", e.Load1, e.PSICPU, e.FsyncP50, e.FsyncP99)
 	p("- Magnetar: git %s; %s.\n", e.GitSHA, e.Magnetar)
-	p("- Peer: %s from the Go module proxy; generated config sha256 D1 %s (sync_interval: always), D2 %s (default 2m sync).\n", e.NATSVersion, e.NATSConfD1, e.NATSConfD2)
+	if e.KafkaVersion != "" {
+		p("- Peer: %s. Systems: magnetar = Magnetar over its Kafka listener (franz-go), magnetar-pulsar = the same standalone over the Pulsar protocol (pulsar-client-go), kafka = Apache Kafka (franz-go). franz-go: acks=all, idempotent, no compression, window as below, partition consumers from the start.\n", e.KafkaVersion)
+		p("- Kafka durability: D1 %s; D2 %s.\n", KafkaDurability(D1), KafkaDurability(D2))
+	} else {
+		p("- Peer: %s from the Go module proxy; generated config sha256 D1 %s (sync_interval: always), D2 %s (default 2m sync).\n", e.NATSVersion, e.NATSConfD1, e.NATSConfD2)
+	}
 	p("- Load: Go generators in one process, same shape for both; window %d unacked messages per producer; Magnetar via pulsar-client-go v0.19.0 (batching 1 ms / 1,000 msgs; off in W9), NATS via nats.go JetStream async publish; nats-atomic = atomic batches of %d (one commit per batch). One client connection per producer and per consumer.\n", cfg.Window, cfg.AtomicBatch)
 	p("- Blocks: warm-up %s, measure %s, %d pairs, interleaved A B (B A) with a fresh server and data directory per block. Latency: publish = send (or intended send, open loop) to ack; e2e = payload ns timestamp to consumer receipt. HdrHistogram, µs, 3 digits.\n\n", cfg.Warmup, cfg.Measure, cfg.Pairs)
 	p("Durability: %s.  \n%s.\n\n", D1.Describe(), D2.Describe())
@@ -89,7 +94,7 @@ func Markdown(res *Results, cfg Config) string {
 	}
 	p("## Startup to ready\n\nProcess start until the port accepts and a first publish is acknowledged (Magnetar: also /status.html when -magnetar-http is set), over every block of the run.\n\n")
 	p("| system | median ms | min ms | max ms | idle RSS MiB (median) | blocks |\n|---|---|---|---|---|---|\n")
-	for _, sys := range []string{"magnetar", "nats", "nats-atomic"} {
+	for _, sys := range reportSystems {
 		var bs []Block
 		for _, b := range res.Blocks {
 			if b.System == sys && b.Failed == "" {
@@ -142,7 +147,7 @@ func Markdown(res *Results, cfg Config) string {
 
 func measured(bs []Block) []string {
 	var out []string
-	for _, sys := range []string{"magnetar", "nats", "nats-atomic"} {
+	for _, sys := range reportSystems {
 		for _, b := range bs {
 			if b.System == sys && b.Failed == "" {
 				out = append(out, sys)
@@ -158,7 +163,7 @@ func measured(bs []Block) []string {
 
 func systemsOf(bs []Block, spec string) []string {
 	var out []string
-	for _, sys := range []string{"magnetar", "nats", "nats-atomic"} {
+	for _, sys := range reportSystems {
 		for _, b := range bs {
 			if b.Spec == spec && b.System == sys {
 				out = append(out, sys)
@@ -283,6 +288,13 @@ func targets(res *Results) [][2]string {
 		return find(func(s Spec) bool { return s.MaxRate() && s.Durability == d })
 	}
 	tput := func(b Block) float64 { return b.MsgPerS }
+	if res.Config.Peer == "kafka" {
+		return [][2]string{
+			{"D1 Kafka-protocol throughput on Magnetar >= Apache Kafka", eval(maxD(D1), "kafka", tput, func(r float64) bool { return r >= 1 })},
+			{"D2 Kafka-protocol throughput on Magnetar >= Apache Kafka", eval(maxD(D2), "kafka", tput, func(r float64) bool { return r >= 1 })},
+			{"publish p99 at half of Kafka's max <= Kafka", eval(find(func(s Spec) bool { return s.RateHalf }), "kafka", func(b Block) float64 { return b.PubP99 }, func(r float64) bool { return r <= 1 })},
+		}
+	}
 	return [][2]string{
 		{"D1 throughput >= 5x NATS async", eval(maxD(D1), "nats", tput, func(r float64) bool { return r >= 5 })},
 		{"D1 throughput >= 1x NATS atomic batches", eval(maxD(D1), "nats-atomic", tput, func(r float64) bool { return r >= 1 })},
@@ -350,3 +362,6 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// reportSystems are the system names tables list, in order (absent ones are skipped).
+var reportSystems = []string{"magnetar", "magnetar-pulsar", "nats", "nats-atomic", "kafka"}

@@ -71,13 +71,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	res.Env.NATSConfD1 = ConfigHash(NATSConfig(0, "js", D1))
 	res.Env.NATSConfD2 = ConfigHash(NATSConfig(0, "js", D2))
 
-	natsBin, err := EnsureNATS(ctx, cfg.CacheDir, cfg.NATSVersion)
-	if err != nil {
-		return nil, err
+	var nats, natsAtomic *natsSystem
+	if cfg.Peer == "nats" {
+		natsBin, err := EnsureNATS(ctx, cfg.CacheDir, cfg.NATSVersion)
+		if err != nil {
+			return nil, err
+		}
+		res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
+		nats = &natsSystem{bin: natsBin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
+		natsAtomic = &natsSystem{bin: natsBin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs}
+	} else {
+		res.Env.KafkaVersion = kafkaEnv()
 	}
-	res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
-	nats := &natsSystem{bin: natsBin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
-	natsAtomic := &natsSystem{bin: natsBin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs}
 	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), baseArgs: cfg.MagnetarBaseArgs, extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
 		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
 
@@ -95,20 +100,29 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 			break
 		}
 		if spec.RateHalf {
-			peak := r.median(spec.RateOf, "nats", func(b Block) float64 { return b.MsgPerS })
+			peak := r.median(spec.RateOf, cfg.Peer, func(b Block) float64 { return b.MsgPerS })
 			if peak <= 0 {
-				res.Skipped[spec.Name] = "needs " + spec.RateOf + " NATS max rate from this run"
+				res.Skipped[spec.Name] = "needs " + spec.RateOf + " " + cfg.Peer + " max rate from this run"
 				continue
 			}
 			spec.Rate = peak / 2
 		}
 		systems := []System{}
-		if magOK {
-			systems = append(systems, mag)
-		}
-		systems = append(systems, nats)
-		if spec.Durability == D1 && spec.MaxRate() && spec.Partitions == 1 && cfg.AtomicBatch > 0 {
-			systems = append(systems, natsAtomic)
+		if cfg.Peer == "kafka" {
+			pulsarSide := *mag
+			pulsarSide.name = "magnetar-pulsar"
+			if magOK {
+				systems = append(systems, &magnetarKafkaSystem{m: mag}, &pulsarSide)
+			}
+			systems = append(systems, &kafkaSystem{window: cfg.Window, heap: cfg.KafkaHeap})
+		} else {
+			if magOK {
+				systems = append(systems, mag)
+			}
+			systems = append(systems, nats)
+			if spec.Durability == D1 && spec.MaxRate() && spec.Partitions == 1 && cfg.AtomicBatch > 0 {
+				systems = append(systems, natsAtomic)
+			}
 		}
 		for pair := 0; pair < cfg.Pairs; pair++ {
 			order := slices.Clone(systems)

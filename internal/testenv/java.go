@@ -99,16 +99,36 @@ func (s *syncBuffer) String() string {
 // StartJava starts main in the background; Stop (registered with tb.Cleanup) kills it.
 func StartJava(tb testing.TB, classpath []string, main string, args []string, o JavaOptions) *Process {
 	tb.Helper()
-	bin, err := javaBin()
+	p, err := StartJavaProcess(classpath, main, args, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return Start(tb, bin, javaArgs(classpath, main, args, o), o.Env, o.Dir)
+	tb.Cleanup(p.Stop)
+	return p
+}
+
+// StartJavaProcess is StartJava for callers without a testing.TB; they call Stop.
+func StartJavaProcess(classpath []string, main string, args []string, o JavaOptions) (*Process, error) {
+	bin, err := javaBin()
+	if err != nil {
+		return nil, err
+	}
+	return StartProcess(bin, javaArgs(classpath, main, args, o), o.Env, o.Dir)
 }
 
 // Start starts a program in its own process group; tb.Cleanup kills the group.
 func Start(tb testing.TB, bin string, args, env []string, dir string) *Process {
 	tb.Helper()
+	p, err := StartProcess(bin, args, env, dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(p.Stop)
+	return p
+}
+
+// StartProcess starts a program in its own process group; the caller calls Stop.
+func StartProcess(bin string, args, env []string, dir string) (*Process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
@@ -116,12 +136,14 @@ func Start(tb testing.TB, bin string, args, env []string, dir string) *Process {
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		tb.Fatalf("testenv: starting %s: %v", bin, err)
+		return nil, fmt.Errorf("testenv: starting %s: %w", bin, err)
 	}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
-	tb.Cleanup(p.Stop)
-	return p
+	return p, nil
 }
+
+// Pid is the process id (its process group id too).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Output is what the process printed so far.
 func (p *Process) Output() string { return p.out.String() }

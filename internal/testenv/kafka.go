@@ -56,10 +56,26 @@ type KafkaBroker struct {
 // stops it.
 func StartKafka(tb testing.TB, o KafkaOptions) *KafkaBroker {
 	tb.Helper()
-	cp := KafkaClasspath(tb)
-	dir := o.Dir
-	if dir == "" {
-		dir = tb.TempDir()
+	if o.Dir == "" {
+		o.Dir = tb.TempDir()
+	}
+	b, err := StartKafkaServer(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(b.Stop)
+	return b
+}
+
+// StartKafkaServer is StartKafka for callers without a testing.TB (the benchmark
+// harness); o.Dir is required and the caller calls Stop.
+func StartKafkaServer(o KafkaOptions) (*KafkaBroker, error) {
+	if o.Dir == "" {
+		return nil, fmt.Errorf("testenv: StartKafkaServer needs a directory")
+	}
+	cp, err := FetchMaven("kafka-"+KafkaVersion, KafkaArtifacts...)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: fetching Apache Kafka from Maven Central: %w", err)
 	}
 	heap := o.Heap
 	if heap == "" {
@@ -67,18 +83,77 @@ func StartKafka(tb testing.TB, o KafkaOptions) *KafkaBroker {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		b, err := startKafkaOnce(tb, cp, dir, heap, o.Props)
+		b, err := startKafkaOnce(cp, o.Dir, heap, o.Props)
 		if err == nil {
-			return b
+			return b, nil
 		}
 		lastErr = err
 	}
-	tb.Fatalf("testenv: Apache Kafka did not start: %v", lastErr)
-	return nil
+	return nil, fmt.Errorf("testenv: Apache Kafka did not start: %w", lastErr)
 }
 
-func startKafkaOnce(tb testing.TB, cp []string, dir, heap string, extra []string) (*KafkaBroker, error) {
-	port, cport := FreePort(tb), FreePort(tb)
+func startKafkaOnce(cp []string, dir, heap string, extra []string) (*KafkaBroker, error) {
+	bin, args, addr, err := kafkaCommand(cp, dir, heap, extra)
+	if err != nil {
+		return nil, err
+	}
+	proc, err := StartProcess(bin, args, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	b := &KafkaBroker{Addr: addr, Dir: dir, Classpath: cp, proc: proc}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if exited, err := proc.Exited(); exited {
+			return nil, fmt.Errorf("broker exited: %v\n%s", err, tail(proc.Output(), 4000))
+		}
+		if KafkaReady(addr, proc.Output()) {
+			return b, nil
+		}
+		if time.Now().After(deadline) {
+			proc.Kill()
+			return nil, fmt.Errorf("broker not ready after 3 minutes\n%s", tail(proc.Output(), 4000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// KafkaReady tells whether a broker started by KafkaCommand, whose output so far is out,
+// accepts clients on addr.
+func KafkaReady(addr, out string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return strings.Contains(out, "Kafka Server started") || strings.Contains(out, "started (kafka.server.KafkaRaftServer)")
+}
+
+// KafkaCommand fetches Apache Kafka (once), formats a KRaft log directory under o.Dir for a
+// broker+controller on free loopback ports and returns the java command line that starts
+// it and its PLAINTEXT address. It is for callers that run processes their own way (the
+// benchmark harness samples the JVM's /proc); others use StartKafka.
+func KafkaCommand(o KafkaOptions) (bin string, args []string, addr string, err error) {
+	cp, err := FetchMaven("kafka-"+KafkaVersion, KafkaArtifacts...)
+	if err != nil {
+		return "", nil, "", err
+	}
+	heap := o.Heap
+	if heap == "" {
+		heap = "512m"
+	}
+	return kafkaCommand(cp, o.Dir, heap, o.Props)
+}
+
+func kafkaCommand(cp []string, dir, heap string, extra []string) (string, []string, string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, "", err
+	}
+	cport, err := freePort()
+	if err != nil {
+		return "", nil, "", err
+	}
 	logs := filepath.Join(dir, "kraft-logs")
 	_ = os.RemoveAll(logs)
 	props := []string{
@@ -101,13 +176,16 @@ func startKafkaOnce(tb testing.TB, cp []string, dir, heap string, extra []string
 		"share.coordinator.state.topic.min.isr=1",
 	}
 	props = append(props, extra...)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, "", err
+	}
 	cfg := filepath.Join(dir, "server.properties")
 	if err := os.WriteFile(cfg, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
-		return nil, err
+		return "", nil, "", err
 	}
 	log4j := filepath.Join(dir, "log4j.properties")
 	if err := os.WriteFile(log4j, []byte(quietLog4j), 0o644); err != nil {
-		return nil, err
+		return "", nil, "", err
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:])
@@ -116,28 +194,14 @@ func startKafkaOnce(tb testing.TB, cp []string, dir, heap string, extra []string
 	defer cancel()
 	jo := JavaOptions{Heap: "256m", Props: map[string]string{"log4j.configuration": "file:" + log4j}}
 	if out, err := RunJava(ctx, cp, "kafka.tools.StorageTool", []string{"format", "-t", clusterID, "-c", cfg}, jo); err != nil {
-		return nil, fmt.Errorf("formatting the KRaft log directory: %w\n%s", err, tail(out, 4000))
+		return "", nil, "", fmt.Errorf("formatting the KRaft log directory: %w\n%s", err, tail(out, 4000))
+	}
+	bin, err := javaBin()
+	if err != nil {
+		return "", nil, "", err
 	}
 	jo.Heap = heap
-	proc := StartJava(tb, cp, "kafka.Kafka", []string{cfg}, jo)
-	b := &KafkaBroker{Addr: "127.0.0.1:" + strconv.Itoa(port), Dir: dir, Classpath: cp, proc: proc}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		if exited, err := proc.Exited(); exited {
-			return nil, fmt.Errorf("broker exited: %v\n%s", err, tail(proc.Output(), 4000))
-		}
-		if c, err := net.DialTimeout("tcp", b.Addr, time.Second); err == nil {
-			_ = c.Close()
-			if strings.Contains(proc.Output(), "Kafka Server started") || strings.Contains(proc.Output(), "started (kafka.server.KafkaRaftServer)") {
-				return b, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			proc.Kill()
-			return nil, fmt.Errorf("broker not ready after 3 minutes\n%s", tail(proc.Output(), 4000))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return bin, javaArgs(cp, "kafka.Kafka", []string{cfg}, jo), "127.0.0.1:" + strconv.Itoa(port), nil
 }
 
 // Output is the broker's log so far.
@@ -145,6 +209,9 @@ func (b *KafkaBroker) Output() string { return b.proc.Output() }
 
 // Stop stops the broker (SIGTERM, then SIGKILL).
 func (b *KafkaBroker) Stop() { b.proc.Stop() }
+
+// Pid is the broker JVM's process id (for /proc sampling).
+func (b *KafkaBroker) Pid() int { return b.proc.Pid() }
 
 // quietLog4j keeps the JVMs' logs to warnings on stdout, plus the start-up line
 // StartKafka waits for.

@@ -32,14 +32,15 @@ func CacheDir(what string) (string, error) {
 // must change when the artifact list changes.
 func MavenClasspath(tb testing.TB, name string, artifacts ...string) []string {
 	tb.Helper()
-	jars, err := mavenClasspath(name, artifacts)
+	jars, err := FetchMaven(name, artifacts...)
 	if err != nil {
 		tb.Fatalf("testenv: fetching %s from Maven Central: %v", name, err)
 	}
 	return jars
 }
 
-func mavenClasspath(name string, artifacts []string) ([]string, error) {
+// FetchMaven is MavenClasspath for callers without a testing.TB (the benchmark harness).
+func FetchMaven(name string, artifacts ...string) ([]string, error) {
 	root, err := CacheDir("maven")
 	if err != nil {
 		return nil, err

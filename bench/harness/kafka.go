@@ -1,0 +1,250 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/magnetar-io/magnetar/internal/testenv"
+)
+
+// The Kafka comparison (issue 19, -peer kafka): three systems per workload variant, all on
+// this machine, interleaved like the NATS run:
+//
+//	magnetar         magnetar standalone, driven over its Kafka listener with franz-go
+//	magnetar-pulsar  the same standalone over the Pulsar protocol with pulsar-client-go
+//	kafka            Apache Kafka (KafkaVersion from Maven Central, KRaft broker+controller
+//	                 in one JVM) driven with franz-go
+//
+// Naming the Kafka-protocol Magnetar "magnetar" makes the report's ratio lines
+// magnetar/kafka (the issue's target) and magnetar/magnetar-pulsar (what the Kafka front
+// end costs against the native protocol).
+//
+// Durability, stated in the report: D1 fsync before the acknowledgement on both sides
+// (Magnetar's journal fsync; Kafka log.flush.interval.messages=1, so each appended batch
+// is flushed before the produce is answered), D2 without fsync (Magnetar
+// journalSyncData=false; Kafka's default, which leaves flushing to the OS). Both
+// acknowledge with acks=all from one replica.
+
+// KafkaDurability describes the Kafka side of each mode for the report.
+func KafkaDurability(d Durability) string {
+	if d == D1 {
+		return "Apache Kafka log.flush.interval.messages=1 (fsync per appended batch before the ack), acks=all, replication 1"
+	}
+	return "Apache Kafka defaults (no fsync; the OS writes back), acks=all, replication 1"
+}
+
+// kafkaSystem runs Apache Kafka.
+type kafkaSystem struct {
+	window int
+	heap   string
+}
+
+func (k *kafkaSystem) Name() string { return "kafka" }
+
+func (k *kafkaSystem) Start(ctx context.Context, d Durability, dir string) (*Instance, error) {
+	var props []string
+	if d == D1 {
+		props = append(props, "log.flush.interval.messages=1")
+	}
+	t0 := time.Now()
+	bin, args, addr, err := testenv.KafkaCommand(testenv.KafkaOptions{Dir: filepath.Join(dir, "kafka"), Heap: k.heap, Props: props})
+	if err != nil {
+		return nil, fmt.Errorf("%w: apache kafka: %w", ErrUnavailable, err)
+	}
+	srv, err := startProcess(bin, args, dir, filepath.Join(dir, "server.log"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: start apache kafka: %w", ErrUnavailable, err)
+	}
+	inst := &Instance{srv: srv}
+	if err := waitPort(ctx, srv, addr); err != nil {
+		inst.Stop()
+		return nil, err
+	}
+	drv := &kafkaDriver{addr: addr, window: k.window}
+	if err := kafkaFirstAck(ctx, drv, srv); err != nil {
+		drv.Close()
+		inst.Stop()
+		return nil, err
+	}
+	inst.Ready = time.Since(t0)
+	inst.Drv = drv
+	return inst, nil
+}
+
+// magnetarKafkaSystem is the standalone with its Kafka listener on, driven over it.
+type magnetarKafkaSystem struct {
+	m *magnetarSystem
+}
+
+func (s *magnetarKafkaSystem) Name() string { return "magnetar" }
+
+func (s *magnetarKafkaSystem) Start(ctx context.Context, d Durability, dir string) (*Instance, error) {
+	port, err := freePorts()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + port["port"]
+	m := *s.m
+	m.extra = append(append([]string{}, m.extra...), "--kafka-listeners", "PLAINTEXT://"+addr)
+	inst, err := m.Start(ctx, d, dir)
+	if err != nil {
+		return nil, err
+	}
+	inst.Drv.Close()
+	drv := &kafkaDriver{addr: addr, window: s.m.window}
+	if err := kafkaFirstAck(ctx, drv, inst.srv); err != nil {
+		drv.Close()
+		inst.Drv = nil
+		inst.Stop()
+		return nil, err
+	}
+	inst.Drv = drv
+	return inst, nil
+}
+
+// kafkaFirstAck produces one record and waits for its acknowledgement, retrying while the
+// server comes up.
+func kafkaFirstAck(ctx context.Context, d *kafkaDriver, s *server) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	var last error
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(d.addr), kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.AllISRAcks()))
+		if err == nil {
+			pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			err = cl.ProduceSync(pctx, &kgo.Record{Topic: "bench-ready", Value: []byte("x")}).FirstErr()
+			cancel()
+			cl.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		last = err
+		if s.exited() {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return fmt.Errorf("%w: first produce: %v (server log: %s)", ErrUnavailable, last, s.tail())
+}
+
+// kafkaDriver drives a Kafka-protocol server with franz-go. Partition p of a run is
+// partition p of the topic <base> (created with the run's partition count).
+type kafkaDriver struct {
+	addr   string
+	window int
+
+	mu      sync.Mutex
+	clients []*kgo.Client
+}
+
+func (d *kafkaDriver) client(opts ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(d.addr)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.clients = append(d.clients, cl)
+	d.mu.Unlock()
+	return cl, nil
+}
+
+func (d *kafkaDriver) Prepare(ctx context.Context, base string, partitions int) error {
+	cl, err := d.client()
+	if err != nil {
+		return err
+	}
+	_, err = kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, base)
+	if err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
+		return err
+	}
+	return nil
+}
+
+func (d *kafkaDriver) NewProducer(ctx context.Context, base string, parts []int, opts ProducerOpts) (Producer, error) {
+	o := []kgo.Opt{kgo.DefaultProduceTopic(base), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(max(d.window, 1)),
+		kgo.ProducerBatchCompression(kgo.NoCompression())}
+	if opts.NoBatching {
+		o = append(o, kgo.MaxProduceRequestsInflightPerBroker(1), kgo.ProducerLinger(0))
+	}
+	cl, err := d.client(o...)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaProducer{cl: cl, ctx: ctx}, nil
+}
+
+func (d *kafkaDriver) NewConsumer(ctx context.Context, base, name string, parts []int) (Consumer, error) {
+	offs := map[int32]kgo.Offset{}
+	for _, p := range parts {
+		offs[int32(p)] = kgo.NewOffset().AtStart()
+	}
+	cl, err := d.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{base: offs}), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaConsumer{cl: cl}, nil
+}
+
+func (d *kafkaDriver) Close() {
+	d.mu.Lock()
+	cls := d.clients
+	d.clients = nil
+	d.mu.Unlock()
+	for _, cl := range cls {
+		cl.Close()
+	}
+}
+
+type kafkaProducer struct {
+	cl  *kgo.Client
+	ctx context.Context
+}
+
+// Publish blocks while the window (MaxBufferedRecords) is full, as the other drivers do.
+func (p *kafkaProducer) Publish(part int, payload []byte, done func(error)) error {
+	p.cl.Produce(p.ctx, &kgo.Record{Partition: int32(part), Value: payload}, func(_ *kgo.Record, err error) { done(err) })
+	return nil
+}
+
+func (p *kafkaProducer) Flush(ctx context.Context) error { return p.cl.Flush(ctx) }
+func (p *kafkaProducer) Close()                          { p.cl.Close() }
+
+type kafkaConsumer struct{ cl *kgo.Client }
+
+// Run delivers payloads until ctx ends; a partition consumer commits nothing (it reads like
+// a reader, from the start).
+func (c *kafkaConsumer) Run(ctx context.Context, fn func(payload []byte)) error {
+	for {
+		fs := c.cl.PollFetches(ctx)
+		if ctx.Err() != nil || fs.IsClientClosed() {
+			return nil
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				ferr = err
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		fs.EachRecord(func(r *kgo.Record) { fn(r.Value) })
+	}
+}
+
+func (c *kafkaConsumer) Close() { c.cl.Close() }
+
+// kafkaEnv is the report's peer line in a Kafka run.
+func kafkaEnv() string {
+	return "Apache Kafka " + testenv.KafkaVersion + " (kafka_2.13 from Maven Central, KRaft, broker+controller in one JVM, " + strconv.Quote("-Xmx1g") + ")"
+}
