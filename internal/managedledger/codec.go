@@ -22,6 +22,9 @@ type ledgerInfo struct {
 	Entries   int64 `json:"entries"`
 	Size      int64 `json:"size"`
 	Timestamp int64 `json:"timestamp"`
+	// Offload is the ledger's tiered-storage state (ml_offload.go); nil = never offloaded.
+	// Copy-on-write: ledgerInfo values are copied between lists, so never modify it in place.
+	Offload *offloadContext `json:"offloadContext,omitempty"`
 }
 
 func encodeMLInfo(info *mlInfo) []byte {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
 // Errors of the managed ledger. Errors from the ledger client and the metadata store are
@@ -43,6 +44,12 @@ type Config struct {
 	MaxLedgerRolloverTime time.Duration
 	// MaxPendingAddEntries bounds adds in flight; beyond it AddEntry fails with ErrTooBusy.
 	MaxPendingAddEntries int
+
+	// Offload is when closed ledgers move to tiered storage and how reads choose between
+	// the copies (namespace/topic offloadPolicies over the broker's keys); Offloader is
+	// where they go (nil: the factory's).
+	Offload   offload.Trigger
+	Offloader offload.Offloader
 
 	// RetentionTime and RetentionSizeBytes keep consumed ledgers: a ledger entirely before
 	// the slowest durable cursor is deleted once it is older than RetentionTime or once the
@@ -97,6 +104,7 @@ func ConfigFrom(c config.ManagedLedgerConfig) Config {
 		MaxReadBatchSize:          c.MaxReadBatchSize,
 		CursorBackloggedThreshold: c.CursorBackloggedThreshold,
 		MaxReadSizeBytes:          c.MaxReadSizeBytes,
+		Offload:                   offload.Policies{}.Trigger(),
 	}
 }
 
@@ -128,6 +136,10 @@ func (c *Config) Validate() error {
 		return bad("cursor backlogged threshold %d must be >= 0", c.CursorBackloggedThreshold)
 	case c.MaxReadSizeBytes < 0:
 		return bad("max read size %d must be >= 0", c.MaxReadSizeBytes)
+	case c.Offload.ReadPriority != offload.ReadTieredStorageFirst && c.Offload.ReadPriority != offload.ReadBookkeeperFirst:
+		return bad("offloaded read priority %q", c.Offload.ReadPriority)
+	case c.Offload.ThresholdBytes < -1 || c.Offload.ThresholdSeconds < -1 || c.Offload.DeletionLagMillis < -1:
+		return bad("offload thresholds and deletion lag must be >= -1")
 	}
 	return nil
 }

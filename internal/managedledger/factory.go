@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 )
 
@@ -31,6 +32,9 @@ type FactoryOptions struct {
 	MetadataRoot string
 	// Registerer receives the factory's metrics (pulsar_ml_*); nil: not exported.
 	Registerer prometheus.Registerer
+	// Offloader is the tiered storage of managed ledgers whose Config names none; nil: no
+	// offload (ledgers already offloaded elsewhere cannot be read).
+	Offloader offload.Offloader
 	// DisableBackground turns off the periodic retention/rollover/cache-age pass; tests that
 	// drive it by hand (CheckRollover, Trim, EvictCache) set it.
 	DisableBackground bool
@@ -57,6 +61,9 @@ type Factory struct {
 
 	stop chan struct{}
 	wg   sync.WaitGroup
+
+	offloader      offload.Offloader
+	offloadDeletes offloadDeleteQueue // refused object deletes, retried (ml_offload.go)
 }
 
 // NewFactory validates the options and starts the background pass.
@@ -77,6 +84,8 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 		ledgers: map[string]*ManagedLedger{},
 		opening: map[string]chan struct{}{},
 		stop:    make(chan struct{}),
+
+		offloader: opts.Offloader,
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
@@ -240,7 +249,9 @@ func (f *Factory) RunMaintenance(ctx context.Context) {
 		if err := ml.Trim(ctx); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFenced) {
 			ml.log.Warn("retention trim failed; retrying at the next check", "err", err)
 		}
+		ml.offloadMaintenance(ctx)
 	}
+	f.retryOffloadDeletes(ctx)
 }
 
 func (f *Factory) openLedgers() []*ManagedLedger {

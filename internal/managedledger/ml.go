@@ -96,6 +96,8 @@ type ManagedLedger struct {
 	readers       map[int64]ledger.Reader
 	// deleteRetries are ledgers whose deletion failed; Trim retries them.
 	deleteRetries []int64
+	// offload is the offload run and its status (ml_offload.go).
+	offload offloadState
 }
 
 // Name is the managed ledger's name (for topics, "tenant/namespace/domain/topic").
@@ -796,7 +798,9 @@ func (ml *ManagedLedger) Delete(ctx context.Context) error {
 	for i, l := range ml.ledgers {
 		ids[i] = l.LedgerID
 	}
+	infos := append([]ledgerInfo(nil), ml.ledgers...)
 	ml.mu.Unlock()
+	ml.deleteOffloaded(infos)
 	var errs []error
 	for _, id := range ids {
 		if err := ml.f.lc.Delete(ctx, id); err != nil && !errors.Is(err, ledger.ErrNoSuchLedger) {

@@ -19,7 +19,10 @@ func (ml *ManagedLedger) readerFor(ctx context.Context, id int64) (ledger.Reader
 	if r != nil {
 		return r, nil
 	}
-	r, err := ml.f.lc.Open(ctx, id, ledger.OpenOptions{Password: cfg.Password})
+	r, err := ml.openOffloaded(ctx, id)
+	if r == nil && err == nil {
+		r, err = ml.f.lc.Open(ctx, id, ledger.OpenOptions{Password: cfg.Password})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("managedledger: %s: opening ledger %d for reading: %w", ml.name, id, err)
 	}

@@ -93,6 +93,7 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 	for _, l := range del {
 		ml.deleteLedgerQuietly(l.LedgerID)
 	}
+	ml.deleteOffloaded(del)
 	ml.log.Debug("trimmed consumed ledgers", "count", len(del), "slowest", slowest.String())
 	return nil
 }

@@ -158,7 +158,7 @@ func FuzzCursorState(f *testing.F) {
 
 // FuzzMetadataInfo checks the JSON decoders of the ledger list and cursor snapshot.
 func FuzzMetadataInfo(f *testing.F) {
-	f.Add(encodeMLInfo(&mlInfo{Ledgers: []ledgerInfo{{1, 10, 100, 5}, {3, 0, 0, 6}}, Terminated: &Position{1, 9}}))
+	f.Add(encodeMLInfo(&mlInfo{Ledgers: []ledgerInfo{{1, 10, 100, 5, nil}, {3, 0, 0, 6, &offloadContext{UUID: "u", Complete: true}}}, Terminated: &Position{1, 9}}))
 	f.Add(encodeCursorInfo(&cursorInfo{CursorsLedgerID: 4, MarkDelete: Position{1, 2}, State: []byte{1, 2, 4, 0}}))
 	f.Add([]byte(`{"ledgers":[{"ledgerId":3},{"ledgerId":2}]}`))
 	f.Add([]byte(`{"state":"!!"}`))

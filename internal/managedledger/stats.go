@@ -122,7 +122,8 @@ func (ml *ManagedLedger) InternalStats() InternalStats {
 		s.CurrentLedgerSize = ml.ledgers[n-1].Size
 	}
 	for _, l := range ml.ledgers {
-		s.Ledgers = append(s.Ledgers, LedgerStats{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp})
+		s.Ledgers = append(s.Ledgers, LedgerStats{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp,
+			Offloaded: l.Offload != nil && l.Offload.Complete})
 	}
 	cursors := ml.cursorListLocked(true)
 	ml.mu.Unlock()
