@@ -13,8 +13,8 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
-	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
 // DefaultMetadataRoot is where managed ledgers keep their ledger lists and cursor snapshots.
