@@ -26,13 +26,13 @@ type Env struct {
 	NATSVersion string
 	// KafkaVersion describes the Apache Kafka peer of a -peer kafka run.
 	KafkaVersion string
-	NATSConfD1  string // sha256 prefix of the generated config
-	NATSConfD2  string
-	Load1       string
-	PSICPU      string
-	FsyncP50    string
-	FsyncP99    string
-	Magnetar    string // "available" or "not available (reason)"
+	NATSConfD1   string // sha256 prefix of the generated config
+	NATSConfD2   string
+	Load1        string
+	PSICPU       string
+	FsyncP50     string
+	FsyncP99     string
+	Magnetar     string // "available" or "not available (reason)"
 }
 
 func readTrim(path string) string {
