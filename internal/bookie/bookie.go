@@ -217,6 +217,11 @@ func advertised(configured, bound string) (string, error) {
 // Addr is the address the bookie listens on (with the real port when configured with :0).
 func (b *Bookie) Addr() string { return b.ln.Addr().String() }
 
+// Ready reports whether the bookie serves and is registered in the metadata store, so ledger
+// clients can place ledgers on it (BookKeeper's /api/v1/bookie/is_ready). A bookie without a
+// metadata store is ready once it serves.
+func (b *Bookie) Ready() bool { return b.reg == nil || b.reg.registered() }
+
 // AdvertisedAddr is the address registered for clients.
 func (b *Bookie) AdvertisedAddr() string { return b.addr }
 

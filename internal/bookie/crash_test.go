@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -208,6 +209,17 @@ func TestProcessCleanShutdownAndFencingSurvive(t *testing.T) {
 	}
 	if got["bookie_server_requests_total"] != 20 || got["bookie_journal_force_write_grouping_count_sum"] < 20 {
 		t.Fatalf("metrics after 20 adds: %v", got)
+	}
+	// BookKeeper's health endpoints beside /metrics (no metadata store: ready once serving).
+	for _, path := range []string{"/heartbeat", "/api/v1/bookie/is_ready"} {
+		resp, err := http.Get("http://" + p.metricsAddr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
 	}
 	if _, err := c.ReadLAC(ctx, p.addr, 9, true, key); err != nil {
 		t.Fatal(err)

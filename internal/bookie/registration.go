@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
@@ -29,6 +30,14 @@ type registrar struct {
 	verify  func(context.Context) error
 	log     *slog.Logger
 	metrics *metrics
+
+	current atomic.Pointer[metadata.Registration] // set while run holds a registration
+}
+
+// registered reports whether a live session holds the registration key with the latest value.
+func (r *registrar) registered() bool {
+	reg := r.current.Load()
+	return reg != nil && reg.Registered()
 }
 
 func (r *registrar) key() string { return bookieproto.RegistrationPrefix + r.reg.Address }
@@ -99,7 +108,8 @@ func (r *registrar) run(ctx context.Context) {
 		backoff = min(2*backoff, r.opts.MaxRetryInterval)
 		state = r.state()
 	}
-	defer func() { _ = reg.Close() }()
+	r.current.Store(reg)
+	defer func() { r.current.Store(nil); _ = reg.Close() }()
 	r.setGauge(state)
 	r.log.Info("bookie registered", "key", r.key(), "state", state)
 	for {

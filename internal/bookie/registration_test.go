@@ -128,11 +128,19 @@ type flakyStore struct {
 	*memstore.Store
 	mu    sync.Mutex
 	fails int
+	tries int
+}
+
+func (s *flakyStore) attempts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tries
 }
 
 func (s *flakyStore) NewSession(ctx context.Context, ttl time.Duration) (metadata.Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tries++
 	if s.fails > 0 {
 		s.fails--
 		return nil, errors.New("flaky: store unreachable")
@@ -156,4 +164,21 @@ func TestRegistrationRetriesWhileServing(t *testing.T) {
 		_, _, ok := registration(t, md, bookieproto.RegistrationPrefix+b.AdvertisedAddr())
 		return ok
 	})
+	waitFor(t, "Ready once registered", b.Ready)
+}
+
+// TestNotReadyWhileUnregistered: a bookie that serves but cannot register is not ready (its
+// readiness probe must keep it out of service: no client would place a ledger on it).
+func TestNotReadyWhileUnregistered(t *testing.T) {
+	md := &flakyStore{Store: memstore.New(memstore.DefaultOptions()), fails: 1 << 30}
+	defer md.Close()
+	b, err := Start(context.Background(), testConfig(t.TempDir()), Options{Logger: logging.Discard(), Storage: storage.NewMemory(), Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	waitFor(t, "registration attempts", func() bool { return md.attempts() > 1 })
+	if b.Ready() {
+		t.Fatal("Ready while the registration keeps failing")
+	}
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,7 +56,9 @@ func (a *app) bookieCmd() *cobra.Command {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		// Metrics first: the endpoint answers (with what is registered so far) by the time
 		// the bookie logs that it serves.
-		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, logger)
+		var live atomic.Pointer[bookie.Bookie]
+		ready := func() bool { b := live.Load(); return b != nil && b.Ready() }
+		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, ready, logger)
 		if err != nil {
 			return err
 		}
@@ -65,6 +69,7 @@ func (a *app) bookieCmd() *cobra.Command {
 			stopMetrics()
 			return err
 		}
+		live.Store(bk)
 		stopAuditor, err := startAuditor(ctx, cfg, bk.AdvertisedAddr(), reg, logger)
 		if err != nil {
 			stopMetrics()
@@ -168,9 +173,11 @@ func setMemoryLimit(cfg config.BookieStorageConfig, environ []string, logger *sl
 	applyMemoryLimit(limit, environ, logger)
 }
 
-// serveMetrics serves reg at http://addr/metrics until the returned stop is called; an
-// empty addr serves nothing.
-func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (func(), error) {
+// serveMetrics serves reg at http://addr/metrics, and BookKeeper's health endpoints beside it
+// (/heartbeat: the process answers; /api/v1/bookie/is_ready: 200 once ready() holds, 503
+// before, for readiness probes), until the returned stop is called; an empty addr serves
+// nothing.
+func serveMetrics(addr string, reg *prometheus.Registry, ready func() bool, logger *slog.Logger) (func(), error) {
 	if addr == "" {
 		return func() {}, nil
 	}
@@ -180,6 +187,14 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (f
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/heartbeat", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "OK\n") })
+	mux.HandleFunc("/api/v1/bookie/is_ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "Bookie is not ready: not serving or not registered in the metadata store", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "OK\n")
+	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
