@@ -150,7 +150,12 @@ func OpenTLS(ctx context.Context, url string, tc *tls.Config, logger *slog.Logge
 				t.Etcd.Endpoints[i] = "https://" + strings.TrimPrefix(e, "http://")
 			}
 		}
-		return etcdstore.Open(ctx, t.Etcd, logger)
+		s, err := etcdstore.Open(ctx, t.Etcd, logger)
+		if err != nil {
+			// Not the typed nil *etcdstore.Store: callers test the interface against nil.
+			return nil, err
+		}
+		return s, nil
 	}
 }
 

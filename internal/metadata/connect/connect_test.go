@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -125,5 +126,25 @@ func TestOpenEtcd(t *testing.T) {
 	}
 	if _, err := Open(ctx, "etcd://127.0.0.1:1?dialTimeout=300ms", slog.Default()); err == nil {
 		t.Fatal("Open of a closed port succeeded")
+	}
+}
+
+// TestOpenFailureIsANilStore: a store that does not answer gives a nil interface, not a typed
+// nil pointer that a caller's `if store != nil { store.Close() }` would call into.
+func TestOpenFailureIsANilStore(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := Open(ctx, "etcd://"+addr, slog.New(slog.DiscardHandler))
+	if err == nil {
+		t.Fatal("Open of a store nobody serves succeeded")
+	}
+	if s != nil {
+		t.Fatalf("Open failed with %v but returned a non-nil store %#v", err, s)
 	}
 }
