@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
@@ -53,7 +54,9 @@ type Services struct {
 	bkClient bookieproto.Client
 	ledgers  ledger.Client
 	factory  *managedledger.Factory
-	Broker   *broker.Server
+	// offloader is tiered storage (nil: no managedLedgerOffloadDriver).
+	offloader offload.Offloader
+	Broker    *broker.Server
 	brokerLn net.Listener
 	http     *http.Server
 	httpLn   net.Listener
@@ -85,8 +88,12 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}); err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
+	if s.offloader, err = startOffloader(ctx, o.Broker.Offload, o.Logger, o.Registry); err != nil {
+		return nil, err
+	}
 	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
 		Ledger: s.ledgers, Store: o.Store, Config: o.Broker.ManagedLedger, Logger: o.Logger, Registerer: o.Registry,
+		Offloader: s.offloader, OffloadDefaults: offload.PoliciesFromConfig(o.Broker.Offload).Trigger(),
 	}); err != nil {
 		return nil, fmt.Errorf("managed ledgers: %w", err)
 	}
@@ -158,6 +165,9 @@ func (s *Services) Close(ctx context.Context) error {
 	}
 	if s.factory != nil {
 		errs = append(errs, s.factory.Close(ctx))
+	}
+	if s.offloader != nil {
+		errs = append(errs, s.offloader.Close())
 	}
 	if s.ledgers != nil {
 		errs = append(errs, s.ledgers.Close())

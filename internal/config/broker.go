@@ -75,6 +75,8 @@ type BrokerConfig struct {
 	Delivery DeliveryConfig
 	// Security is TLS listeners, authentication and authorization (security.go).
 	Security SecurityConfig
+	// Offload is tiered storage (offload.go).
+	Offload OffloadConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -101,6 +103,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Policies:                            DefaultPoliciesConfig(),
 		Delivery:                            DefaultDeliveryConfig(),
 		Security:                            DefaultSecurityConfig(),
+		Offload:                             DefaultOffloadConfig(),
 	}
 }
 
@@ -131,5 +134,6 @@ func (c *BrokerConfig) Validate() error {
 		c.Policies.Validate(),
 		c.Delivery.Validate(),
 		c.Security.Validate(),
+		c.Offload.Validate(),
 	)
 }

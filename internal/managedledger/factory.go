@@ -35,6 +35,9 @@ type FactoryOptions struct {
 	// Offloader is the tiered storage of managed ledgers whose Config names none; nil: no
 	// offload (ledgers already offloaded elsewhere cannot be read).
 	Offloader offload.Offloader
+	// OffloadDefaults are the broker's offload thresholds, deletion lag and read priority,
+	// the Config.Offload of DefaultConfig; zero: Pulsar's defaults.
+	OffloadDefaults offload.Trigger
 	// DisableBackground turns off the periodic retention/rollover/cache-age pass; tests that
 	// drive it by hand (CheckRollover, Trim, EvictCache) set it.
 	DisableBackground bool
@@ -62,8 +65,9 @@ type Factory struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	offloader      offload.Offloader
-	offloadDeletes offloadDeleteQueue // refused object deletes, retried (ml_offload.go)
+	offloader       offload.Offloader
+	offloadDefaults offload.Trigger
+	offloadDeletes  offloadDeleteQueue // refused object deletes, retried (ml_offload.go)
 }
 
 // NewFactory validates the options and starts the background pass.
@@ -85,7 +89,11 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 		opening: map[string]chan struct{}{},
 		stop:    make(chan struct{}),
 
-		offloader: opts.Offloader,
+		offloader:       opts.Offloader,
+		offloadDefaults: opts.OffloadDefaults,
+	}
+	if f.offloadDefaults == (offload.Trigger{}) {
+		f.offloadDefaults = offload.Policies{}.Trigger()
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
@@ -112,7 +120,11 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 }
 
 // DefaultConfig returns the per-topic config built from the broker defaults.
-func (f *Factory) DefaultConfig() Config { return ConfigFrom(f.cfg) }
+func (f *Factory) DefaultConfig() Config {
+	c := ConfigFrom(f.cfg)
+	c.Offload = f.offloadDefaults
+	return c
+}
 
 func (f *Factory) mlKey(name string) string { return f.root + "/" + url.PathEscape(name) }
 

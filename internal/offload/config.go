@@ -1,6 +1,8 @@
 package offload
 
 import (
+	"github.com/magnetar-io/magnetar/internal/config"
+
 	"errors"
 	"fmt"
 	"net/url"
@@ -400,4 +402,38 @@ func (p Policies) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// PoliciesFromConfig reads the broker's keys as a policy (the bottom of topic -> namespace
+// -> broker); empty and 0 values stay unset.
+func PoliciesFromConfig(c config.OffloadConfig) Policies {
+	str := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	num := func(n int) *int {
+		if n == 0 {
+			return nil
+		}
+		return &n
+	}
+	p := Policies{
+		Driver: str(c.Driver), MaxThreads: num(c.MaxThreads), ReadThreads: num(c.ReadThreads),
+		PrefetchRounds: &c.PrefetchRounds, ThresholdInBytes: &c.ThresholdBytes, ThresholdInSeconds: &c.ThresholdSeconds,
+		DeletionLagInMillis: &c.DeletionLagMs, ReadPriority: str(c.ReadPriority),
+		Bucket: str(c.Bucket), Region: str(c.Region), ServiceEndpoint: str(c.ServiceEndpoint),
+		MaxBlockSize: num(c.MaxBlockSize), ReadBufferSize: num(c.ReadBufferSize),
+		S3Bucket: str(c.S3Bucket), S3Region: str(c.S3Region), S3ServiceEndpoint: str(c.S3ServiceEndpoint),
+		S3MaxBlockSize: num(c.S3MaxBlockSize), S3ReadBufferSize: num(c.S3ReadBufferSize),
+		S3CredentialID: str(c.S3CredentialID), S3CredentialSecret: str(c.S3CredentialSecret),
+		GCSBucket: str(c.GCSBucket), GCSRegion: str(c.GCSRegion), GCSMaxBlockSize: num(c.GCSMaxBlockSize),
+		GCSReadBufferSize: num(c.GCSReadBufferSize), GCSServiceAccountKeyFile: str(c.GCSServiceAccountKeyFile),
+		FileSystemURI: str(c.FileSystemURI), FileSystemProfilePath: str(c.FileSystemProfilePath),
+	}
+	if c.ReadCacheSize > 0 {
+		p.ReadCacheSize = &c.ReadCacheSize
+	}
+	return p
 }
