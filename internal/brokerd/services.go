@@ -20,8 +20,8 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
-	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
@@ -57,11 +57,11 @@ type Services struct {
 	// offloader is tiered storage (nil: no managedLedgerOffloadDriver).
 	offloader offload.Offloader
 	Broker    *broker.Server
-	brokerLn net.Listener
-	http     *http.Server
-	httpLn   net.Listener
-	ready    atomic.Bool
-	served   chan error
+	brokerLn  net.Listener
+	http      *http.Server
+	httpLn    net.Listener
+	ready     atomic.Bool
+	served    chan error
 }
 
 // StartServices builds bookie client -> ledger client -> managed-ledger factory -> broker,
