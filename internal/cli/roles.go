@@ -17,6 +17,8 @@ func roles(a *app) []*cobra.Command {
 		a.devClusterCmd(),
 		a.brokerCmd(),
 		a.proxyCmd(),
+		a.functionsWorkerCmd(),
+		a.functionsToolCmd(),
 		a.adminCmd(),
 		a.clientCmd(),
 		a.perfCmd(),

@@ -420,17 +420,32 @@ func (w *Worker) startInstance(key string, rk runKey, m *FunctionMeta) {
 
 // instanceConf is the -instance-conf of instance id of m.
 func (w *Worker) instanceConf(m *FunctionMeta, id int) *pf.Conf {
+	return buildConf(m, id, confEnv{
+		brokerURL: w.opts.BrokerServiceURL, webURL: w.opts.WebServiceURL, stateURL: w.opts.WebServiceURL + statePathPrefix,
+		stateToken: w.token, cluster: w.opts.ClusterName, workerID: w.info.WorkerID,
+		livenessSec: int32(w.cfg.InstanceLivenessCheckFreqMs / 1000), authPlugin: w.opts.InstanceAuthPlugin, authParams: w.opts.InstanceAuthParams,
+	})
+}
+
+// confEnv is what an instance configuration takes from where it runs.
+type confEnv struct {
+	brokerURL, webURL, stateURL, stateToken, cluster, workerID string
+	livenessSec                                                int32
+	authPlugin, authParams                                     string
+}
+
+func buildConf(m *FunctionMeta, id int, env confEnv) *pf.Conf {
 	c := m.Config
 	conf := &pf.Conf{
-		PulsarServiceURL: w.opts.BrokerServiceURL, PulsarWebServiceURL: w.opts.WebServiceURL,
-		StateStorageServiceURL: w.opts.WebServiceURL + statePathPrefix, StateToken: w.token,
-		InstanceID: id, FuncID: c.FQFN, FuncVersion: strconv.FormatUint(m.Version, 10), ClusterName: w.opts.ClusterName,
+		PulsarServiceURL: env.brokerURL, PulsarWebServiceURL: env.webURL,
+		StateStorageServiceURL: env.stateURL, StateToken: env.stateToken,
+		InstanceID: id, FuncID: c.FQFN, FuncVersion: strconv.FormatUint(m.Version, 10), ClusterName: env.cluster,
 		Tenant: c.Tenant, NameSpace: c.Namespace, Name: c.Name, ClassName: c.ClassName, LogTopic: c.LogTopic,
 		ProcessingGuarantees: guarantees[c.ProcessingGuarantees], AutoACK: c.AutoAck, Parallelism: int32(c.Parallelism),
 		SubscriptionName: c.SubName, CleanupSubscription: c.CleanupSubscription,
 		SinkSpecTopic: c.Output, SinkSchemaType: c.OutputSchemaType, DeadLetterTopic: c.DeadLetterTopic,
-		WorkerID: w.info.WorkerID, ExpectedHealthCheckInterval: int32(w.cfg.InstanceLivenessCheckFreqMs / 1000),
-		ClientAuthenticationPlugin: w.opts.InstanceAuthPlugin, ClientAuthenticationParameters: w.opts.InstanceAuthParams,
+		WorkerID: env.workerID, ExpectedHealthCheckInterval: env.livenessSec,
+		ClientAuthenticationPlugin: env.authPlugin, ClientAuthenticationParameters: env.authParams,
 	}
 	switch c.Runtime {
 	case RuntimePython:

@@ -43,6 +43,8 @@ type proc struct {
 	lines  []string
 	ready  chan map[string]any
 	exited chan struct{}
+	// readyMsg is the log message that means ready ("" = the standalone's).
+	readyMsg string
 }
 
 // startStandalone runs `magnetar standalone` on free loopback ports with data in dir and
@@ -87,7 +89,11 @@ func (p *proc) read(r io.Reader) {
 		}
 		p.mu.Unlock()
 		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "magnetar standalone ready" {
+		want := p.readyMsg
+		if want == "" {
+			want = "magnetar standalone ready"
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == want {
 			select {
 			case p.ready <- rec:
 			default:

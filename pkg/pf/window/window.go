@@ -8,14 +8,15 @@
 // released as it arrives (its time is the arrival time) and time advances with the caller's
 // clock (Tick). In event time an event waits in a pending buffer until the watermark, the
 // highest event time seen minus MaxLag, passes it; Tick emits the watermark (every
-// WatermarkInterval, which the caller paces). An event at or before the current watermark is
+// watermarkEmitIntervalMs, which the caller paces). An event before the current watermark is
 // late: it is not windowed and Add reports it, so the caller can route it to the late-data
 // topic.
 //
 // A trigger fires every SlideCount released events (count slide) or at every multiple of
 // SlideDuration (time slide; in event time the boundaries are aligned on the epoch). A
-// window holds, at trigger time t, the last LengthCount released events (count length) or
-// the events with time in (t-LengthDuration, t] (time length). Empty windows are not
+// window ending at t holds the last LengthCount released events before t (count length) or
+// the events with time in [t-LengthDuration, t) (time length); a count trigger's window ends
+// just after the event that completed it. An event-time event before the watermark is late. Empty windows are not
 // emitted. After a trigger, events that no later window can contain are returned as Expired,
 // which is when the caller may acknowledge them.
 package window
@@ -109,10 +110,10 @@ func (m *Manager[T]) Held() int { return len(m.buf) + len(m.pending) }
 func (m *Manager[T]) Watermark() time.Time { return m.watermark }
 
 // Add takes one event. In processing time, time is first advanced to e.Time. late reports
-// an event-time event at or before the watermark, which is not kept.
+// an event-time event before the watermark, which is not kept.
 func (m *Manager[T]) Add(e Event[T]) (fired []Window[T], late bool, err error) {
 	if m.cfg.EventTime {
-		if !m.watermark.IsZero() && !e.Time.After(m.watermark) {
+		if !m.watermark.IsZero() && e.Time.Before(m.watermark) {
 			return nil, true, nil
 		}
 		if m.Held() >= m.cfg.MaxEvents {
@@ -152,8 +153,8 @@ func (m *Manager[T]) Tick(now time.Time) []Window[T] {
 		if e.Time.After(w) {
 			break
 		}
-		// Time triggers strictly before this event fire first: their windows end before it.
-		fired = m.advance(e.Time.Add(-1), fired)
+		// Time windows ending at or before this event fire first: it is not in them.
+		fired = m.advance(e.Time, fired)
 		fired = m.release(e, fired)
 		n++
 	}
@@ -171,7 +172,8 @@ func (m *Manager[T]) release(e Event[T], fired []Window[T]) []Window[T] {
 		m.count++
 		if m.count >= m.cfg.SlideCount {
 			m.count = 0
-			fired = m.trigger(e.Time, fired)
+			// The window ends just after the event that completes it, so it holds it.
+			fired = m.trigger(e.Time.Add(1), fired)
 		}
 	}
 	if m.cfg.LengthCount > 0 && len(m.buf) > m.cfg.LengthCount {
@@ -220,14 +222,14 @@ func (m *Manager[T]) advance(t time.Time, fired []Window[T]) []Window[T] {
 func (m *Manager[T]) trigger(end time.Time, fired []Window[T]) []Window[T] {
 	var w Window[T]
 	w.End = end
-	hi := sort.Search(len(m.buf), func(i int) bool { return m.buf[i].Time.After(end) })
+	hi := sort.Search(len(m.buf), func(i int) bool { return !m.buf[i].Time.Before(end) })
 	if m.cfg.LengthCount > 0 {
 		lo := max(0, hi-m.cfg.LengthCount)
 		w.Events = append([]Event[T](nil), m.buf[lo:hi]...)
 	} else {
 		start := end.Add(-m.cfg.LengthDuration)
 		w.Start = start
-		lo := sort.Search(hi, func(i int) bool { return m.buf[i].Time.After(start) })
+		lo := sort.Search(hi, func(i int) bool { return !m.buf[i].Time.Before(start) })
 		w.Events = append([]Event[T](nil), m.buf[lo:hi]...)
 	}
 	if len(w.Events) > 0 && w.Start.IsZero() {
@@ -242,10 +244,10 @@ func (m *Manager[T]) trigger(end time.Time, fired []Window[T]) []Window[T] {
 		keepFrom = max(0, hi-m.cfg.LengthCount) // time slide: evicted by count on release
 	case m.cfg.SlideDuration > 0:
 		cut := end.Add(m.cfg.SlideDuration - m.cfg.LengthDuration)
-		keepFrom = sort.Search(len(m.buf), func(i int) bool { return m.buf[i].Time.After(cut) })
+		keepFrom = sort.Search(len(m.buf), func(i int) bool { return !m.buf[i].Time.Before(cut) })
 	default:
 		cut := end.Add(-m.cfg.LengthDuration)
-		keepFrom = sort.Search(len(m.buf), func(i int) bool { return m.buf[i].Time.After(cut) })
+		keepFrom = sort.Search(len(m.buf), func(i int) bool { return !m.buf[i].Time.Before(cut) })
 	}
 	w.Expired = append([]Event[T](nil), m.buf[:keepFrom]...)
 	m.buf = append(m.buf[:0:0], m.buf[keepFrom:]...)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/magnetar-io/magnetar/pkg/pf"
 )
@@ -24,6 +25,11 @@ func mode(ctx context.Context) string {
 
 func process(ctx context.Context, in []byte) ([]byte, error) {
 	fc, _ := pf.FromContext(ctx)
+	if v, ok := fc.UserConfigValue("sleepMs"); ok {
+		if ms, ok := v.(float64); ok {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+		}
+	}
 	switch mode(ctx) {
 	case "wordcount":
 		var out []string
