@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
 // The Kafka comparison (issue 19, -peer kafka): three systems per workload variant, all on
@@ -42,8 +41,31 @@ func KafkaDurability(d Durability) string {
 	return "Apache Kafka defaults (no fsync; the OS writes back), acks=all, replication 1"
 }
 
-// kafkaSystem runs Apache Kafka.
+// EnsureKafkaServer builds the repository's kafka-server helper
+// (internal/testenv/cmd/kafka-server: fetches Apache Kafka from Maven Central once, formats
+// a KRaft directory, then becomes the broker JVM) into cacheDir and returns its path and
+// the Kafka version it runs. Building it keeps this module free of the main module's
+// dependencies.
+func EnsureKafkaServer(ctx context.Context, repo, cacheDir string) (bin, version string, err error) {
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(cacheDir, "kafka-server")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./internal/testenv/cmd/kafka-server")
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("%w: building kafka-server: %v\n%s", ErrUnavailable, err, out)
+	}
+	out, err := exec.CommandContext(ctx, bin, "-version").Output()
+	if err != nil {
+		return "", "", fmt.Errorf("%w: kafka-server -version: %v", ErrUnavailable, err)
+	}
+	return bin, strings.TrimSpace(string(out)), nil
+}
+
+// kafkaSystem runs Apache Kafka through the kafka-server helper.
 type kafkaSystem struct {
+	bin    string
 	window int
 	heap   string
 }
@@ -51,16 +73,17 @@ type kafkaSystem struct {
 func (k *kafkaSystem) Name() string { return "kafka" }
 
 func (k *kafkaSystem) Start(ctx context.Context, d Durability, dir string) (*Instance, error) {
-	var props []string
+	ports, err := freePorts()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + ports["port"]
+	args := []string{"-dir", filepath.Join(dir, "kafka"), "-heap", k.heap, "-port", ports["port"], "-controller-port", ports["http"]}
 	if d == D1 {
-		props = append(props, "log.flush.interval.messages=1")
+		args = append(args, "-props", "log.flush.interval.messages=1")
 	}
 	t0 := time.Now()
-	bin, args, addr, err := testenv.KafkaCommand(testenv.KafkaOptions{Dir: filepath.Join(dir, "kafka"), Heap: k.heap, Props: props})
-	if err != nil {
-		return nil, fmt.Errorf("%w: apache kafka: %w", ErrUnavailable, err)
-	}
-	srv, err := startProcess(bin, args, dir, filepath.Join(dir, "server.log"), nil)
+	srv, err := startProcess(k.bin, args, dir, filepath.Join(dir, "server.log"), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: start apache kafka: %w", ErrUnavailable, err)
 	}
@@ -245,6 +268,6 @@ func (c *kafkaConsumer) Run(ctx context.Context, fn func(payload []byte)) error 
 func (c *kafkaConsumer) Close() { c.cl.Close() }
 
 // kafkaEnv is the report's peer line in a Kafka run.
-func kafkaEnv() string {
-	return "Apache Kafka " + testenv.KafkaVersion + " (kafka_2.13 from Maven Central, KRaft, broker+controller in one JVM, " + strconv.Quote("-Xmx1g") + ")"
+func kafkaEnv(version, heap string) string {
+	return "Apache Kafka " + version + " (kafka_2.13 from Maven Central, KRaft, broker+controller in one JVM, -Xmx" + heap + ")"
 }

@@ -80,8 +80,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 		res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
 		nats = &natsSystem{bin: natsBin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
 		natsAtomic = &natsSystem{bin: natsBin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs}
-	} else {
-		res.Env.KafkaVersion = kafkaEnv()
+	}
+	var kafkaBin string
+	if cfg.Peer == "kafka" {
+		bin, version, err := EnsureKafkaServer(ctx, repo, cfg.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		kafkaBin = bin
+		res.Env.KafkaVersion = kafkaEnv(version, cfg.KafkaHeap)
 	}
 	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), baseArgs: cfg.MagnetarBaseArgs, extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
 		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
@@ -114,7 +121,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 			if magOK {
 				systems = append(systems, &magnetarKafkaSystem{m: mag}, &pulsarSide)
 			}
-			systems = append(systems, &kafkaSystem{window: cfg.Window, heap: cfg.KafkaHeap})
+			systems = append(systems, &kafkaSystem{bin: kafkaBin, window: cfg.Window, heap: cfg.KafkaHeap})
 		} else {
 			if magOK {
 				systems = append(systems, mag)

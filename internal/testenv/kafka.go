@@ -40,6 +40,8 @@ type KafkaOptions struct {
 	// Props are extra server.properties lines (key=value), e.g. "log.flush.interval.messages=1"
 	// for an fsync per message.
 	Props []string
+	// Port and ControllerPort are the listener ports; 0 picks free ones.
+	Port, ControllerPort int
 }
 
 // KafkaBroker is a running Apache Kafka broker+controller in KRaft mode.
@@ -77,13 +79,12 @@ func StartKafkaServer(o KafkaOptions) (*KafkaBroker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: fetching Apache Kafka from Maven Central: %w", err)
 	}
-	heap := o.Heap
-	if heap == "" {
-		heap = "512m"
+	if o.Heap == "" {
+		o.Heap = "512m"
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		b, err := startKafkaOnce(cp, o.Dir, heap, o.Props)
+		b, err := startKafkaOnce(cp, o)
 		if err == nil {
 			return b, nil
 		}
@@ -92,8 +93,9 @@ func StartKafkaServer(o KafkaOptions) (*KafkaBroker, error) {
 	return nil, fmt.Errorf("testenv: Apache Kafka did not start: %w", lastErr)
 }
 
-func startKafkaOnce(cp []string, dir, heap string, extra []string) (*KafkaBroker, error) {
-	bin, args, addr, err := kafkaCommand(cp, dir, heap, extra)
+func startKafkaOnce(cp []string, o KafkaOptions) (*KafkaBroker, error) {
+	bin, args, addr, err := kafkaCommand(cp, o)
+	dir := o.Dir
 	if err != nil {
 		return nil, err
 	}
@@ -138,21 +140,25 @@ func KafkaCommand(o KafkaOptions) (bin string, args []string, addr string, err e
 	if err != nil {
 		return "", nil, "", err
 	}
-	heap := o.Heap
-	if heap == "" {
-		heap = "512m"
+	if o.Heap == "" {
+		o.Heap = "512m"
 	}
-	return kafkaCommand(cp, o.Dir, heap, o.Props)
+	return kafkaCommand(cp, o)
 }
 
-func kafkaCommand(cp []string, dir, heap string, extra []string) (string, []string, string, error) {
-	port, err := freePort()
-	if err != nil {
-		return "", nil, "", err
+func kafkaCommand(cp []string, o KafkaOptions) (string, []string, string, error) {
+	dir, heap, extra := o.Dir, o.Heap, o.Props
+	port, cport := o.Port, o.ControllerPort
+	var err error
+	if port == 0 {
+		if port, err = freePort(); err != nil {
+			return "", nil, "", err
+		}
 	}
-	cport, err := freePort()
-	if err != nil {
-		return "", nil, "", err
+	if cport == 0 {
+		if cport, err = freePort(); err != nil {
+			return "", nil, "", err
+		}
 	}
 	logs := filepath.Join(dir, "kraft-logs")
 	_ = os.RemoveAll(logs)
