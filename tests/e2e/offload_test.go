@@ -87,7 +87,7 @@ func TestOffloadEndToEnd(t *testing.T) {
 
 	// Every closed ledger offloaded, and its bookie copy deleted (the log says which).
 	var offloaded int
-	waitUntil(t, 5*time.Minute, func() bool {
+	waitOffload(t, 5*time.Minute, func() bool {
 		st := internalStats(t, httpAddr, topic)
 		n, closed := 0, len(st.Ledgers)-1
 		for _, l := range st.Ledgers[:closed] {
@@ -157,7 +157,7 @@ func TestOffloadEndToEnd(t *testing.T) {
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("delete topic: %s", resp.Status)
 	}
-	waitUntil(t, 2*time.Minute, func() bool { return len(s3.Keys(t, "e2e")) == 0 })
+	waitOffload(t, 2*time.Minute, func() bool { return len(s3.Keys(t, "e2e")) == 0 })
 }
 
 type internalStatsJSON struct {
@@ -181,8 +181,8 @@ func internalStats(t *testing.T, httpAddr, topic string) internalStatsJSON {
 	return st
 }
 
-// waitUntil polls cond; the deadline only catches hangs.
-func waitUntil(t *testing.T, d time.Duration, cond func() bool) {
+// waitOffload polls cond; the deadline only catches hangs.
+func waitOffload(t *testing.T, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
