@@ -103,7 +103,7 @@ COMPAT_GO_FLAGS ?= -no-security
 compat: compat-go kafka-compat
 
 compat-go: build
-	$(GO) run ./tests/compat/gosuite -magnetar $(BIN) -out $(COMPAT_OUT)/go $(COMPAT_GO_FLAGS)
+	$(GO) run ./tests/compat/runner -magnetar $(BIN) -out $(COMPAT_OUT)/go $(COMPAT_GO_FLAGS)
 
 # Standalone start to ready (issue 24): from exec until the binary port answers a CONNECT and
 # a LOOKUP of a new topic, on a fresh and on a restarted data directory, median of 10 each,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 )
 
@@ -77,7 +78,11 @@ func DefaultStandaloneConfig() StandaloneConfig {
 	// 1.5x faster here; with the lower GC target the peak stays below NATS's 2x.
 	ml.MaxReadSizeBytes = 2 << 20
 	c.GCPercent = 50
-	c.Storage.WriteCacheMaxSizeMB = 16
+	// 24 MiB, not the 16 that sufficed for small messages: the bookie takes entries of up to
+	// a quarter of its write cache, so 16 MiB refused every message over 4 MiB although
+	// maxMessageSize is 5 MiB, and the managed ledger retried the add forever (found by the
+	// Python client's chunking at 5 MiB chunks). Validate holds the two together.
+	c.Storage.WriteCacheMaxSizeMB = 24
 	c.Storage.ReadAheadCacheMaxSizeMB = 16
 	// Directories follow DataDir unless set explicitly (see ApplyDataDir).
 	c.Storage.JournalDirectories, c.Storage.LedgerDirectories = nil, nil
@@ -116,6 +121,23 @@ const (
 	MetadataStoreEtcd  = "etcd"
 )
 
+// entryOverhead is what an entry adds to a message at most: the frame's allowance beyond
+// maxMessageSize (10 KiB) and the ledger entry's header, rounded up.
+const entryOverhead = 64 << 10
+
+// checkEntryFitsWriteCache refuses a write cache too small for the largest message: the
+// in-process bookie refuses entries over a quarter of its write cache
+// (bookie/storage/disk.go), so such a message could never be stored.
+func (c *StandaloneConfig) checkEntryFitsWriteCache() error {
+	need := int64(c.Broker.MaxMessageSize) + entryOverhead
+	if int64(c.Storage.WriteCacheMaxSizeMB)<<20/4 >= need {
+		return nil
+	}
+	minMB := (4*need + 1<<20 - 1) >> 20
+	return &FieldError{Key: "dbStorage_writeCacheMaxSizeMb", Value: c.Storage.WriteCacheMaxSizeMB,
+		Reason: fmt.Sprintf("must be at least %d with maxMessageSize=%d: the bookie takes entries of up to a quarter of its write cache", minMB, c.Broker.MaxMessageSize)}
+}
+
 // MetadataDir is where the embedded etcd member keeps its data (its member/ directory);
 // LocalMetadataDir, below it, is the local store's Pebble database.
 func (c *StandaloneConfig) MetadataDir() string { return filepath.Join(c.DataDir, "metadata") }
@@ -130,6 +152,7 @@ func (c *StandaloneConfig) EtcdMemberDir() string { return filepath.Join(c.Metad
 func (c *StandaloneConfig) Validate() error {
 	c.ApplyDataDir()
 	return errors.Join(
+		c.checkEntryFitsWriteCache(),
 		NotEmpty("dataDir", c.DataDir),
 		OneOf("standaloneMetadataStore", c.MetadataStore, "", MetadataStoreLocal, MetadataStoreEtcd),
 		Between("metadataQuotaBackendBytes", c.MetadataQuotaBytes, 1<<20, maxQuotaBackendBytes),

@@ -26,7 +26,12 @@ type options struct {
 	env                                listFlag
 	noSecurity                         bool
 	conf                               string
+	pythonSrc, pythonClient            string
+	repo                               string // the magnetar repository (tests/compat lives there)
 }
+
+// prepErrs are the suites that could not be prepared (name -> why), passed to the inner run.
+var prepErrs = map[string]string{}
 
 type listFlag []string
 
@@ -37,18 +42,22 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	var o options
-	fs := flag.NewFlagSet("gosuite", flag.ContinueOnError)
+	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
 	home, _ := os.UserHomeDir()
 	fs.StringVar(&o.magnetar, "magnetar", "bin/magnetar", "the magnetar binary to test")
 	fs.StringVar(&o.version, "version", "v0.19.0", "pulsar-client-go version whose tests run")
 	fs.StringVar(&o.out, "out", "/tmp/magnetar-compat/go", "directory for logs, data and results")
 	fs.StringVar(&o.cache, "cache", filepath.Join(home, ".cache", "magnetar-compat"), "cache of the fetched client source and test binaries")
 	fs.StringVar(&o.run, "run", "", "only tests whose name matches this regexp")
-	suiteList := fs.String("suites", "pulsar,admin,clustered", "suites to run: pulsar, admin, clustered")
+	suiteList := fs.String("suites", "pulsar,admin,clustered", "suites to run: pulsar, admin, clustered, python, python-official, java, spring, quarkus")
+	fs.StringVar(&o.repo, "repo", ".", "the magnetar repository (for tests/compat/python and tests/compat/java)")
 	fs.DurationVar(&o.limit, "timeout", 5*time.Minute, "time limit of each test")
 	fs.BoolVar(&o.race, "race", false, "build the tests with -race (as the client's CI does; slower)")
 	fs.Var(&o.env, "env", "KEY=VALUE for the server's environment (repeatable), e.g. a PULSAR_PREFIX_ override")
 	fs.BoolVar(&o.noSecurity, "no-security", false, "turn the CI config's TLS and authentication off through the environment (for builds without them)")
+	prepJSON := fs.String("prepare-errors", "", "(internal) what failed to prepare, for the inner run")
+	fs.StringVar(&o.pythonSrc, "python-src", os.Getenv("PULSAR_CLIENT_PYTHON_SRC"), "checkout of apache/pulsar-client-python whose tests/ the python-official suite runs (default: cloned into the cache)")
+	fs.StringVar(&o.pythonClient, "python-client", "3.13.0", "pulsar-client version from PyPI for the Python suites")
 	rejudge := fs.Bool("rejudge", false, "only read the logs of the last run under -out again and rewrite its results (no tests run)")
 	fs.StringVar(&o.conf, "conf", "/pulsar/conf/standalone.conf", "standalone's --config (the client CI's, staged under /pulsar)")
 	if err := fs.Parse(args); err != nil {
@@ -61,8 +70,15 @@ func run(args []string) int {
 		return 2
 	}
 	o.magnetar = abs
+	if o.repo, err = filepath.Abs(o.repo); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *prepJSON != "" {
+		_ = json.Unmarshal([]byte(*prepJSON), &prepErrs)
+	}
 	if *rejudge {
 		return rejudgeResults(o)
 	}
@@ -79,25 +95,22 @@ func outer(o options, args []string) int {
 		fmt.Fprintf(os.Stderr, "magnetar binary: %v (make build)\n", err)
 		return 2
 	}
-	src, err := fetchClient(o.version, o.cache)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	bin := filepath.Join(o.cache, "bin-"+o.version)
-	if o.race {
-		bin += "-race"
-	}
 	for _, s := range selected(o) {
-		fmt.Fprintf(os.Stderr, "building %s tests (%s)\n", s.Name, s.Pkg)
-		if _, err := buildSuite(src, bin, s, o.race); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+		fmt.Fprintf(os.Stderr, "preparing suite %s\n", s.Name)
+		if err := s.kind.prepare(o, s); err != nil {
+			// The suite still runs: its list step reports the failure, so the table says
+			// why instead of the run stopping here.
+			fmt.Fprintf(os.Stderr, "suite %s: %v\n", s.Name, err)
+			prepErrs[s.Name] = err.Error()
 		}
 	}
-	if err := stage(src, o.out); err != nil {
+	if err := stage(o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if len(prepErrs) > 0 {
+		b, _ := json.Marshal(prepErrs)
+		args = append([]string{"-prepare-errors", string(b)}, args...)
 	}
 	if err := inNamespaces(args); err != nil {
 		if ee, ok := err.(interface{ ExitCode() int }); ok {
@@ -109,33 +122,26 @@ func outer(o options, args []string) int {
 	return 0
 }
 
-func selected(o options) []suite {
-	var out []suite
-	for _, s := range suites {
-		for _, name := range o.suites {
-			if s.Name == strings.TrimSpace(name) {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// stage lays out the client's integration-tests files as its CI image has them under
-// /pulsar (Dockerfile: COPY integration-tests/certs /pulsar/certs, ...).
-func stage(src, out string) error {
-	root := filepath.Join(out, "stage", "pulsar")
+// stage lays out what the namespace's /pulsar holds: the Go client's integration-tests
+// files as its CI image has them (Dockerfile: COPY integration-tests/certs /pulsar/certs,
+// ...) and, for the Python client's suite, its test-conf as its CI container has it.
+func stage(o options) error {
+	root := filepath.Join(o.out, "stage", "pulsar")
 	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
-	it := filepath.Join(src, "integration-tests")
-	for _, c := range [][2]string{{"certs", "certs"}, {"tokens", "tokens"}} {
-		if err := copyTree(filepath.Join(it, c[0]), filepath.Join(root, c[1])); err != nil {
-			return err
-		}
-	}
 	if err := os.MkdirAll(filepath.Join(root, "conf"), 0o755); err != nil {
 		return err
+	}
+	src, err := fetchClient(o.version, o.cache)
+	if err != nil {
+		return err
+	}
+	it := filepath.Join(src, "integration-tests")
+	for _, d := range []string{"certs", "tokens"} {
+		if err := stageTree(root, filepath.Join(it, d), d); err != nil {
+			return err
+		}
 	}
 	for _, f := range []string{".htpasswd", "client.conf", "standalone.conf"} {
 		b, err := os.ReadFile(filepath.Join(it, "conf", f))
@@ -146,15 +152,30 @@ func stage(src, out string) error {
 			return err
 		}
 	}
+	for _, s := range selected(o) {
+		if s.Name != "python-official" || prepErrs[s.Name] != "" {
+			continue
+		}
+		if err := stageTree(root, filepath.Join(pythonTestsDir(o), "test-conf"), "test-conf"); err != nil {
+			return err
+		}
+		if err := stagePythonTokens(o, root); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // serverEnv is the environment pulsar-test-service-start.sh and the Dockerfile give Pulsar.
-func serverEnv(o options) []string {
+func serverEnv(o options, s *suite) []string {
 	env := []string{
 		"PULSAR_MEM=-Xms1g -Xmx1g -XX:MaxDirectMemorySize=1g",
 		"PULSAR_STANDALONE_USE_ZOOKEEPER=1",
 		"PULSAR_EXTRA_OPTS=-Dpulsar.auth.basic.conf=/pulsar/conf/.htpasswd",
+	}
+	if s.Name == "python-official" {
+		// build-support/start-test-service-inside-container.sh (cwd /pulsar)
+		env = []string{"PULSAR_EXTRA_OPTS=-Dpulsar.auth.basic.conf=test-conf/.htpasswd"}
 	}
 	if o.noSecurity {
 		env = append(env, "tlsEnabled=false", "authenticationEnabled=false", "authorizationEnabled=false",
@@ -168,15 +189,6 @@ func inner(ctx context.Context, o options) int {
 		fmt.Fprintln(os.Stderr, "namespaces:", err)
 		return 1
 	}
-	src, err := fetchClient(o.version, o.cache) // already there: outer fetched it
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	bin := filepath.Join(o.cache, "bin-"+o.version)
-	if o.race {
-		bin += "-race"
-	}
 	var all []result
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	progress := func(r result) {
@@ -184,11 +196,18 @@ func inner(ctx context.Context, o options) int {
 		_ = tw.Flush()
 	}
 	for _, s := range selected(o) {
-		binary := filepath.Join(bin, s.Name+".test")
-		names, err := listTests(binary, s, o.run)
+		if msg, ok := prepErrs[s.Name]; ok {
+			r := result{Suite: s.Name, Test: "(prepare)", Outcome: failed, Reason: msg}
+			progress(r)
+			all = append(all, r)
+			continue
+		}
+		names, err := s.kind.list(o, s)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			r := result{Suite: s.Name, Test: "(list)", Outcome: failed, Reason: err.Error()}
+			progress(r)
+			all = append(all, r)
+			continue
 		}
 		if len(names) == 0 {
 			continue
@@ -203,7 +222,15 @@ func inner(ctx context.Context, o options) int {
 		if s.Cluster {
 			srv = &cluster{bin: o.magnetar, dir: dir, env: o.env}
 		} else {
-			srv = &standalone{bin: o.magnetar, dir: dir, env: serverEnv(o), conf: o.conf}
+			conf := s.Conf
+			if s.Name == "pulsar" || s.Name == "admin" {
+				conf = o.conf
+			}
+			st := &standalone{bin: o.magnetar, dir: dir, env: serverEnv(o, s), conf: conf, cwd: s.Dir, setup: s.setup}
+			if s.Dir != "" {
+				st.data = filepath.Join(s.Dir, "data", "standalone")
+			}
+			srv = st
 		}
 		fmt.Fprintf(os.Stderr, "suite %s: %d tests; starting the server (log %s)\n", s.Name, len(names), srv.Log())
 		if err := srv.Start(ctx); err != nil {
@@ -214,7 +241,7 @@ func inner(ctx context.Context, o options) int {
 			srv.Stop()
 			continue
 		}
-		all = append(all, runSuite(ctx, s, binary, src, filepath.Join(dir, "logs"), names, srv, o.limit, progress)...)
+		all = append(all, s.kind.run(ctx, o, s, names, filepath.Join(dir, "logs"), srv, progress)...)
 		srv.Stop()
 	}
 	return report(o, all)

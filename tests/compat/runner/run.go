@@ -160,26 +160,26 @@ func firstSkip(logPath string) string {
 	return ""
 }
 
-// runSuite runs each test in its own process against srv, restarting srv when a test left
-// it unhealthy.
-func runSuite(ctx context.Context, s suite, binary, src, logs string, names []string, srv server, limit time.Duration, progress func(result)) []result {
-	dir := filepath.Join(src, s.Pkg)
+// eachTest runs every named test through one(name, logPath), each its own process, against
+// srv, restarting srv when a test left it unhealthy; excluded tests are reported, not run.
+func eachTest(ctx context.Context, suiteName, logs string, names []string, srv server, progress func(result),
+	one func(ctx context.Context, name, logPath string) result) []result {
 	if err := os.MkdirAll(logs, 0o755); err != nil {
-		return []result{{Suite: s.Name, Test: "(setup)", Outcome: failed, Reason: err.Error()}}
+		return []result{{Suite: suiteName, Test: "(setup)", Outcome: failed, Reason: err.Error()}}
 	}
 	var out []result
 	for _, name := range names {
 		if ctx.Err() != nil {
 			break
 		}
-		if reason, ok := exclusions[s.Name+"/"+name]; ok {
-			r := result{Suite: s.Name, Test: name, Outcome: excluded, Reason: reason}
+		if reason, ok := exclusions[suiteName+"/"+name]; ok {
+			r := result{Suite: suiteName, Test: name, Outcome: excluded, Reason: reason}
 			out = append(out, r)
 			progress(r)
 			continue
 		}
-		r := runTest(ctx, binary, dir, name, limit, filepath.Join(logs, name+".log"), nil)
-		r.Suite = s.Name
+		r := one(ctx, name, filepath.Join(logs, logName(name)))
+		r.Suite = suiteName
 		if !srv.Healthy(ctx) {
 			r.ServerDied = true
 			r.Reason = strings.TrimSpace(r.Reason + " [server unhealthy after the test; restarted; log " + srv.Log() + "]")
@@ -195,4 +195,9 @@ func runSuite(ctx context.Context, s suite, binary, src, logs string, names []st
 		progress(r)
 	}
 	return out
+}
+
+// logName makes a file name of a test name (pytest node ids have slashes and colons).
+func logName(name string) string {
+	return strings.NewReplacer("/", "_", ":", "_", "[", "_", "]", "_", " ", "_").Replace(name) + ".log"
 }

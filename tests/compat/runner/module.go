@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,24 +14,6 @@ import (
 
 // clientModule is the official Go client whose own tests are the suite.
 const clientModule = "github.com/apache/pulsar-client-go"
-
-// suite is one test binary: a package of the client compiled with its tags.
-type suite struct {
-	Name string // short name in the table: pulsar, admin, clustered
-	Pkg  string // package directory inside the module
-	Tags string // build tags ("" for none)
-	// Run filters the binary's top-level tests (the client CI's own -run for clustered).
-	Run string
-	// Cluster says which server the suite runs against.
-	Cluster bool
-}
-
-var suites = []suite{
-	{Name: "pulsar", Pkg: "pulsar"},
-	{Name: "admin", Pkg: "pulsaradmin/pkg/admin"},
-	// scripts/run-ci-clustered.sh: -tags clustered -run 'Test.*ClusteredTestSuite|TestTransactionDisabled' ./pulsar
-	{Name: "clustered", Pkg: "pulsar", Tags: "clustered", Run: `^(Test.*ClusteredTestSuite|TestTransactionDisabled)$`, Cluster: true},
-}
 
 // fetchClient downloads the client module at version from the module proxy and returns a
 // writable copy of its tree under cache. The copy is made once per version.
@@ -94,52 +77,82 @@ func copyTree(src, dst string) error {
 	})
 }
 
-// buildSuite compiles the suite's test binary into bin and returns its path. The Go build
-// cache makes a rebuild of an unchanged package cheap.
-func buildSuite(src, bin string, s suite, race bool) (string, error) {
-	out := filepath.Join(bin, s.Name+".test")
+// goKind runs a package of the Go client: its test binary, one process per top-level test.
+type goKind struct {
+	Pkg  string // package directory inside the module
+	Tags string // build tags ("" for none)
+	// Run filters the binary's top-level tests (the client CI's own -run for clustered).
+	Run string
+}
+
+// binDir is where the test binaries of a client version are kept.
+func binDir(o options) string {
+	d := filepath.Join(o.cache, "bin-"+o.version)
+	if o.race {
+		d += "-race"
+	}
+	return d
+}
+
+// prepare fetches the client and compiles the suite's test binary (the Go build cache makes
+// a rebuild of an unchanged package cheap).
+func (k *goKind) prepare(o options, s *suite) error {
+	src, err := fetchClient(o.version, o.cache)
+	if err != nil {
+		return err
+	}
+	out := filepath.Join(binDir(o), s.Name+".test")
 	args := []string{"test", "-c", "-o", out}
-	if race {
+	if o.race {
 		args = append(args, "-race")
 	}
-	if s.Tags != "" {
-		args = append(args, "-tags", s.Tags)
+	if k.Tags != "" {
+		args = append(args, "-tags", k.Tags)
 	}
-	args = append(args, "./"+s.Pkg)
+	args = append(args, "./"+k.Pkg)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = src
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if race {
+	if o.race {
 		cmd.Env = append(cmd.Env, "CGO_ENABLED=1")
 	}
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go %s (in %s): %w", strings.Join(args, " "), src, err)
+		return fmt.Errorf("go %s (in %s): %w", strings.Join(args, " "), src, err)
 	}
-	return out, nil
+	return nil
 }
 
-// listTests returns the binary's top-level tests matching the suite's filter.
-func listTests(binary string, s suite, filter string) ([]string, error) {
+// list returns the binary's top-level tests matching the suite's filter and -run.
+func (k *goKind) list(o options, s *suite) ([]string, error) {
+	binary := filepath.Join(binDir(o), s.Name+".test")
 	pattern := "^Test"
-	if s.Run != "" {
-		pattern = s.Run
+	if k.Run != "" {
+		pattern = k.Run
 	}
-	cmd := exec.Command(binary, "-test.list", pattern)
-	out, err := cmd.Output()
+	out, err := exec.Command(binary, "-test.list", pattern).Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s -test.list: %w", binary, err)
 	}
 	var names []string
 	for _, l := range strings.Split(string(out), "\n") {
 		l = strings.TrimSpace(l)
-		if !strings.HasPrefix(l, "Test") {
-			continue
+		if strings.HasPrefix(l, "Test") && (o.run == "" || matches(o.run, l)) {
+			names = append(names, l)
 		}
-		if filter != "" && !matches(filter, l) {
-			continue
-		}
-		names = append(names, l)
 	}
 	return names, nil
+}
+
+// run runs each test in the package's directory (the tests read ../integration-tests/...).
+func (k *goKind) run(ctx context.Context, o options, s *suite, names []string, logs string, srv server, progress func(result)) []result {
+	src, err := fetchClient(o.version, o.cache)
+	if err != nil {
+		return []result{{Suite: s.Name, Test: "(setup)", Outcome: failed, Reason: err.Error()}}
+	}
+	binary := filepath.Join(binDir(o), s.Name+".test")
+	dir := filepath.Join(src, k.Pkg)
+	return eachTest(ctx, s.Name, logs, names, srv, progress, func(ctx context.Context, name, logPath string) result {
+		return runTest(ctx, binary, dir, name, o.limit, logPath, nil)
+	})
 }

@@ -30,7 +30,7 @@ type proc struct {
 	log  string
 }
 
-func startProc(log string, env []string, name string, args ...string) (*proc, error) {
+func startProc(log, cwd string, env []string, name string, args ...string) (*proc, error) {
 	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -38,6 +38,7 @@ func startProc(log string, env []string, name string, args ...string) (*proc, er
 	fmt.Fprintf(f, "\n=== %s %s\n", name, strings.Join(args, " "))
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = cwd
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -85,21 +86,29 @@ func tail(path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// standalone is `magnetar standalone` started as the client's CI starts Pulsar.
+// standalone is `magnetar standalone` started as a client's CI starts Pulsar: with its
+// config file, environment and working directory, then set up by its suite.
 type standalone struct {
 	bin, dir string
-	// env is the environment of pulsar-test-service-start.sh and the Dockerfile, plus the
-	// harness's overrides (-env).
+	// env is the environment of the client CI's start script and image, plus the
+	// harness's overrides (-env, -no-security).
 	env  []string
 	conf string
-	p    *proc
+	// cwd is the process's working directory (configs with relative paths), data the data
+	// directory (default under dir).
+	cwd, data string
+	setup     func(ctx context.Context, s *standalone) error
+	p         *proc
 }
 
 func (s *standalone) Log() string { return filepath.Join(s.dir, "standalone.log") }
 
 func (s *standalone) Start(ctx context.Context) error {
-	p, err := startProc(s.Log(), s.env, s.bin, "standalone",
-		"--config", s.conf, "--data-dir", filepath.Join(s.dir, "standalone-data"))
+	data := s.data
+	if data == "" {
+		data = filepath.Join(s.dir, "standalone-data")
+	}
+	p, err := startProc(s.Log(), s.cwd, s.env, s.bin, "standalone", "--config", s.conf, "--data-dir", data)
 	if err != nil {
 		return err
 	}
@@ -108,25 +117,19 @@ func (s *standalone) Start(ctx context.Context) error {
 	if err := waitHTTP(ctx, p, "http://localhost:8080/metrics", 2*time.Minute); err != nil {
 		return fmt.Errorf("standalone did not serve: %w\n%s", err, tail(s.Log(), 30))
 	}
-	return s.permissions(ctx)
+	if s.setup == nil {
+		return nil
+	}
+	return s.setup(ctx, s)
 }
 
-// permissions applies scripts/pulsar-test-service-start.sh's pulsar-admin commands.
-func (s *standalone) permissions(ctx context.Context) error {
-	cmds := [][]string{
-		{"tenants", "update", "public", "-r", "anonymous"},
-		{"namespaces", "grant-permission", "public/default", "--actions", "produce,consume", "--role", "anonymous"},
-		{"tenants", "create", "private"},
-		{"namespaces", "create", "private/auth"},
-		{"namespaces", "grant-permission", "private/auth", "--actions", "produce,consume", "--role", "token-principal"},
-	}
-	for _, c := range cmds {
-		args := append(append([]string{"admin"}, adminArgs...), c...)
-		cmd := exec.CommandContext(ctx, s.bin, args...)
-		cmd.Env = append(os.Environ(), s.env...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("magnetar %s: %w: %s", strings.Join(args, " "), err, out)
-		}
+// admin runs `magnetar admin` against the standalone.
+func (s *standalone) admin(ctx context.Context, args ...string) error {
+	args = append(append([]string{"admin"}, adminArgs...), args...)
+	cmd := exec.CommandContext(ctx, s.bin, args...)
+	cmd.Env = append(os.Environ(), s.env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("magnetar %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }
@@ -156,7 +159,7 @@ type cluster struct {
 func (c *cluster) Log() string { return filepath.Join(c.dir, "dev-cluster.log") }
 
 func (c *cluster) Start(ctx context.Context) error {
-	p, err := startProc(c.Log(), c.env, c.bin, "dev-cluster", "--data-dir", filepath.Join(c.dir, "dev-cluster"),
+	p, err := startProc(c.Log(), "", c.env, c.bin, "dev-cluster", "--data-dir", filepath.Join(c.dir, "dev-cluster"),
 		"--broker-addresses", "broker-1:6650,broker-2:6650",
 		// The compose file's broker environment.
 		"--broker-args", "--cluster-name=cluster-a --default-number-of-namespace-bundles=1")
