@@ -73,7 +73,7 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.log.Debug("producer waits for exclusive access", "topic", t.full, "producer", p.name, "id", pid)
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
 			RequestId: proto.Uint64(rid), ProducerName: proto.String(p.name), LastSequenceId: proto.Int64(-1),
-			ProducerReady: proto.Bool(false), SchemaVersion: p.schemaVersion}})
+			ProducerReady: proto.Bool(false), SchemaVersion: schemaVersionField(p.schemaVersion)}})
 		return
 	case err != nil:
 		c.mu.Lock()
@@ -102,8 +102,20 @@ func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
 		LastSequenceId: proto.Int64(p.topic.dedup.lastSequence(p.name)),
 		ProducerReady:  proto.Bool(true),
 		TopicEpoch:     proto.Uint64(p.topicEpoch),
-		SchemaVersion:  p.schemaVersion,
+		SchemaVersion:  schemaVersionField(p.schemaVersion),
 	}})
+}
+
+// schemaVersionField is PRODUCER_SUCCESS's schema_version: always present, empty for a
+// producer without schema, as Pulsar sends it (Commands.newProducerSuccess). The Java client
+// reads the field unconditionally (ClientCnx.handleProducerSuccess), so without it no
+// producer without schema could be created (found with pulsar-perf: "Field 'schema_version'
+// is not set").
+func schemaVersionField(v []byte) []byte {
+	if v == nil {
+		return []byte{}
+	}
+	return v
 }
 
 // handleCloseProducer detaches a producer; unknown ids succeed too (the client may be

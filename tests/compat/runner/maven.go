@@ -19,6 +19,8 @@ import (
 // JUnit test case becomes a row from the Surefire reports.
 type mavenKind struct {
 	Module string
+	// Pre are Maven runs of prepare before the module's own (pulsar-perf's classpath).
+	Pre [][]string
 }
 
 func (k *mavenKind) dir(o options) string { return filepath.Join(o.repo, "tests", "compat", k.Module) }
@@ -29,7 +31,8 @@ func mavenRepo() string {
 }
 
 func (k *mavenKind) mvn(ctx context.Context, o options, logPath string, args ...string) error {
-	full := append([]string{"-B", "-Dmaven.repo.local=" + mavenRepo(), "-Dstyle.color=never"}, args...)
+	full := append([]string{"-B", "-s", filepath.Join(o.repo, "tests", "compat", "maven-settings.xml"),
+		"-Dmaven.repo.local=" + mavenRepo(), "-Dstyle.color=never"}, args...)
 	cmd := exec.CommandContext(ctx, "mvn", full...)
 	cmd.Dir = k.dir(o)
 	if logPath != "" {
@@ -50,13 +53,18 @@ func (k *mavenKind) mvn(ctx context.Context, o options, logPath string, args ...
 	return nil
 }
 
-// prepare resolves and compiles: the test run's plugins (Surefire's JUnit provider is
-// resolved only when a test runs, hence the run of a test that does not exist).
+// prepare resolves and compiles everything, and runs the module's PrepareTest (no server
+// needed): Surefire resolves its JUnit provider only when a test runs.
 func (k *mavenKind) prepare(o options, s *suite) error {
 	if _, err := exec.LookPath("mvn"); err != nil {
 		return fmt.Errorf("mvn not found: install Maven (apt-get install -y maven) and a JDK 17")
 	}
-	return k.mvn(context.Background(), o, "", "-q", "test", "-Dtest=NoSuchCompatTest", "-Dsurefire.failIfNoSpecifiedTests=false")
+	for _, pre := range k.Pre {
+		if err := k.mvn(context.Background(), o, "", append([]string{"-q"}, pre...)...); err != nil {
+			return err
+		}
+	}
+	return k.mvn(context.Background(), o, "", "-q", "test", "-Dtest=PrepareTest")
 }
 
 // list has one entry: Maven runs the module's tests in one JVM; run reports each case.
@@ -69,7 +77,7 @@ func (k *mavenKind) run(ctx context.Context, o options, s *suite, _ []string, lo
 	reports := filepath.Join(k.dir(o), "target", "surefire-reports")
 	_ = os.RemoveAll(reports)
 	logPath := filepath.Join(logs, "mvn-test.log")
-	args := []string{"-o", "test", "-Dsurefire.failIfNoSpecifiedTests=false", "-Dmagnetar.bin=" + o.magnetar}
+	args := []string{"-o", "test", "-Dsurefire.failIfNoSpecifiedTests=false"}
 	if o.run != "" {
 		args = append(args, "-Dtest="+o.run)
 	}

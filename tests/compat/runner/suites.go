@@ -46,7 +46,7 @@ var suites = []*suite{
 	{Name: "python-official", kind: &pytestKind{}, Conf: "test-conf/standalone-ssl.conf", Dir: "/pulsar", setup: pythonCISetup},
 	// The Java client, admin and pulsar-perf (tests/compat/java); example apps of
 	// spring-boot-starter-pulsar and quarkus-messaging-pulsar (tests/compat/spring, quarkus).
-	{Name: "java", kind: &mavenKind{Module: "java"}, Conf: goCIConf, setup: goCIPermissions},
+	{Name: "java", kind: &mavenKind{Module: "java", Pre: [][]string{{"-f", "perf/pom.xml", "package"}}}, Conf: goCIConf, setup: goCIPermissions},
 	{Name: "spring", kind: &mavenKind{Module: "spring"}, Conf: goCIConf, setup: goCIPermissions},
 	{Name: "quarkus", kind: &mavenKind{Module: "quarkus"}, Conf: goCIConf, setup: goCIPermissions},
 }
