@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -41,9 +40,7 @@ func (a *app) brokerCmd() *cobra.Command {
 		case served = <-br.Failed():
 			logger.Error("a server stopped on its own; shutting down", "err", served)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), standaloneShutdownTimeout)
-		defer cancel()
-		if err := br.Close(ctx); err != nil {
+		if err := stopWithin(logger, "brokerShutdownTimeoutMs", cfg.Broker.ShutdownTimeoutMs, br.Close); err != nil {
 			return fmt.Errorf("broker: shutdown: %w", err)
 		}
 		return served

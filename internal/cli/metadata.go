@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -44,16 +45,17 @@ Other roles then use --metadata-url etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:
 		if err != nil {
 			return err
 		}
-		defer m.Close()
+		var failed error
 		select {
 		case <-ctx.Done():
 			logger.Info("metadata member stopping on signal")
-			return nil
 		case err := <-m.Err():
-			return fmt.Errorf("metadata member failed: %w", err)
+			failed = fmt.Errorf("metadata member failed: %w", err)
 		case <-m.Stopped():
-			return errors.New("metadata member stopped (removed from the cluster, or a fatal error logged above)")
+			failed = errors.New("metadata member stopped (removed from the cluster, or a fatal error logged above)")
 		}
+		closeMember := func(context.Context) error { m.Close(); return nil }
+		return errors.Join(failed, stopWithin(logger, "metadataShutdownTimeoutMs", cfg.ShutdownTimeoutMs, closeMember))
 	}
 	return cmd
 }

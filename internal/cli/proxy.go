@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,7 @@ func (a *app) proxyCmd() *cobra.Command {
 		logger.Info("magnetar proxy ready", "service", "pulsar://"+p.Addr(), "http", "http://"+p.HTTPAddr())
 		<-ctx.Done()
 		logger.Info("shutting down (signal received)")
-		return p.Close()
+		return stopWithin(logger, "proxyShutdownTimeoutMs", cfg.ShutdownTimeoutMs, func(context.Context) error { return p.Close() })
 	}
 	return cmd
 }

@@ -1,19 +1,14 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/standalone"
 )
-
-// standaloneShutdownTimeout bounds a clean shutdown after SIGTERM.
-const standaloneShutdownTimeout = 30 * time.Second
 
 func (a *app) standaloneCmd() *cobra.Command {
 	cfg := config.DefaultStandaloneConfig()
@@ -44,9 +39,7 @@ func (a *app) standaloneCmd() *cobra.Command {
 		case served = <-s.Failed():
 			logger.Error("a server stopped on its own; shutting down", "err", served)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), standaloneShutdownTimeout)
-		defer cancel()
-		if err := s.Close(ctx); err != nil {
+		if err := stopWithin(logger, "brokerShutdownTimeoutMs", cfg.Broker.ShutdownTimeoutMs, s.Close); err != nil {
 			return fmt.Errorf("standalone: shutdown: %w", err)
 		}
 		return served

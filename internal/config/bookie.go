@@ -37,6 +37,10 @@ type BookieConfig struct {
 	MaxConnections int `key:"maxConnections" help:"client connections the bookie accepts at once"`
 	// MaxLongPollTimeout caps the wait a WAIT_LAC request may ask for.
 	MaxLongPollTimeout time.Duration `key:"maxLongPollTimeout" help:"longest wait a long-poll read-LAC may ask for"`
+	// ProcessShutdownTimeoutMs bounds the whole shutdown of `magnetar bookie` after SIGTERM
+	// (deregistration, draining, the auditor, closing the store), the bookie's counterpart of
+	// Pulsar's brokerShutdownTimeoutMs: it exits by then whatever is unreachable.
+	ProcessShutdownTimeoutMs int64 `key:"bookieShutdownTimeoutMs" help:"longest clean shutdown after SIGTERM, in milliseconds; the process exits by then"`
 	// ShutdownTimeout bounds how long a clean shutdown waits for in-flight requests.
 	ShutdownTimeout time.Duration `key:"shutdownTimeout" help:"how long shutdown waits for in-flight requests"`
 	// MetricsAddress serves Prometheus /metrics over HTTP (BookKeeper's prometheusStatsHttpPort,
@@ -70,6 +74,7 @@ func DefaultBookieConfig() BookieConfig {
 		MaxConnections:                   1024,
 		MaxLongPollTimeout:               2 * time.Minute,
 		ShutdownTimeout:                  5 * time.Second,
+		ProcessShutdownTimeoutMs:         30_000,
 		Storage:                          DefaultBookieStorageConfig(),
 		AutoRecoveryDaemonEnabled:        true,
 		Ledger:                           DefaultLedgerClientConfig(),
@@ -87,6 +92,7 @@ func (c *BookieConfig) Validate() error {
 		Between("maxConnections", c.MaxConnections, 1, 1_000_000),
 		Between("maxLongPollTimeout", c.MaxLongPollTimeout, time.Millisecond, time.Hour),
 		Between("shutdownTimeout", c.ShutdownTimeout, 0, 10*time.Minute),
+		Between("bookieShutdownTimeoutMs", c.ProcessShutdownTimeoutMs, 100, 3_600_000),
 		c.Storage.Validate(),
 	}
 	if c.AdvertisedAddress != "" {

@@ -10,6 +10,10 @@ import (
 // Key names are Pulsar's broker.conf keys. The few that change at run time are listed in
 // internal/broker/dynconfig.go (POST /admin/v2/brokers/configuration/{name}/{value}).
 type BrokerConfig struct {
+	// ShutdownTimeoutMs bounds a shutdown after SIGTERM (Pulsar's brokerShutdownTimeoutMs):
+	// whatever is unreachable, the process exits by then. What was acknowledged is durable
+	// before the acknowledgement, so giving up on the rest loses nothing acknowledged.
+	ShutdownTimeoutMs int64 `key:"brokerShutdownTimeoutMs" help:"longest clean shutdown after SIGTERM, in milliseconds; the process exits by then"`
 	// ClusterName names the cluster this broker belongs to (standalone: "standalone").
 	ClusterName string `key:"clusterName" help:"name of the cluster this broker belongs to"`
 	// BindAddress is the host the binary and HTTP listeners bind to.
@@ -82,6 +86,7 @@ type BrokerConfig struct {
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
 func DefaultBrokerConfig() BrokerConfig {
 	return BrokerConfig{
+		ShutdownTimeoutMs:                   60_000,
 		ClusterName:                         "standalone",
 		BindAddress:                         "0.0.0.0",
 		ServicePort:                         6650,
@@ -115,6 +120,7 @@ func (c *BrokerConfig) KeepAliveInterval() time.Duration {
 // Validate checks the broker settings.
 func (c *BrokerConfig) Validate() error {
 	return errors.Join(
+		Between("brokerShutdownTimeoutMs", c.ShutdownTimeoutMs, 100, 3_600_000),
 		NotEmpty("clusterName", c.ClusterName),
 		NotEmpty("bindAddress", c.BindAddress),
 		Between("brokerServicePort", c.ServicePort, 0, 65535),

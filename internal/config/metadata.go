@@ -14,8 +14,12 @@ import (
 // the "-urls" suffixes; keys carry a "metadata" prefix so they can sit next to other roles'
 // keys in one config file (standalone embeds the same member).
 type MetadataConfig struct {
-	Name    string `key:"metadataName" flag:"name" help:"member name, unique in the cluster and used in --initial-cluster"`
-	DataDir string `key:"metadataDataDir" flag:"data-dir" help:"directory for the member's WAL, snapshots and database"`
+	// ShutdownTimeoutMs bounds `magnetar metadata`'s shutdown after SIGTERM (a member that
+	// lost its quorum may wait long for a leader transfer); its WAL is fsynced, so exiting
+	// then loses nothing.
+	ShutdownTimeoutMs int64  `key:"metadataShutdownTimeoutMs" help:"longest clean shutdown after SIGTERM, in milliseconds; the process exits by then"`
+	Name              string `key:"metadataName" flag:"name" help:"member name, unique in the cluster and used in --initial-cluster"`
+	DataDir           string `key:"metadataDataDir" flag:"data-dir" help:"directory for the member's WAL, snapshots and database"`
 
 	ListenClientURLs    []string `key:"metadataListenClient" flag:"listen-client" help:"URLs to serve clients on (comma separated, http://host:port; port 0 picks a free port)"`
 	ListenPeerURLs      []string `key:"metadataListenPeer" flag:"listen-peer" help:"URLs to talk to the other members on (comma separated)"`
@@ -44,6 +48,7 @@ type MetadataConfig struct {
 // etcd's own raft timing and limits.
 func DefaultMetadataConfig() MetadataConfig {
 	return MetadataConfig{
+		ShutdownTimeoutMs:       30_000,
 		Name:                    "magnetar",
 		DataDir:                 "./data/metadata",
 		ListenClientURLs:        []string{"http://127.0.0.1:2379"},
@@ -101,6 +106,7 @@ func (c *MetadataConfig) EffectiveInitialCluster() string {
 // Validate checks the metadata member settings; every bad field is reported.
 func (c *MetadataConfig) Validate() error {
 	errs := []error{
+		Between("metadataShutdownTimeoutMs", c.ShutdownTimeoutMs, 100, 3_600_000),
 		NotEmpty("metadataName", c.Name),
 		NotEmpty("metadataDataDir", c.DataDir),
 		checkURLs("metadataListenClient", c.ListenClientURLs, true, true),

@@ -10,6 +10,9 @@ import (
 // ProxyConfig is `magnetar proxy`: a stateless gateway in front of the brokers. Key names are
 // Pulsar's proxy.conf keys where one exists; the rest are ours and say so. None reload.
 type ProxyConfig struct {
+	// ShutdownTimeoutMs bounds a shutdown after SIGTERM (as brokerShutdownTimeoutMs does for
+	// a broker): the process exits by then whatever is unreachable.
+	ShutdownTimeoutMs int64 `key:"proxyShutdownTimeoutMs" help:"longest clean shutdown after SIGTERM, in milliseconds; the process exits by then"`
 	// MetadataStoreURL is where brokers register (etcd://h:p,... or memory://); the proxy
 	// watches their registrations to learn where to send lookups and which addresses a client
 	// may ask to be connected to. Empty: only the configured broker URLs are used.
@@ -63,6 +66,7 @@ type ProxyConfig struct {
 // DefaultProxyConfig returns Pulsar's proxy.conf defaults where they exist.
 func DefaultProxyConfig() ProxyConfig {
 	return ProxyConfig{
+		ShutdownTimeoutMs:               30_000,
 		BrokerRegistrationPrefix:        "/loadbalance/brokers/",
 		BindAddress:                     "0.0.0.0",
 		ServicePort:                     6650,
@@ -98,6 +102,7 @@ func (c *ProxyConfig) KeepAliveInterval() time.Duration {
 // Validate checks the proxy settings; every bad field is reported.
 func (c *ProxyConfig) Validate() error {
 	errs := []error{
+		Between("proxyShutdownTimeoutMs", c.ShutdownTimeoutMs, 100, 3_600_000),
 		NotEmpty("bindAddress", c.BindAddress),
 		Between("servicePort", c.ServicePort, 0, 65535),
 		Between("webServicePort", c.WebServicePort, 0, 65535),

@@ -95,7 +95,19 @@ func (ss *session) Campaign(ctx context.Context, name string, value []byte) (met
 		}
 	}()
 	el := concurrency.NewElection(ss.cs, name)
-	if err := el.Campaign(cctx, string(value)); err != nil {
+	// etcd's Campaign, when its context ends, resigns with the client's own context, which
+	// waits as long as etcd is unreachable: a candidate told to stop would hang its
+	// process's shutdown. So wait for it only as long as ctx; an abandoned Campaign ends
+	// when the client closes, and its candidacy key goes with the session's lease.
+	campaigned := make(chan error, 1)
+	go func() { campaigned <- el.Campaign(cctx, string(value)) }()
+	var err error
+	select {
+	case err = <-campaigned:
+	case <-cctx.Done():
+		err = cctx.Err()
+	}
+	if err != nil {
 		if ss.lost() {
 			return nil, fmt.Errorf("%w: campaign %s", metadata.ErrSessionLost, name)
 		}
