@@ -138,6 +138,9 @@ func (s *bookieSet) watch(ctx context.Context, prefix string) {
 
 func (s *bookieSet) applyLocked(prefix string, ev metadata.Event) {
 	addr := strings.TrimPrefix(ev.Key, prefix)
+	if addr == "" {
+		return // a key with no address names no bookie (FuzzBookieRecords)
+	}
 	switch {
 	case prefix == decommissionPrefix && ev.Type == metadata.EventPut:
 		s.decommissioned[addr] = true
