@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/bookie"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
+	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
@@ -45,6 +47,11 @@ func (a *app) bookieCmd() *cobra.Command {
 	b := bindFlags(cmd.Flags(), &cfg)
 	aliasFlags(cmd, bookieFlagAliases)
 	cmd.AddCommand(deleteCookieCmd())
+	// Test only (the chaos harness): disk faults through the storage's fault file layer,
+	// switched by the contents of this file (vfs.ControlFaults). Hidden from --help.
+	var faultControl string
+	cmd.Flags().StringVar(&faultControl, "test-fault-control", "", "test only: file naming disk faults to inject (full, syncfail); relative to the journal directory's parent")
+	_ = cmd.Flags().MarkHidden("test-fault-control")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(b, cfg.Validate)
 		if err != nil {
@@ -63,7 +70,7 @@ func (a *app) bookieCmd() *cobra.Command {
 			return err
 		}
 		bk, err := bookie.Start(ctx, cfg, bookie.Options{
-			Logger: logger, Registerer: reg, OpenStorage: openBookieStorage, OpenMetadata: metadataOpener(cfg.MetadataTLS),
+			Logger: logger, Registerer: reg, OpenStorage: faultStorage(ctx, faultControl, logger), OpenMetadata: metadataOpener(cfg.MetadataTLS),
 		})
 		if err != nil {
 			stopMetrics()
@@ -84,9 +91,11 @@ func (a *app) bookieCmd() *cobra.Command {
 		}
 		<-ctx.Done()
 		logger.Info("shutting down", "cause", context.Cause(ctx))
-		stopAuditor()
-		stopMetrics()
-		return bk.Close()
+		return stopWithin(logger, "bookieShutdownTimeoutMs", cfg.ProcessShutdownTimeoutMs, func(context.Context) error {
+			stopAuditor()
+			stopMetrics()
+			return bk.Close()
+		})
 	}
 	return cmd
 }
@@ -212,6 +221,25 @@ func serveMetrics(addr string, reg *prometheus.Registry, ready func() bool, logg
 // openBookieStorage opens the disk storage of a bookie.
 func openBookieStorage(cfg config.BookieStorageConfig, logger *slog.Logger, reg prometheus.Registerer) (storage.Storage, error) {
 	return storage.Open(cfg, logger, reg)
+}
+
+// faultStorage is openBookieStorage, or with a test fault control file the disk storage on
+// a vfs.FaultFS that the file drives.
+func faultStorage(ctx context.Context, control string, logger *slog.Logger) func(config.BookieStorageConfig, *slog.Logger, prometheus.Registerer) (storage.Storage, error) {
+	if control == "" {
+		return openBookieStorage
+	}
+	return func(cfg config.BookieStorageConfig, l *slog.Logger, reg prometheus.Registerer) (storage.Storage, error) {
+		if !filepath.IsAbs(control) { // relative to the bookie's directory (journal's parent)
+			control = filepath.Join(filepath.Dir(cfg.JournalDir()), control)
+		}
+		logger.Warn("TEST ONLY: bookie storage on the fault file layer", "control", control)
+		ffs := vfs.NewFaultFS(vfs.Default())
+		undo := filepath.Join(filepath.Dir(control), "undo")
+		vfs.ApplyFaultFile(control, undo, ffs, logger) // before the storage's first write
+		go vfs.ControlFaults(ctx, control, undo, ffs, logger)
+		return storage.OpenWithFS(cfg, ffs, l, reg)
+	}
 }
 
 // openMetadataStore dials the metadata store named by url, in plaintext.

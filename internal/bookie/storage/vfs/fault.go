@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -17,6 +18,9 @@ type FaultFS struct {
 	full      atomic.Bool
 	syncFails atomic.Bool
 	writes    atomic.Int64
+
+	undoMu sync.Mutex
+	undo   *undoLog // non-nil: unsynced writes are recorded (undo.go)
 }
 
 // NewFaultFS wraps inner.
@@ -85,6 +89,11 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		n, _ := f.File.WriteAt(p[:len(p)/2], off)
 		return n, f.fs.errFull("write", f.name)
 	}
+	if u := f.fs.undoLog(); u != nil {
+		if err := u.before(f.File, f.name, off, len(p)); err != nil {
+			return 0, fmt.Errorf("vfs fault: recording the undo of a write to %s: %w", f.name, err)
+		}
+	}
 	n, err := f.File.WriteAt(p, off)
 	if err == nil {
 		f.fs.writes.Add(1)
@@ -96,6 +105,12 @@ func (f *faultFile) Preallocate(off, size int64) error {
 	if f.fs.full.Load() {
 		return f.fs.errFull("preallocate", f.name)
 	}
+	if u := f.fs.undoLog(); u != nil {
+		// Preallocation grows the file with zeros: undone by the size it records.
+		if err := u.before(f.File, f.name, off, 0); err != nil {
+			return err
+		}
+	}
 	return f.File.Preallocate(off, size)
 }
 
@@ -106,5 +121,11 @@ func (f *faultFile) Sync() error {
 	if f.fs.full.Load() {
 		return f.fs.errFull("sync", f.name)
 	}
-	return f.File.Sync()
+	if err := f.File.Sync(); err != nil {
+		return err
+	}
+	if u := f.fs.undoLog(); u != nil {
+		u.synced(f.name)
+	}
+	return nil
 }

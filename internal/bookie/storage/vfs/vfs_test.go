@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -83,5 +84,47 @@ func TestFaultFS(t *testing.T) {
 	ffs.SetSyncFails(false)
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRevertUnsynced: with an undo directory, writes and preallocations after the last
+// successful Sync are undone by RevertUnsynced, and those before it are kept, as a machine
+// crash would leave the file.
+func TestRevertUnsynced(t *testing.T) {
+	dir, undo := t.TempDir(), t.TempDir()
+	ffs := NewFaultFS(Default())
+	if err := ffs.SetUndoDir(undo); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "f")
+	f, err := ffs.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("durable"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Preallocate(0, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("DURA"), 0); err != nil { // overwrites synced bytes
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("lost tail"), 7); err != nil { // grows the file
+		t.Fatal(err)
+	}
+	_ = f.Close() // the "crash": no Sync
+	if err := RevertUnsynced(undo); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != "durable" {
+		t.Fatalf("after the revert: %q, %v; want only the synced %q", b, err, "durable")
+	}
+	if logs, _ := filepath.Glob(filepath.Join(undo, "*")); len(logs) != 0 {
+		t.Fatalf("undo logs left: %v", logs)
 	}
 }
