@@ -42,7 +42,16 @@ type Options struct {
 	Logger       *slog.Logger
 	// NoProxy leaves out the `magnetar proxy` otherwise started in front of the brokers.
 	NoProxy bool
+	// Node, when set, places each process (by name, e.g. "bookie-2") on a host of its own:
+	// it runs under prefix (e.g. ip netns exec <ns>) and listens on host at the role's fixed
+	// port (NodePorts) instead of a free loopback port. The chaos harness uses it to put
+	// every process in its own network namespace.
+	Node func(name string) (prefix []string, host string)
 }
+
+// NodePorts are the ports processes use with Options.Node (each host has its own ports, so
+// they are fixed; none is a default port of the roles).
+var NodePorts = struct{ MetadataClient, MetadataPeer, Bookie, Broker, BrokerHTTP int }{12379, 12380, 13181, 16650, 18080}
 
 // Proc is one child process.
 type Proc struct {
@@ -122,13 +131,23 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: ports: %w", ErrStart, err)
 	}
-	next := func() string { p := ports[0]; ports = ports[1:]; return "127.0.0.1:" + strconv.Itoa(p) }
+	loopback := func() string { p := ports[0]; ports = ports[1:]; return "127.0.0.1:" + strconv.Itoa(p) }
+	// addr is the address of name's port of one kind: a free loopback port, or the node's
+	// host with the fixed port.
+	addr := func(name string, fixed int) string {
+		if o.Node == nil {
+			return loopback()
+		}
+		_, host := o.Node(name)
+		return net.JoinHostPort(host, strconv.Itoa(fixed))
+	}
 
 	var initial, clients []string
 	type member struct{ name, client, peer string }
 	var members []member
 	for i := range o.Metadata {
-		m := member{name: fmt.Sprintf("metadata-%d", i+1), client: next(), peer: next()}
+		name := fmt.Sprintf("metadata-%d", i+1)
+		m := member{name: name, client: addr(name, NodePorts.MetadataClient), peer: addr(name, NodePorts.MetadataPeer)}
 		members = append(members, m)
 		initial = append(initial, m.name+"=http://"+m.peer)
 		clients = append(clients, m.client)
@@ -147,7 +166,8 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	for i := range o.Bookies {
-		name, addr := fmt.Sprintf("bookie-%d", i+1), next()
+		name := fmt.Sprintf("bookie-%d", i+1)
+		addr := addr(name, NodePorts.Bookie)
 		args := append([]string{"bookie", "--metadata-url", c.MetadataURL, "--listen", addr,
 			"--journal-directories", filepath.Join(o.Dir, name, "journal"),
 			"--ledger-directories", filepath.Join(o.Dir, name, "ledgers")}, o.BookieArgs...)
@@ -163,8 +183,10 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		}
 	}
 	for i := range o.Brokers {
-		name, addr, httpAddr := fmt.Sprintf("broker-%d", i+1), next(), next()
-		bind, advertised := "127.0.0.1", "127.0.0.1"
+		name := fmt.Sprintf("broker-%d", i+1)
+		addr, httpAddr := addr(name, NodePorts.Broker), addr(name, NodePorts.BrokerHTTP)
+		bind, _, _ := net.SplitHostPort(addr)
+		advertised := bind
 		if i < len(o.BrokerAddrs) {
 			if bind, advertised, addr, httpAddr, err = placeBroker(o.BrokerAddrs[i]); err != nil {
 				return nil, fmt.Errorf("%w: %s: %w", ErrStart, name, err)
@@ -190,11 +212,11 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.NoProxy {
 		return c, nil
 	}
-	addr, httpAddr := next(), next()
-	_, port, _ := net.SplitHostPort(addr)
+	paddr, httpAddr := addr("proxy", NodePorts.Broker), addr("proxy", NodePorts.BrokerHTTP)
+	host, port, _ := net.SplitHostPort(paddr)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
-	c.Proxy = c.proc("proxy", addr, httpAddr, "proxy", "--metadata-url", c.MetadataURL,
-		"--bind-address", "127.0.0.1", "--port", port, "--http-port", httpPort)
+	c.Proxy = c.proc("proxy", paddr, httpAddr, "proxy", "--metadata-url", c.MetadataURL,
+		"--bind-address", host, "--port", port, "--http-port", httpPort)
 	if err := c.Proxy.Start(); err != nil {
 		return nil, err
 	}
@@ -225,8 +247,17 @@ func placeBroker(hostPort string) (bind, advertised, addr, httpAddr string, err 
 }
 
 func (c *Cluster) proc(name, addr, httpAddr string, args ...string) *Proc {
-	return &Proc{Name: name, Args: args, Addr: addr, HTTP: httpAddr, bin: c.opts.Binary,
+	p := &Proc{Name: name, Args: args, Addr: addr, HTTP: httpAddr, bin: c.opts.Binary,
 		log: filepath.Join(c.opts.Dir, name+".log")}
+	if c.opts.Node != nil {
+		prefix, _ := c.opts.Node(name)
+		if len(prefix) > 0 {
+			// ip netns exec (and the like) exec the command in place: the process we
+			// signal is magnetar itself.
+			p.bin, p.Args = prefix[0], append(append(append([]string{}, prefix[1:]...), c.opts.Binary), args...)
+		}
+	}
+	return p
 }
 
 // waitMetadata waits until the members form a quorum that answers a linearizable read.
@@ -342,6 +373,22 @@ func (p *Proc) Wait(d time.Duration) bool {
 		return true
 	case <-time.After(d):
 		return false
+	}
+}
+
+// Running reports whether the process was started and has not exited.
+func (p *Proc) Running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
 	}
 }
 
