@@ -48,6 +48,17 @@ SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized
 soak:
 	$(GO) test -tags $(TAGS),soak -timeout 4h -run '$(SOAK_TESTS)' ./...
 
+# chaos runs the long tier of the fault harness (tests/chaos, needs root: network namespaces,
+# nftables): every scenario R0-R14 of docs/reliability.md on its own cluster in network
+# namespaces, each to >= 1,000,000 acknowledged messages and >= 300 s of faults, with a JSON
+# result per scenario in CHAOS_RESULTS. CHAOS_SCENARIOS=R1,R3 picks rows, SEED=... replays a
+# run. The short tier (TestChaosShort) is part of make test.
+CHAOS_RESULTS   ?= $(CURDIR)/chaos-results
+CHAOS_SCENARIOS ?=
+chaos:
+	CHAOS_LONG=1 CHAOS_RESULTS=$(CHAOS_RESULTS) CHAOS_SCENARIOS=$(CHAOS_SCENARIOS) \
+		$(GO) test -tags $(TAGS) -timeout 96h -count=1 -v -run TestChaosLong ./tests/chaos/
+
 # fuzz runs every fuzz target of the module, one after the other, FUZZTIME each
 # (e.g. make fuzz FUZZTIME=10m). A new Fuzz function is picked up without editing this.
 FUZZTIME        ?= 30s

@@ -1,0 +1,5 @@
+//go:build !soak
+
+package chaos
+
+const soakTag = false

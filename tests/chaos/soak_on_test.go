@@ -1,0 +1,6 @@
+//go:build soak
+
+package chaos
+
+// soakTag: -tags soak runs the long tier (make soak).
+const soakTag = true
