@@ -68,5 +68,5 @@ func FuzzBrokerResponses(f *testing.F) {
 	})
 }
 
-func u64(v uint64) *uint64 { return &v }
-func strp(s string) *string  { return &s }
+func u64(v uint64) *uint64  { return &v }
+func strp(s string) *string { return &s }
