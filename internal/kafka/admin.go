@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // Admin APIs: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords,
@@ -73,6 +75,9 @@ func handleCreateTopics(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		err := func() error {
 			ref, err := s.namer.Resolve(t.Topic)
 			if err != nil {
+				return err
+			}
+			if err := c.authorize(c.ctx, ref, auth.TopicAdmin, ""); err != nil {
 				return err
 			}
 			rt.TopicID = topicID(ref.Full())
@@ -161,6 +166,9 @@ func handleDeleteTopics(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 				return err
 			}
 			rt.TopicID = topicID(ref.Full())
+			if err := c.authorize(c.ctx, ref, auth.TopicAdmin, ""); err != nil {
+				return err
+			}
 			s.forgetTopic(ref.Full())
 			return s.be.DeleteTopic(c.ctx, ref.Full())
 		}()
@@ -199,6 +207,9 @@ func handleCreatePartitions(c *conn, req kmsg.Request, reply func(kmsg.Response)
 			if err != nil {
 				return err
 			}
+			if err := c.authorize(c.ctx, ref, auth.TopicAdmin, ""); err != nil {
+				return err
+			}
 			n, err := s.partitionCount(c.ctx, ref.Full(), true)
 			if err != nil {
 				return err
@@ -232,7 +243,11 @@ func handleDeleteRecords(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
 			rp := kmsg.DeleteRecordsResponseTopicPartition{Partition: p.Partition, LowWatermark: -1}
-			part, _, err := c.s.openPartition(c.ctx, t.Topic, p.Partition)
+			err := c.authorizeName(c.ctx, t.Topic, auth.TopicAdmin, "")
+			var part *partition
+			if err == nil {
+				part, _, err = c.s.openPartition(c.ctx, t.Topic, p.Partition)
+			}
 			if err == nil {
 				off, hw := p.Offset, part.log.HighWatermark()
 				if off == -1 {
@@ -276,6 +291,9 @@ func handleDescribeConfigs(c *conn, req kmsg.Request, reply func(kmsg.Response))
 		case kmsg.ConfigResourceTypeTopic:
 			var ref TopicRef
 			if ref, err = s.namer.Resolve(res.ResourceName); err == nil {
+				err = c.authorize(c.ctx, ref, auth.TopicLookup, "")
+			}
+			if err == nil {
 				var cfgs map[string]string
 				if cfgs, err = s.be.Configs(c.ctx, ref.Full()); err == nil {
 					seen := map[string]bool{}
@@ -369,6 +387,9 @@ func (s *Server) alterTopicConfigs(c *conn, typ kmsg.ConfigResourceType, name st
 	}
 	ref, err := s.namer.Resolve(name)
 	if err != nil {
+		return err
+	}
+	if err := c.authorize(c.ctx, ref, auth.TopicAdmin, ""); err != nil {
 		return err
 	}
 	if _, err := s.partitionCount(c.ctx, ref.Full(), true); err != nil {

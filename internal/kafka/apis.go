@@ -49,6 +49,8 @@ func init() {
 		kmsg.DeleteGroups.Int16():            {0, 2, handleDeleteGroups},
 		kmsg.IncrementalAlterConfigs.Int16(): {0, 1, handleIncrementalAlterConfigs},
 		kmsg.DescribeCluster.Int16():         {0, 1, handleDescribeCluster},
+		kmsg.SASLHandshake.Int16():           {1, 1, handleSASLHandshake},
+		kmsg.SASLAuthenticate.Int16():        {0, 2, handleSASLAuthenticate},
 	}
 }
 

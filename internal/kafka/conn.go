@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // conn is one client connection. The read loop decodes requests and starts their handlers
@@ -36,6 +38,12 @@ type conn struct {
 	// clientID is the client.id of the connection's requests (clients send the same one
 	// on every request of a connection); set by the read loop before a handler starts.
 	clientID string
+	// SASL state, touched only by the read loop's handlers (sasl.go).
+	saslMech      string
+	authenticated bool
+	principal     auth.Principal
+	authzMu       sync.Mutex
+	authzCache    map[authzKey]authzDecision
 
 	queue chan *inflight
 	wg    sync.WaitGroup // the write loop
@@ -128,6 +136,9 @@ func (c *conn) dispatch(body []byte) error {
 		c.enqueue(p)
 		p.complete(resp)
 		return nil
+	}
+	if c.s.auth.Enabled() && !c.authenticated && !saslOpen[h.key] {
+		return fmt.Errorf("%s before SASL authentication (the listener requires it)", kmsg.NameForKey(h.key))
 	}
 	if h.version < a.min || h.version > a.max {
 		return fmt.Errorf("%s v%d is not supported (v%d-v%d are; ApiVersions lists them)", kmsg.NameForKey(h.key), h.version, a.min, a.max)

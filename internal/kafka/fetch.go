@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // Fetch (key 1), v4-v12.
@@ -39,11 +41,17 @@ func handleFetch(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	if sess != nil {
 		resp.SessionID = sess.id
 	}
+	denied := map[string]error{}
+	for _, fp := range parts {
+		if _, seen := denied[fp.topic]; !seen {
+			denied[fp.topic] = c.authorizeName(c.ctx, fp.topic, auth.TopicConsume, "")
+		}
+	}
 	wait := min(time.Duration(max(r.MaxWaitMillis, 0))*time.Millisecond, s.cfg.FetchWaitCap())
 	go func() {
 		deadline := time.Now().Add(wait)
 		for {
-			res, total, waits, errored := s.readFetch(c.ctx, parts, r)
+			res, total, waits, errored := s.readFetch(c.ctx, parts, r, denied)
 			if total >= int(r.MinBytes) || errored || !time.Now().Before(deadline) || c.ctx.Err() != nil || len(waits) == 0 {
 				resp.Topics = sess.report(res, incremental)
 				reply(resp)
@@ -70,7 +78,7 @@ type partResult struct {
 
 // readFetch reads every partition once, returning the results, their bytes, the channels
 // to wait on for partitions that had nothing, and whether any partition failed.
-func (s *Server) readFetch(ctx context.Context, parts []fetchPart, r *kmsg.FetchRequest) ([]partResult, int, []<-chan struct{}, bool) {
+func (s *Server) readFetch(ctx context.Context, parts []fetchPart, r *kmsg.FetchRequest, denied map[string]error) ([]partResult, int, []<-chan struct{}, bool) {
 	res := make([]partResult, 0, len(parts))
 	total := 0
 	var waits []<-chan struct{}
@@ -87,7 +95,11 @@ func (s *Server) readFetch(ctx context.Context, parts []fetchPart, r *kmsg.Fetch
 		if total == 0 {
 			limit = max(limit, 1) // the first data may exceed the limits (KIP-74)
 		}
-		p, _, err := s.openPartition(ctx, fp.topic, fp.partition)
+		err := denied[fp.topic]
+		var p *partition
+		if err == nil {
+			p, _, err = s.openPartition(ctx, fp.topic, fp.partition)
+		}
 		if err == nil {
 			var ch <-chan struct{}
 			ch, err = s.readPartition(ctx, p, fp.offset, limit, &out)

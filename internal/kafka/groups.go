@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/kafka/group"
 )
 
@@ -231,6 +232,9 @@ func handleOffsetCommit(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			rp.Partition = p.Partition
 			perr := err
 			if perr == nil {
+				perr = c.authorizeName(c.ctx, t.Topic, auth.TopicConsume, r.Group)
+			}
+			if perr == nil {
 				perr = s.commitOne(c.ctx, r.Group, t.Topic, p.Partition, p.Offset, p.Metadata)
 			}
 			if perr == nil {
@@ -299,7 +303,7 @@ func handleOffsetFetch(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		if r.Topics == nil {
 			topics = nil
 		}
-		g := c.s.fetchGroupOffsets(c.ctx, r.Group, topics)
+		g := c.s.fetchGroupOffsets(c.ctx, c, r.Group, topics)
 		resp.ErrorCode = g.ErrorCode
 		for _, t := range g.Topics {
 			rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}
@@ -313,14 +317,14 @@ func handleOffsetFetch(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		return
 	}
 	for _, g := range r.Groups {
-		resp.Groups = append(resp.Groups, c.s.fetchGroupOffsets(c.ctx, g.Group, g.Topics))
+		resp.Groups = append(resp.Groups, c.s.fetchGroupOffsets(c.ctx, c, g.Group, g.Topics))
 	}
 	reply(resp)
 }
 
 // fetchGroupOffsets answers one group of an OffsetFetch; nil topics means every partition
 // the group committed to.
-func (s *Server) fetchGroupOffsets(ctx context.Context, grp string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+func (s *Server) fetchGroupOffsets(ctx context.Context, c *conn, grp string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: grp}
 	if err := s.coordinates(ctx, grp); err != nil {
 		out.ErrorCode = errorCode(err)
@@ -349,7 +353,13 @@ func (s *Server) fetchGroupOffsets(ctx context.Context, grp string, topics []kms
 		rt := kmsg.OffsetFetchResponseGroupTopic{Topic: t.Topic}
 		for _, part := range t.Partitions {
 			rp := kmsg.OffsetFetchResponseGroupTopicPartition{Partition: part, Offset: -1, LeaderEpoch: -1}
-			off, md, ok, err := s.committed(ctx, grp, t.Topic, part)
+			var off int64
+			var md string
+			var ok bool
+			err := c.authorizeName(ctx, t.Topic, auth.TopicConsume, grp)
+			if err == nil {
+				off, md, ok, err = s.committed(ctx, grp, t.Topic, part)
+			}
 			switch {
 			case err != nil:
 				rp.ErrorCode = errorCode(err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // Metadata (key 3), v0-v12; DescribeCluster (key 60), v0-v1.
@@ -42,7 +44,10 @@ func handleMetadata(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		}
 		for _, f := range fulls {
 			if name, ok := s.kafkaNameOf(f); ok {
-				names = append(names, name)
+				// Listing every topic shows only those the principal may look up.
+				if c.authorizeName(c.ctx, name, auth.TopicLookup, "") == nil {
+					names = append(names, name)
+				}
 			}
 		}
 		autoCreate = false
@@ -54,6 +59,12 @@ func handleMetadata(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		}
 	}
 	for _, name := range names {
+		if err := c.authorizeName(c.ctx, name, auth.TopicLookup, ""); err != nil {
+			t := kmsg.NewMetadataResponseTopic()
+			t.Topic, t.ErrorCode = kmsg.StringPtr(name), errorCode(err)
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
 		resp.Topics = append(resp.Topics, s.describeTopic(c.ctx, name, autoCreate))
 	}
 	reply(resp)
@@ -153,7 +164,11 @@ func handleListOffsets(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition, rp.Timestamp, rp.Offset, rp.LeaderEpoch = p.Partition, -1, -1, -1
-			part, _, err := c.s.openPartition(c.ctx, t.Topic, p.Partition)
+			err := c.authorizeName(c.ctx, t.Topic, auth.TopicLookup, "")
+			var part *partition
+			if err == nil {
+				part, _, err = c.s.openPartition(c.ctx, t.Topic, p.Partition)
+			}
 			if err == nil {
 				switch p.Timestamp {
 				case latestTimestamp:

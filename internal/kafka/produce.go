@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // Produce (key 0), v3-v11.
@@ -45,6 +47,10 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			}
 			if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 				fail(fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", ErrInvalidRequest, r.Acks))
+				continue
+			}
+			if err := c.authorizeName(c.ctx, rt.Topic, auth.TopicProduce, ""); err != nil {
+				fail(err)
 				continue
 			}
 			p, _, err := s.openPartition(c.ctx, rt.Topic, rp.Partition)

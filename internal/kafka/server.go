@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/kafka/group"
 )
@@ -27,6 +28,13 @@ type Options struct {
 	MaxMessageSize int
 	Logger         *slog.Logger
 	Registerer     prometheus.Registerer
+	// Auth authenticates SASL clients (nil or disabled: every client is admitted);
+	// Authorizer decides each request (nil or disabled: everything is allowed).
+	Auth       *auth.Service
+	Authorizer *auth.Authorizer
+	// AuthzCacheTTL is how long a connection trusts an authorization decision
+	// (authorizationRecheckIntervalSeconds; default 30 s).
+	AuthzCacheTTL time.Duration
 }
 
 // Server is the Kafka protocol front end of one broker.
@@ -41,6 +49,9 @@ type Server struct {
 
 	topics   topicCache
 	records  groupRecords
+	auth     *auth.Service
+	authz    *auth.Authorizer
+	authzTTL time.Duration
 	groups   *group.Coordinator
 	sessions *fetchSessions
 	metrics  *metrics
@@ -66,6 +77,9 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.AuthzCacheTTL <= 0 {
+		o.AuthzCacheTTL = 30 * time.Second
+	}
 	if o.MaxMessageSize <= 0 {
 		o.MaxMessageSize = 5 << 20
 	}
@@ -73,7 +87,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{
 		cfg: o.Config, be: o.Backend, log: o.Logger.With("component", "kafka"),
 		nodeID: o.NodeID, cluster: o.ClusterID, maxMsg: o.MaxMessageSize,
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, auth: o.Auth, authz: o.Authorizer, authzTTL: o.AuthzCacheTTL,
 		conns: map[*conn]struct{}{}, logs: map[string]*partition{},
 		topics:  topicCache{m: map[string]cachedTopic{}},
 		records: groupRecords{m: map[string]*groupRecord{}},
