@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 	"testing/iotest"
 
@@ -295,4 +296,48 @@ func FuzzParseMetadata(f *testing.F) {
 			t.Fatalf("message count %d for batch=%v", n, IsBatch(m))
 		}
 	})
+}
+
+// stallingReader yields its bytes, then blocks until released, like a client that declared
+// a big frame and stopped sending.
+type stallingReader struct {
+	data    []byte
+	drained chan struct{}
+	release chan struct{}
+}
+
+func (s *stallingReader) Read(p []byte) (int, error) {
+	if len(s.data) == 0 {
+		close(s.drained)
+		<-s.release
+		return 0, io.EOF
+	}
+	n := copy(p, s.data)
+	s.data = s.data[n:]
+	return n, nil
+}
+
+// TestReadFrameAllocatesAsBytesArrive: a hostile client declares a frame near the 5 MiB
+// limit and sends only a few bytes before stalling. The reader must hold about what it
+// received, not the declared size (1,000 such connections each pinned 5 MiB before).
+func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
+	const declared = 5 << 20
+	head := make([]byte, 4+100)
+	binary.BigEndian.PutUint32(head, declared)
+	sr := &stallingReader{data: head, drained: make(chan struct{}), release: make(chan struct{})}
+	r := NewReader(bufio.NewReaderSize(sr, 64*1024), declared+64)
+	var before, during runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	done := make(chan error, 1)
+	go func() { _, err := r.ReadFrame(); done <- err }()
+	<-sr.drained // the reader took every byte sent and waits for more
+	runtime.ReadMemStats(&during)
+	close(sr.release)
+	if err := <-done; !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("stalled frame: %v, want ErrUnexpectedEOF", err)
+	}
+	if grew := during.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Fatalf("reading 104 bytes of a frame declared as %d allocated %d bytes", declared, grew)
+	}
 }
