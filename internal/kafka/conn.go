@@ -173,6 +173,7 @@ func (c *conn) writeLoop() {
 	defer c.wg.Done()
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
+	var closing time.Time
 	broken := false
 	for p := range c.queue {
 		if !isDone(p) && !broken && bw.Buffered() > 0 {
@@ -184,10 +185,14 @@ func (c *conn) writeLoop() {
 		select {
 		case <-p.done:
 		case <-c.ctx.Done():
-			// Closing: a handler still waiting (a long poll, a join) is not waited for.
+			// Closing: handlers still waiting (a long poll, a join) get one second in all,
+			// not one each, then the rest are dropped.
+			if closing.IsZero() {
+				closing = time.Now().Add(time.Second)
+			}
 			select {
 			case <-p.done:
-			case <-time.After(time.Second):
+			case <-time.After(time.Until(closing)):
 			}
 		}
 		c.s.metrics.observe(p.hdr.key, time.Since(p.start))
