@@ -15,10 +15,10 @@ import (
 	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
-// TestJavaGroupMemberKilled: two Java consumers (kafka-console-consumer, Kafka 4.x) share a
+// TestKafkaJavaGroupMemberKilled: two Java consumers (kafka-console-consumer, Kafka 4.x) share a
 // group; one is SIGKILLed; once its session expires the survivor is given every partition
 // and reads every record produced after the kill.
-func TestJavaGroupMemberKilled(t *testing.T) {
+func TestKafkaJavaGroupMemberKilled(t *testing.T) {
 	_, _, addr := startMem(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
