@@ -36,7 +36,10 @@
 //	    {"ledgers":[{"ledgerId":7,"entries":50000,"size":52428800,"timestamp":1764400000000},...],
 //	     "terminatedPosition":{"ledgerId":9,"entryId":41}}          (only once terminated)
 //	    entries/size are final for closed ledgers; timestamp is the creation time of the open
-//	    ledger and the close time of closed ones (Unix ms).
+//	    ledger and the close time of closed ones (Unix ms). A ledger in tiered storage also has
+//	    "offloadContext":{"uuid":"…","complete":true,"bookkeeperDeleted":true,"timestamp":…,
+//	     "driverName":"S3","driverMetadata":{"bucket":"…","serviceEndpoint":"…"}}
+//	    (ml_offload.go; complete=false while an upload under that uuid may be in progress).
 //	/managed-ledgers/<name>/<cursor>   cursor snapshot, JSON:
 //	    {"cursorsLedgerId":12,"markDeletePosition":{"ledgerId":7,"entryId":99},
 //	     "state":"<base64 of the binary cursor state>","lastActive":1764400000000}
