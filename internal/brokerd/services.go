@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/broker"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/console"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -119,6 +120,9 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		Cluster: o.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(), Pprof: o.Broker.EnablePprof,
 		Schemas: s.Broker.Schemas(), Dynamic: s.Broker.DynamicConfig(),
 	})
+	if o.Broker.Console.Enabled {
+		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})
+	}
 	if o.WrapHTTP != nil {
 		h = o.WrapHTTP(h)
 	}

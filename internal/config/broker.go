@@ -81,6 +81,8 @@ type BrokerConfig struct {
 	Security SecurityConfig
 	// Offload is tiered storage (offload.go).
 	Offload OffloadConfig
+	// Console is the web console under /ui (console.go).
+	Console ConsoleConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -108,6 +110,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Policies:                            DefaultPoliciesConfig(),
 		Delivery:                            DefaultDeliveryConfig(),
 		Security:                            DefaultSecurityConfig(),
+		Console:                             DefaultConsoleConfig(),
 		Offload:                             DefaultOffloadConfig(),
 	}
 }
