@@ -44,6 +44,9 @@ type run struct {
 	until func() bool
 	// interval between nemesis steps.
 	interval time.Duration
+	// long is the long tier: only there are time bounds checked (a loaded CI machine under
+	// -race is no place for them; the figures are recorded either way).
+	long bool
 }
 
 // sleep waits d, or less when the fault phase is over.
@@ -117,7 +120,7 @@ var scenarios = []scenario{
 		// Ownership moves when the dead owner's session expires: publishing must resume
 		// within the session TTL plus the goal's 5 s (pulsar#5218 is the duplicates half,
 		// which the checker fails on with deduplication on).
-		if bound := (ttl + 5*time.Second).Seconds(); res.MaxUnavailabilityS > bound {
+		if bound := (ttl + 5*time.Second).Seconds(); r.long && res.MaxUnavailabilityS > bound {
 			res.Valid = false
 			res.Problems = append(res.Problems, fmt.Sprintf("publishing stopped for %.1f s, more than the session TTL + 5 s (%.0f s)", res.MaxUnavailabilityS, bound))
 		}
@@ -287,11 +290,12 @@ type tier struct {
 	drain    time.Duration
 	topics   int
 	prods    int
+	long     bool
 }
 
 var (
 	shortTier = tier{minAcked: 1500, minTime: 20 * time.Second, maxTime: 3 * time.Minute, interval: 4 * time.Second, drain: 2 * time.Minute, topics: 2, prods: 2}
-	longTier  = tier{minAcked: 1_000_000, minTime: 300 * time.Second, maxTime: 4 * time.Hour, interval: 10 * time.Second, drain: 5 * time.Minute, topics: 4, prods: 4}
+	longTier  = tier{minAcked: 1_000_000, minTime: 300 * time.Second, maxTime: 4 * time.Hour, interval: 10 * time.Second, drain: 5 * time.Minute, topics: 4, prods: 4, long: true}
 )
 
 // seedFor is SEED from the environment (replay a failed run) or a fresh one.
@@ -315,7 +319,7 @@ func runScenario(t *testing.T, sc scenario, tr tier) *result {
 		topics = append(topics, fmt.Sprintf("persistent://public/default/chaos-%s-%d", strings.ToLower(sc.id), i))
 	}
 	w := newWorkload(t, c.dc.ClientServiceURL(), topics, seed)
-	r := &run{t: t, c: c, w: w, rng: rng, seed: seed, interval: tr.interval, until: func() bool { return true }}
+	r := &run{t: t, c: c, w: w, rng: rng, seed: seed, interval: tr.interval, until: func() bool { return true }, long: tr.long}
 	if sc.prep != nil {
 		sc.prep(r)
 	}
@@ -498,13 +502,14 @@ func checkWipedBookieRefused(r *run, res *result) {
 	}
 }
 
-// TestChaosShort is the seeded short tier inside make test: R0, R1, R3 and R5 on one small
-// scale each (a few thousand acknowledged messages).
+// TestChaosShort is the seeded short tier inside make test: R1 (bookie kills), R3 (broker
+// kills with deduplication) and R5 (partitions) on a small cluster, a few thousand
+// acknowledged messages each.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	for _, id := range []string{"R1", "R5"} {
+	for _, id := range []string{"R1", "R3", "R5"} {
 		sc := scenarioByID(id)
 		sc.opts = clusterOpts{bookies: 4, brokers: 2, e: 3, qw: 3, qa: 2}
 		t.Run(id, func(t *testing.T) { runScenario(t, sc, shortTier) })
