@@ -69,10 +69,10 @@ func DefaultStandaloneConfig() StandaloneConfig {
 	// only serves catch-up), and a small machine is the standalone's home. Against 256/64/64
 	// MiB this cut peak RSS from 205-325 to 156-170 MiB at 100 B max rate and from 541-587
 	// to 255-258 MiB in a 128 MiB catch-up, throughput within the (large) noise of a shared
-	// machine (docs/benchmarks.md, "Performance work"). The write cache went from 32 to 16
+	// machine (docs/benchmarks-history.md, "Performance work"). The write cache went from 32 to 16
 	// MiB later: it is flushed at half full, so at 100 B max rate it held 16 MiB for
 	// nothing; W1 D1 peak RSS fell from 1.92x to 1.60x NATS's with no throughput change
-	// (docs/benchmarks.md, "Standalone write cache").
+	// (docs/benchmarks-history.md, "Standalone write cache").
 	ml.CacheSizeMB = 64
 	// 2 MiB reads (Pulsar's dispatcherMaxReadSizeBytes is 5 MiB) drained a 128 MiB backlog
 	// 1.5x faster here; with the lower GC target the peak stays below NATS's 2x.
