@@ -36,6 +36,8 @@ type Binding struct {
 	flags   map[string]*flagValue
 	sources map[string]Source
 	origins map[string]string // "config file F line N", "environment NAME", "flag --x"
+	// defaults holds each field's value at Bind time, for blank values (set below).
+	defaults map[string][]reflect.Value
 }
 
 // flagValue records what the command line said without touching the config struct, so that
@@ -63,7 +65,7 @@ func (f *flagValue) Set(s string) error {
 // the binding to Load later. It fails on untagged leaf fields and unsupported field types,
 // which are programming errors.
 func Bind(fs *pflag.FlagSet, cfgs ...any) (*Binding, error) {
-	b := &Binding{fields: map[string][]reflect.Value{}, flags: map[string]*flagValue{}, sources: map[string]Source{}, origins: map[string]string{}}
+	b := &Binding{fields: map[string][]reflect.Value{}, flags: map[string]*flagValue{}, sources: map[string]Source{}, origins: map[string]string{}, defaults: map[string][]reflect.Value{}}
 	for _, c := range cfgs {
 		v := reflect.ValueOf(c)
 		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
@@ -117,6 +119,7 @@ func (b *Binding) walk(fs *pflag.FlagSet, v reflect.Value) error {
 			}
 		}
 		b.fields[key] = append(b.fields[key], fv)
+		b.defaults[key] = append(b.defaults[key], reflect.ValueOf(fv.Interface()))
 	}
 	return nil
 }
@@ -142,13 +145,19 @@ func (b *Binding) Changed() []string {
 }
 
 func (b *Binding) set(key, raw string, src Source, origin string) error {
-	for _, fv := range b.fields[key] {
-		if src != FromFlag && strings.TrimSpace(raw) == "" && fv.Kind() != reflect.Slice {
-			// Pulsar's FieldParser leaves a field at its default when the file (or an
-			// environment override) gives it a blank value, as its shipped .conf files do
-			// for every key they only document (numIOThreads=, brokerServicePortTls=).
-			return nil
+	if src != FromFlag && strings.TrimSpace(raw) == "" && len(b.fields[key]) > 0 && b.fields[key][0].Kind() != reflect.Slice {
+		// A blank value means the default, as Pulsar's FieldParser leaves a field at its
+		// default when its shipped .conf files only document a key (numIOThreads=,
+		// brokerServicePortTls=). A blank environment override (PULSAR_PREFIX_key=) therefore
+		// takes back a value the file set, as in Pulsar's docker images.
+		for i, fv := range b.fields[key] {
+			fv.Set(b.defaults[key][i])
 		}
+		b.sources[key] = FromDefault
+		delete(b.origins, key)
+		return nil
+	}
+	for _, fv := range b.fields[key] {
 		val, err := parseValue(fv.Type(), raw)
 		if err != nil {
 			return fmt.Errorf("%s=%q: %w", key, raw, err)

@@ -275,3 +275,16 @@ func TestLocateNamesWhereABadValueCameFrom(t *testing.T) {
 		}
 	}
 }
+
+// A blank environment override takes back what the file set (Pulsar's docker images turn
+// a listener off with brokerServicePortTls=).
+func TestBlankEnvironmentValueRestoresTheDefault(t *testing.T) {
+	file := writeFile(t, "maxMessageSize=10\njournalSyncData=false\n")
+	c, b := bind(t)
+	if err := Load(file, []string{"maxMessageSize=", "PULSAR_PREFIX_journalSyncData= "}, b); err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxMessageSize != 5 || !c.Sync || b.Source("maxMessageSize") != FromDefault {
+		t.Errorf("blank overrides: maxMessageSize=%d (%s) journalSyncData=%v", c.MaxMessageSize, b.Source("maxMessageSize"), c.Sync)
+	}
+}

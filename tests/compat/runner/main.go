@@ -23,11 +23,21 @@ type options struct {
 	suites                             []string
 	limit                              time.Duration
 	race                               bool
-	env                                listFlag
+	env, only                          listFlag
 	noSecurity                         bool
 	conf                               string
 	pythonSrc, pythonClient            string
 	repo                               string // the magnetar repository (tests/compat lives there)
+}
+
+// filter is the test-name filter of a suite: its -only, else -run.
+func (o options) filter(suite string) string {
+	for _, f := range o.only {
+		if name, re, ok := strings.Cut(f, "="); ok && name == suite {
+			return re
+		}
+	}
+	return o.run
 }
 
 // prepErrs are the suites that could not be prepared (name -> why), passed to the inner run.
@@ -49,6 +59,7 @@ func run(args []string) int {
 	fs.StringVar(&o.out, "out", "/tmp/magnetar-compat/go", "directory for logs, data and results")
 	fs.StringVar(&o.cache, "cache", filepath.Join(home, ".cache", "magnetar-compat"), "cache of the fetched client source and test binaries")
 	fs.StringVar(&o.run, "run", "", "only tests whose name matches this regexp")
+	fs.Var(&o.only, "only", "suite=regexp: only that suite's tests matching it (repeatable; overrides -run for the suite)")
 	suiteList := fs.String("suites", "pulsar,admin,clustered", "suites to run: pulsar, admin, clustered, python, python-official, java, spring, quarkus")
 	fs.StringVar(&o.repo, "repo", ".", "the magnetar repository (for tests/compat/python and tests/compat/java)")
 	fs.DurationVar(&o.limit, "timeout", 5*time.Minute, "time limit of each test")

@@ -78,8 +78,8 @@ func (k *mavenKind) run(ctx context.Context, o options, s *suite, _ []string, lo
 	_ = os.RemoveAll(reports)
 	logPath := filepath.Join(logs, "mvn-test.log")
 	args := []string{"-o", "test", "-Dsurefire.failIfNoSpecifiedTests=false"}
-	if o.run != "" {
-		args = append(args, "-Dtest="+o.run)
+	if f := o.filter(s.Name); f != "" {
+		args = append(args, "-Dtest="+f) // Surefire's syntax: Class#method patterns
 	}
 	ctx, cancel := context.WithTimeout(ctx, 8*o.limit)
 	defer cancel()

@@ -137,7 +137,7 @@ func (k *goKind) list(o options, s *suite) ([]string, error) {
 	var names []string
 	for _, l := range strings.Split(string(out), "\n") {
 		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "Test") && (o.run == "" || matches(o.run, l)) {
+		if f := o.filter(s.Name); strings.HasPrefix(l, "Test") && (f == "" || matches(f, l)) {
 			names = append(names, l)
 		}
 	}

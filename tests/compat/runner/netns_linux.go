@@ -24,7 +24,7 @@ const hostsFile = `127.0.0.1 localhost
 
 // inNamespaces re-executes this program with args in new network and mount namespaces and
 // waits for it. /pulsar is created (empty) if absent, as the mount point the namespace binds
-// stage onto, and removed again afterwards if it was created here.
+// stage onto.
 func inNamespaces(args []string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the suites need root: they run in a private network namespace where the default ports (6650, 8080, ...) the client's tests dial are free")
@@ -32,15 +32,12 @@ func inNamespaces(args []string) error {
 	if _, err := exec.LookPath("ip"); err != nil {
 		return errors.New("`ip` (iproute2) not found: it brings the namespace's loopback up; install it with apt-get install -y iproute2")
 	}
-	created := false
+	// The mount point stays (empty) afterwards: removing it while another run's namespace
+	// has it mounted would detach that run's files.
 	if _, err := os.Stat("/pulsar"); errors.Is(err, os.ErrNotExist) {
 		if err := os.Mkdir("/pulsar", 0o755); err != nil {
 			return fmt.Errorf("mount point /pulsar: %w", err)
 		}
-		created = true
-	}
-	if created {
-		defer os.Remove("/pulsar")
 	}
 	self, err := os.Executable()
 	if err != nil {

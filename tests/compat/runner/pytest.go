@@ -42,11 +42,16 @@ func (k *pytestKind) dir(o options) string {
 // tests/ from -python-src (a checkout of apache/pulsar-client-python at the version's
 // tag), or clones that tag into the cache. None of it is committed.
 func (k *pytestKind) prepare(o options, s *suite) error {
-	pip := exec.Command("python3", "-m", "pip", "install", "-q", "--disable-pip-version-check",
-		"pulsar-client[avro]=="+o.pythonClient, "pytest")
+	pkgs := []string{"pulsar-client[avro]==" + o.pythonClient, "pytest"}
+	if !k.ours {
+		// What the client's tests import besides the client: protobuf (schema_test.py), and
+		// testcontainers, which its tests/run-unit-tests.sh installs.
+		pkgs = append(pkgs, "protobuf", "testcontainers")
+	}
+	pip := exec.Command("python3", append([]string{"-m", "pip", "install", "-q", "--disable-pip-version-check"}, pkgs...)...)
 	pip.Stdout, pip.Stderr = os.Stderr, os.Stderr
 	if err := pip.Run(); err != nil {
-		return fmt.Errorf("pip install pulsar-client[avro]==%s pytest: %w", o.pythonClient, err)
+		return fmt.Errorf("pip install %s: %w", strings.Join(pkgs, " "), err)
 	}
 	if k.ours {
 		return nil
@@ -84,7 +89,7 @@ func (k *pytestKind) list(o options, s *suite) ([]string, error) {
 	var names []string
 	for _, l := range strings.Split(string(out), "\n") {
 		l = strings.TrimSpace(l)
-		if strings.Contains(l, "::") && (o.run == "" || matches(o.run, l)) {
+		if f := o.filter(s.Name); strings.Contains(l, "::") && (f == "" || matches(f, l)) {
 			names = append(names, l)
 		}
 	}
