@@ -333,6 +333,20 @@ function parseMetrics(text) {
   }
   return sums;
 }
+// labeled returns the samples of one metric with their labels.
+function labeled(text, name) {
+  const out = [];
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name + "{")) continue;
+    const m = line.match(/^[a-z_]+\{([^}]*)\}\s+([0-9.eE+-]+)/);
+    if (!m) continue;
+    const labels = {};
+    for (const kv of m[1].matchAll(/([a-zA-Z_]+)="((?:[^"\\]|\\.)*)"/g)) labels[kv[1]] = kv[2];
+    out.push({ ...labels, value: Number(m[2]) });
+  }
+  return out;
+}
+
 async function sample() {
   try {
     const resp = await api("/metrics", { raw: true });
@@ -699,6 +713,26 @@ async function functionsPage() {
   ];
 }
 
+// Kafka consumer groups with their lag per partition, from the Kafka front end's
+// pulsar_kafka_group_lag gauge (high watermark minus committed offset). A group is also a
+// Pulsar subscription of the topic, so its backlog shows on the topic's page too.
+async function kafkaPage() {
+  const resp = await api("/metrics", { raw: true });
+  const rows = resp.ok ? labeled(await resp.text(), "pulsar_kafka_group_lag") : [];
+  const groups = {};
+  for (const r of rows) groups[r.group] = (groups[r.group] || 0) + r.value;
+  return [
+    h("h1", {}, "Kafka consumer groups"),
+    rows.length ? [
+      sortableTable([{ key: "group", title: "group" }, { key: "lag", title: "total lag", num: true, sort: true, cell: (r) => num(r.lag) }],
+        Object.entries(groups).map(([group, lag]) => ({ group, lag })), "lag"),
+      h("h2", {}, "Lag per partition"),
+      sortableTable([{ key: "group", title: "group" }, { key: "topic", title: "topic" }, { key: "partition", title: "partition", num: true },
+        { key: "value", title: "lag", num: true, sort: true, cell: (r) => num(r.value) }], rows, "value"),
+    ] : h("p", { class: "muted", id: "no-kafka-groups" }, "No Kafka consumer groups: the Kafka protocol front end is off (kafkaListeners) or no group has committed offsets."),
+  ];
+}
+
 function loginPage(message) {
   const ta = h("textarea", { id: "token", placeholder: "eyJhbGciOi…" });
   return [h("div", { class: "login" },
@@ -740,6 +774,7 @@ async function route() {
       case "ns": page = await namespacePage(parts[1], parts[2]); break;
       case "topic": page = await topicPage(parts[1], parts[2], parts[3], parts[4], parts[5]); break;
       case "functions": page = await functionsPage(); break;
+      case "kafka": page = await kafkaPage(); break;
       default: page = [h("p", {}, "No such page.")];
     }
     main.replaceChildren(...page);
