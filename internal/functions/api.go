@@ -91,6 +91,10 @@ func httpStatus(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, ErrUnauthenticated):
+		return http.StatusUnauthorized
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict
 	case errors.Is(err, errTooLarge):
@@ -114,6 +118,12 @@ func writeError(rw http.ResponseWriter, err error) {
 // handle adapts a handler that returns a value (JSON 200; nil: 204) or an error.
 func (w *Worker) handle(h func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(rw http.ResponseWriter, r *http.Request) {
+		if w.opts.Authorize != nil {
+			if err := w.opts.Authorize(r, r.PathValue("tenant"), r.PathValue("namespace")); err != nil {
+				writeError(rw, err)
+				return
+			}
+		}
 		v, err := h(r)
 		if err != nil {
 			if code := httpStatus(err); code >= 500 {
@@ -151,6 +161,13 @@ type streamBody func(ctx context.Context, w io.Writer) error
 func (w *Worker) write(h func(*http.Request) (any, error)) http.HandlerFunc {
 	inner := w.handle(h)
 	return func(rw http.ResponseWriter, r *http.Request) {
+		if w.opts.Authorize != nil {
+			// Checked here too, so a request the leader would refuse is not forwarded.
+			if err := w.opts.Authorize(r, r.PathValue("tenant"), r.PathValue("namespace")); err != nil {
+				writeError(rw, err)
+				return
+			}
+		}
 		if w.IsLeader() {
 			inner(rw, r)
 			return

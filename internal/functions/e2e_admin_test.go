@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,8 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/magnetar-io/magnetar/internal/functions"
 )
 
 func httpCode(err error) int {
@@ -309,4 +312,26 @@ func TestWindowWithLateData(t *testing.T) {
 		t.Fatalf("window sums %v", got)
 	}
 	_ = admin.Functions().DeleteFunction("public", "default", "win")
+}
+
+// TestAuthorizeSeam checks that Options.Authorize guards every functions route: the
+// composition root's adapter over internal/auth plugs in here.
+func TestAuthorizeSeam(t *testing.T) {
+	ws := []struct {
+		err  error
+		code int
+	}{{functions.ErrUnauthenticated, 401}, {functions.ErrForbidden, 403}}
+	for _, c := range ws {
+		h := functions.AuthorizeForTest(func(r *http.Request, tenant, ns string) error {
+			if tenant == "public" && ns == "default" {
+				return fmt.Errorf("%w: role x", c.err)
+			}
+			return nil
+		})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/admin/v3/functions/public/default", nil))
+		if rec.Code != c.code {
+			t.Fatalf("%v: %d %s", c.err, rec.Code, rec.Body)
+		}
+	}
 }

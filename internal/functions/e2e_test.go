@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -56,6 +57,10 @@ func TestMain(m *testing.M) {
 	cfg.Broker.ServicePort = 0
 	cfg.Broker.WebServicePort = 0
 	cfg.Functions = testWorkerConfig()
+	flag.Parse()
+	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
+		cfg.Functions.WasmCompiler = true // benchmarks measure compiled WASM
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	var logger *slog.Logger
 	if os.Getenv("FUNCTIONS_TEST_LOG") != "" {
@@ -82,7 +87,7 @@ var (
 )
 
 // goFunction builds testdata/gofn once.
-func goFunction(t *testing.T) string {
+func goFunction(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		goFnPath = filepath.Join(testDir, "gofn")
@@ -97,7 +102,7 @@ func goFunction(t *testing.T) string {
 	return goFnPath
 }
 
-func adminClient(t *testing.T) pa.Client {
+func adminClient(t testing.TB) pa.Client {
 	t.Helper()
 	c, err := pa.New(&paconfig.Config{WebServiceURL: "http://" + sa.HTTPAddr()})
 	if err != nil {
@@ -106,7 +111,7 @@ func adminClient(t *testing.T) pa.Client {
 	return c
 }
 
-func pulsarClient(t *testing.T) pulsar.Client {
+func pulsarClient(t testing.TB) pulsar.Client {
 	t.Helper()
 	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: "pulsar://" + sa.BrokerAddr()})
 	if err != nil {
@@ -125,7 +130,7 @@ var waitLimit = func() time.Duration {
 }()
 
 // waitFor polls cond until it holds; the deadline only catches hangs.
-func waitFor(t *testing.T, what string, cond func() (bool, error)) {
+func waitFor(t testing.TB, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	var last error
@@ -178,7 +183,7 @@ func consumeN(t *testing.T, c pulsar.Client, topic string, n int) []string {
 
 func strp(s string) *string { return &s }
 
-func waitRunning(t *testing.T, admin pa.Client, name string, n int) {
+func waitRunning(t testing.TB, admin pa.Client, name string, n int) {
 	t.Helper()
 	waitFor(t, name+" running", func() (bool, error) {
 		st, err := admin.Functions().GetFunctionStatus("public", "default", name)

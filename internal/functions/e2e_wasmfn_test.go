@@ -19,7 +19,7 @@ var (
 )
 
 // wasmFunction builds testdata/wasmfn for wasip1 once.
-func wasmFunction(t *testing.T) string {
+func wasmFunction(t testing.TB) string {
 	t.Helper()
 	wasmOnce.Do(func() {
 		wasmPath = filepath.Join(testDir, "fn.wasm")

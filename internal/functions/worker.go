@@ -45,7 +45,19 @@ type Options struct {
 	// InstanceAuthPlugin and InstanceAuthParams are the worker's own client credentials,
 	// which every instance connects with (the seam for internal/auth).
 	InstanceAuthPlugin, InstanceAuthParams string
+	// Authorize, when set, admits each REST request: tenant and namespace are the
+	// function's ("" for the worker endpoints, which need a superuser). It returns an error
+	// wrapping ErrUnauthenticated (401) or ErrForbidden (403). The composition root builds it
+	// from internal/auth (AuthenticateHTTP, then Authorizer.Namespace with
+	// NamespaceFunctions); nil admits everything, as the broker does without auth.
+	Authorize func(r *http.Request, tenant, namespace string) error
 }
+
+// Errors Options.Authorize wraps.
+var (
+	ErrUnauthenticated = errors.New("functions: unauthenticated")
+	ErrForbidden       = errors.New("functions: not authorized")
+)
 
 // Worker is a running functions worker.
 type Worker struct {
