@@ -147,3 +147,11 @@ bench-compare-kafka: build
 .PHONY: helm-check
 helm-check:
 	GO=$(GO) deploy/helm/check.sh
+
+# Functions (issue 20): messages/s through an identity function per runtime against a plain
+# consume->produce client in one run, and memory per idle instance. Not for a loaded machine.
+# FUNCTIONS_BENCH_MESSAGES sets the messages per run; FUNCTIONS_BENCH_PYTHON=1 adds Python.
+FUNCTIONS_BENCH_MESSAGES ?= 50000
+.PHONY: bench-functions
+bench-functions:
+	FUNCTIONS_BENCH_MESSAGES=$(FUNCTIONS_BENCH_MESSAGES) $(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkFunctions -benchtime 1x -timeout 30m ./internal/functions/
