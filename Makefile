@@ -155,3 +155,16 @@ FUNCTIONS_BENCH_MESSAGES ?= 50000
 .PHONY: bench-functions
 bench-functions:
 	FUNCTIONS_BENCH_MESSAGES=$(FUNCTIONS_BENCH_MESSAGES) $(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkFunctions -benchtime 1x -timeout 30m ./internal/functions/
+
+# Web console (internal/console, issue 24). The built assets in internal/console/dist are
+# committed (so `make build` needs only Go) and reproducible: `make console` rebuilds them
+# from internal/console/web/src with Node (no npm packages), and make test fails when they
+# differ. `make console-test` runs the browser test: playwright-core (npm, cached in
+# ~/.cache/magnetar-console) driving Debian's chromium (apt-get) against a real standalone,
+# and writes the screenshots in docs/console/.
+.PHONY: console console-test
+console:
+	node internal/console/web/build.mjs
+
+console-test:
+	CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -tags $(TAGS),consoletest -count=1 -v ./tests/console/
