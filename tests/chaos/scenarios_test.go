@@ -363,6 +363,7 @@ func runScenario(t *testing.T, sc scenario, tr tier) *result {
 	}
 	if sc.after != nil {
 		sc.after(r, res)
+		res.Faults = c.faults // with the faults after() made
 	}
 	if sc.expectLoss {
 		// The negative control bites only if it lost acknowledged messages.
