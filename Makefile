@@ -168,3 +168,10 @@ console:
 
 console-test:
 	CONSOLE_SHOTS=$(CURDIR)/docs/console $(GO) test -tags $(TAGS),consoletest -count=1 -v ./tests/console/
+
+# Tiered storage benchmark (issue 18): bookie catch-up vs offload vs catch-up from S3
+# (versitygw, built once into ~/.cache/magnetar-versitygw). Results: docs/benchmarks.md.
+OFFLOAD_BENCH_FLAGS ?= -offload-backlog-mb 256
+.PHONY: bench-offload
+bench-offload:
+	$(GO) test -tags $(TAGS) -timeout 2h -run '^$$' -bench BenchmarkRealOffload -benchtime 1x ./internal/managedledger/realtest/ $(OFFLOAD_BENCH_FLAGS)
