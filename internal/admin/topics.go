@@ -50,6 +50,8 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 			{"GET " + t + "/stats", s.topicStats},
 			{"GET " + t + "/partitioned-stats", s.partitionedStats},
 			{"GET " + t + "/internalStats", s.internalStats},
+			{"PUT " + t + "/offload", s.triggerOffload},
+			{"GET " + t + "/offload", s.offloadStatus},
 			{"GET " + t + "/lastMessageId", s.lastMessageID},
 			{"POST " + t + "/terminate", s.terminate},
 			{"PUT " + t + "/unload", s.unload},

@@ -352,6 +352,7 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		})),
 		expire, reset, peek, examine,
 	)
+	cmd.AddCommand(ac.offloadVerbs(tVerb)...)
 	return cmd
 }
 

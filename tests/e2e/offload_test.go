@@ -163,6 +163,7 @@ func TestOffloadEndToEnd(t *testing.T) {
 type internalStatsJSON struct {
 	Ledgers []struct {
 		LedgerID  int64 `json:"ledgerId"`
+		Entries   int64 `json:"entries"`
 		Offloaded bool  `json:"offloaded"`
 	} `json:"ledgers"`
 }
