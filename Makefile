@@ -98,23 +98,38 @@ BENCH_FLAGS ?=
 bench-compare: build
 	cd bench && $(GO) run ./cmd/bench-compare -repo .. -command "make bench-compare BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
 
-# Compatibility (issue 26; docs/compatibility.md): the official clients' own test suites run
-# unchanged against Magnetar. Not in CI (an hour and more); its fast subset is in make test.
-# compat-go fetches github.com/apache/pulsar-client-go from the module proxy into
-# ~/.cache/magnetar-compat and runs ./pulsar, ./pulsaradmin/pkg/admin and the clustered
-# suite, one process per test, against `magnetar standalone --config` with the client CI's
-# standalone.conf (and `magnetar dev-cluster`), in a private network namespace where the
-# default ports its tests dial are free (needs root). Results: $(COMPAT_OUT)/go/results.md.
-# COMPAT_GO_FLAGS passes harness flags, e.g. COMPAT_GO_FLAGS='-suites pulsar -run TestReader'.
-# -no-security turns the CI config's TLS and authentication off through the environment
-# until this build has them (issue 16).
+# Compatibility (issue 26; docs/compatibility.md): the official clients' own test suites and
+# our modules over the official clients, run against Magnetar by tests/compat/runner in a
+# private network namespace where the default ports the clients' tests dial are free (needs
+# root), each against a standalone started as that client's CI starts Pulsar. Not in CI (an
+# hour and more); its fast subset (TestFastSubset) is in make test. Everything third-party
+# is fetched at run time into ~/.cache (Go module proxy, PyPI, Maven Central), never
+# committed. Results: $(COMPAT_OUT)/<suite group>/results.md.
+#   compat-go: pulsar-client-go's ./pulsar, ./pulsaradmin/pkg/admin and clustered suites
+#   compat-python: our module over pulsar-client from PyPI (tests/compat/python)
+#   compat-python-official: the client's own tests/ from PULSAR_CLIENT_PYTHON_SRC (a checkout
+#     of apache/pulsar-client-python; cloned at run time when GitHub is reachable)
+#   compat-java: the Java client, admin and pulsar-perf, and the Spring Boot and Quarkus apps
+# COMPAT_FLAGS passes runner flags, e.g. COMPAT_FLAGS='-only pulsar=^TestReader'.
+# -no-security turns the CI configs' TLS and authentication off through the environment
+# until the roles have them (issue 16).
 COMPAT_OUT      ?= /tmp/magnetar-compat
-COMPAT_GO_FLAGS ?= -no-security
-.PHONY: compat compat-go
-compat: compat-go kafka-compat
+COMPAT_FLAGS    ?= -no-security
+COMPAT_RUN      = $(GO) run ./tests/compat/runner -magnetar $(BIN) -repo $(CURDIR) $(COMPAT_FLAGS)
+.PHONY: compat compat-go compat-python compat-python-official compat-java
+compat: compat-go compat-python compat-python-official compat-java
 
 compat-go: build
-	$(GO) run ./tests/compat/runner -magnetar $(BIN) -out $(COMPAT_OUT)/go $(COMPAT_GO_FLAGS)
+	$(COMPAT_RUN) -out $(COMPAT_OUT)/go -suites pulsar,admin,clustered
+
+compat-python: build
+	$(COMPAT_RUN) -out $(COMPAT_OUT)/python -suites python
+
+compat-python-official: build
+	$(COMPAT_RUN) -out $(COMPAT_OUT)/python-official -suites python-official
+
+compat-java: build
+	$(COMPAT_RUN) -out $(COMPAT_OUT)/java -suites java,spring,quarkus
 
 # Standalone start to ready (issue 24): from exec until the binary port answers a CONNECT and
 # a LOOKUP of a new topic, on a fresh and on a restarted data directory, median of 10 each,
