@@ -43,8 +43,9 @@ bench:
 
 # soak runs every test the soak tag makes long: the SIGKILL crash loops (TestSoak*), the
 # 500 randomized ledger chaos rounds (TestChaosRecovery), the 300 managed-ledger crash/reopen
-# rounds (TestRestartRecoveryRandomized) and the chaos harness's soak rounds (tests/chaos).
-SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized
+# rounds (TestRestartRecoveryRandomized) and the chaos harness's long tier (TestChaosLong,
+# which the soak tag turns on; it needs root).
+SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized|TestChaosLong
 soak:
 	$(GO) test -tags $(TAGS),soak -timeout 4h -run '$(SOAK_TESTS)' ./...
 
