@@ -47,7 +47,7 @@ bench:
 # which the soak tag turns on; it needs root).
 SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized|TestChaosLong
 soak:
-	$(GO) test -tags $(TAGS),soak -timeout 4h -run '$(SOAK_TESTS)' ./...
+	$(GO) test -tags $(TAGS),soak -timeout 10h -run '$(SOAK_TESTS)' ./...
 
 # chaos runs the long tier of the fault harness (tests/chaos, needs root: network namespaces,
 # nftables): every scenario R0-R14 of docs/reliability.md on its own cluster in network
