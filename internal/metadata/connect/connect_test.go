@@ -138,7 +138,7 @@ func TestOpenFailureIsANilStore(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	s, err := Open(ctx, "etcd://"+addr, slog.New(slog.DiscardHandler))
 	if err == nil {
