@@ -59,7 +59,7 @@ func (c *topicCollector) Describe(chan<- *prometheus.Desc) {}
 // topicSample is one topic's (or, summed, one namespace's) values at scrape time.
 type topicSample struct {
 	msgsIn, bytesIn, msgsOut, bytesOut int64
-	storage                            int64
+	storage, offloaded                 int64
 	producers, subs, consumers         int
 	latency                            latencySnapshot
 	rates                              rateSample
@@ -71,6 +71,7 @@ func (a *topicSample) add(b *topicSample) {
 	a.msgsOut += b.msgsOut
 	a.bytesOut += b.bytesOut
 	a.storage += b.storage
+	a.offloaded += b.offloaded
 	a.producers += b.producers
 	a.subs += b.subs
 	a.consumers += b.consumers
@@ -93,6 +94,9 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if t.log != nil {
 			smp.storage = t.log.storageSize()
+		}
+		if l, ok := t.log.(mlLog); ok {
+			smp.offloaded = l.ml.OffloadedSize()
 		}
 		t.mu.Lock()
 		smp.producers, smp.subs = len(t.producers), len(t.subs)
@@ -134,10 +138,10 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 
 // sampleDescs are the descriptors of the topic series, with or without the topic label.
 type sampleDescs struct {
-	inMsgs, inBytes, outMsgs, outBytes, storage, producers, subs, consumers *prometheus.Desc
-	latency                                                                 [len(latencyBoundsMs) + 1]*prometheus.Desc
-	latencySum, latencyCount                                                *prometheus.Desc
-	rates                                                                   rateDescs
+	inMsgs, inBytes, outMsgs, outBytes, storage, offloaded, producers, subs, consumers *prometheus.Desc
+	latency                                                                            [len(latencyBoundsMs) + 1]*prometheus.Desc
+	latencySum, latencyCount                                                           *prometheus.Desc
+	rates                                                                              rateDescs
 }
 
 func newSampleDescs(labels []string) *sampleDescs {
@@ -148,6 +152,7 @@ func newSampleDescs(labels []string) *sampleDescs {
 		outMsgs:      d("pulsar_out_messages_total", "Messages dispatched from the topic."),
 		outBytes:     d("pulsar_out_bytes_total", "Bytes dispatched from the topic."),
 		storage:      d("pulsar_storage_size", "Bytes stored for the topic."),
+		offloaded:    d("pulsar_storage_offloaded_size", "Bytes of the topic in tiered storage."),
 		producers:    d("pulsar_producers_count", "Producers connected to the topic."),
 		subs:         d("pulsar_subscriptions_count", "Subscriptions of the topic."),
 		consumers:    d("pulsar_consumers_count", "Consumers connected to the topic."),
@@ -181,6 +186,7 @@ func emitTopicSample(ch chan<- prometheus.Metric, d *sampleDescs, smp *topicSamp
 	counter(d.outMsgs, smp.msgsOut)
 	counter(d.outBytes, smp.bytesOut)
 	gauge(d.storage, float64(smp.storage))
+	gauge(d.offloaded, float64(smp.offloaded))
 	gauge(d.producers, float64(smp.producers))
 	gauge(d.subs, float64(smp.subs))
 	gauge(d.consumers, float64(smp.consumers))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -82,6 +83,23 @@ func TestOffloadAdmin(t *testing.T) {
 	last := st.Ledgers[len(st.Ledgers)-1].LedgerID
 	if status.Status != "SUCCESS" || status.FirstUnoffloadedMessage.LedgerID != last || status.FirstUnoffloadedMessage.EntryID != 0 {
 		t.Fatalf("status %+v, want SUCCESS before %d:0", status, last)
+	}
+
+	// pulsar_storage_offloaded_size and the offloader's counters are on /metrics.
+	resp, err = http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var offloadedSize bool
+	for _, line := range strings.Split(string(metrics), "\n") {
+		if strings.HasPrefix(line, "pulsar_storage_offloaded_size{") && strings.Contains(line, "offload-admin") && !strings.HasSuffix(line, " 0") {
+			offloadedSize = true
+		}
+	}
+	if !offloadedSize || !strings.Contains(string(metrics), "brk_ledgeroffloader_offload_bytes{") {
+		t.Fatalf("offload metrics missing:\n%s", metrics)
 	}
 
 	req, _ := http.NewRequest(http.MethodPut, base, bytes.NewBufferString("not json"))
