@@ -77,6 +77,8 @@ type BrokerConfig struct {
 	Policies PoliciesConfig
 	// Delivery is batch-index acknowledgement and delayed delivery (delivery.go).
 	Delivery DeliveryConfig
+	// Kafka is the Kafka protocol front end (kafka.go: kafkaListeners, ...).
+	Kafka KafkaConfig
 	// Security is TLS listeners, authentication and authorization (security.go).
 	Security SecurityConfig
 	// Offload is tiered storage (offload.go).
@@ -109,6 +111,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Schema:                              DefaultSchemaConfig(),
 		Policies:                            DefaultPoliciesConfig(),
 		Delivery:                            DefaultDeliveryConfig(),
+		Kafka:                               DefaultKafkaConfig(),
 		Security:                            DefaultSecurityConfig(),
 		Console:                             DefaultConsoleConfig(),
 		Offload:                             DefaultOffloadConfig(),
@@ -142,6 +145,7 @@ func (c *BrokerConfig) Validate() error {
 		c.Schema.Validate(),
 		c.Policies.Validate(),
 		c.Delivery.Validate(),
+		c.Kafka.Validate(),
 		c.Security.Validate(),
 		c.Offload.Validate(),
 	)
