@@ -168,12 +168,12 @@ func (w *Worker) write(h func(*http.Request) (any, error)) http.HandlerFunc {
 				return
 			}
 		}
-		if w.IsLeader() {
+		leader, ok := w.awaitLeader(r.Context())
+		if ok && leader.WorkerID == w.info.WorkerID {
 			inner(rw, r)
 			return
 		}
-		leader, err := w.leaderInfo(r.Context())
-		if err != nil || leader.URL == "" || leader.WorkerID == w.info.WorkerID {
+		if !ok {
 			writeError(rw, statusError(http.StatusServiceUnavailable, "no functions worker leader yet; retry"))
 			return
 		}
@@ -187,6 +187,33 @@ func (w *Worker) write(h func(*http.Request) (any, error)) http.HandlerFunc {
 			writeError(rw, statusError(http.StatusServiceUnavailable, "forwarding to the leader %s: %v", leader.WorkerID, err))
 		}
 		proxy.ServeHTTP(rw, r)
+	}
+}
+
+// leaderWait bounds how long a write waits for a leader to be elected. Right after a start
+// (a standalone's single worker campaigns as it starts) the election is a moment away, and
+// clients such as pulsar-admin do not retry a 503, so a write waits for it rather than fail.
+const leaderWait = 10 * time.Second
+
+// awaitLeader returns the leader, waiting up to leaderWait (or the request's end) for one.
+// A leader key naming this worker counts only once this worker knows it leads.
+func (w *Worker) awaitLeader(ctx context.Context) (WorkerInfo, bool) {
+	deadline := time.Now().Add(leaderWait)
+	for {
+		if w.IsLeader() {
+			return w.info, true
+		}
+		if leader, err := w.leaderInfo(ctx); err == nil && leader.URL != "" && leader.WorkerID != w.info.WorkerID {
+			return leader, true
+		}
+		if time.Now().After(deadline) {
+			return WorkerInfo{}, false
+		}
+		select {
+		case <-ctx.Done():
+			return WorkerInfo{}, false
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
