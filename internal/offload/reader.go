@@ -173,14 +173,15 @@ func (h *readHandle) load(ctx context.Context, c chunk) ([]byte, []frame, error)
 // for read slots on their own goroutines and end with the offloader.
 func (h *readHandle) prefetch(seq int) {
 	rounds := h.o.cfg.PrefetchRounds
-	if rounds == 0 || h.o.opts.Cache.max == 0 {
+	cache := h.o.opts.Cache // read here, on the reader's goroutine, not by the loads
+	if rounds == 0 || cache.max == 0 {
 		return
 	}
 	for i := 1; i <= rounds && seq+i < len(h.ix.Seeks); i++ {
 		c := h.ix.chunkAt(seq + i)
 		k := h.key
 		k.seq = c.Seq
-		if h.o.opts.Cache.contains(k) {
+		if cache.contains(k) {
 			continue
 		}
 		h.o.mu.Lock()
@@ -195,7 +196,7 @@ func (h *readHandle) prefetch(seq int) {
 		go func() {
 			defer h.o.bgWG.Done()
 			ctx := h.o.bg
-			if _, err := h.o.opts.Cache.get(ctx, k, func() ([]byte, []frame, error) { return h.load(ctx, c) }); err != nil && !errors.Is(err, context.Canceled) {
+			if _, err := cache.get(ctx, k, func() ([]byte, []frame, error) { return h.load(ctx, c) }); err != nil && !errors.Is(err, context.Canceled) {
 				h.o.log.Debug("offload read-ahead failed", "ledger", h.ix.LedgerID, "entry", c.First, "err", err)
 			}
 		}()
