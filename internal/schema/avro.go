@@ -313,9 +313,10 @@ func (rs *resolver) resolvePair(w, r *avroNode, path string) error {
 	}
 	switch w.kind {
 	case "record":
-		if !namesMatch(w, r) {
-			return fmt.Errorf("at %s: record name %s does not match %s", at(), r.name, w.name)
-		}
+		// No name check: Avro's resolver (ResolvingGrammarGenerator / Resolver, which
+		// Pulsar's AvroSchemaCompatibilityCheck validates with) matches records by their
+		// fields, and names only enums and fixed. The official Python client's
+		// test_schema_evolve and test_avro_required_default evolve User1 to User2.
 		for _, rf := range r.fields {
 			wf := writerField(w, rf)
 			p := rf.name

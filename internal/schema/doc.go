@@ -27,7 +27,8 @@
 // schemaCompatibilityStrategy, FULL by default). A type change is incompatible. AVRO and
 // JSON definitions are Avro schemas and are compared by Avro schema resolution (avro.go:
 // reader fields missing from the writer need defaults, promotions int->long->float->double
-// and string<->bytes, enum symbols, unions, names and aliases); KEY_VALUE schemas are
+// and string<->bytes, enum symbols, unions, names and aliases of enums and fixed; records
+// match by fields, as in Avro's resolver); KEY_VALUE schemas are
 // checked part by part (keyvalue.go); PROTOBUF_NATIVE keeps its root message (Pulsar's
 // ProtobufNativeSchemaCompatibilityCheck, which ignores the rest of the descriptor); every
 // other type, as Pulsar's default check, only needs the same type. BACKWARD: the new schema reads the

@@ -45,3 +45,32 @@ def test_schema_type_change_is_refused(client, topic):
     client.create_producer(topic, schema=StringSchema())
     with pytest.raises(pulsar.IncompatibleSchema):
         client.create_producer(topic, schema=JsonSchema(User))
+
+
+class UserV1(Record):
+    name = String()
+    age = Integer()
+
+
+class UserV2(Record):
+    _sorted_fields = True
+    name = String()
+    age = Integer(required=True)
+
+
+def test_forward_evolution_to_a_record_of_another_name(client, topic):
+    """The client's own test_schema_evolve: under FORWARD a record may change its name
+    (Avro resolution, which Pulsar checks with, matches records by fields)."""
+    ns = "/admin/v2/namespaces/public/default/schemaCompatibilityStrategy"
+    before = admin("GET", ns)
+    admin("PUT", ns, "FORWARD")
+    try:
+        p1 = client.create_producer(topic, schema=AvroSchema(UserV1))
+        consumer = client.subscribe(topic, "s", schema=AvroSchema(UserV1))
+        p2 = client.create_producer(topic, schema=AvroSchema(UserV2))
+        p1.send(UserV1(name="one", age=1))
+        p2.send(UserV2(name="two", age=2))
+        got = [consumer.receive(timeout_millis=RECEIVE_MS).value() for _ in range(2)]
+        assert [(u.name, u.age) for u in got] == [("one", 1), ("two", 2)]
+    finally:
+        admin("PUT", ns, before or "FULL")
