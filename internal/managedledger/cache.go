@@ -34,6 +34,7 @@ type entryCache struct {
 type cacheItem struct {
 	pos        Position
 	data       []byte
+	meta       EntryMeta
 	inserted   time.Time
 	prev, next *cacheItem
 	// lprev/lnext link the entries of one ledger (ledgerList), so eviction by read position
@@ -53,7 +54,7 @@ func newEntryCache(maxBytes int64, watermark float64, maxAge time.Duration, now 
 }
 
 // insert adds data at p unless the cache is disabled or the entry alone exceeds it.
-func (c *entryCache) insert(p Position, data []byte) {
+func (c *entryCache) insert(p Position, data []byte, meta EntryMeta) {
 	sz := int64(len(data))
 	if c.maxBytes <= 0 || sz > c.maxBytes {
 		return
@@ -63,7 +64,7 @@ func (c *entryCache) insert(p Position, data []byte) {
 	if _, ok := c.items[p]; ok {
 		return
 	}
-	it := &cacheItem{pos: p, data: data, inserted: c.now(), prev: c.tail}
+	it := &cacheItem{pos: p, data: data, meta: meta, inserted: c.now(), prev: c.tail}
 	if c.tail != nil {
 		c.tail.next = it
 	} else {
@@ -78,16 +79,16 @@ func (c *entryCache) insert(p Position, data []byte) {
 	}
 }
 
-// get returns the cached data at p.
-func (c *entryCache) get(p Position) ([]byte, bool) {
+// get returns the cached entry at p.
+func (c *entryCache) get(p Position) (Entry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if it, ok := c.items[p]; ok {
 		c.hits++
-		return it.data, true
+		return Entry{Position: p, Data: it.data, Meta: it.meta}, true
 	}
 	c.misses++
-	return nil, false
+	return Entry{}, false
 }
 
 // evictLocked drops the oldest entries while the size is above target or while they were

@@ -12,7 +12,7 @@ func TestEntryCacheEvictBefore(t *testing.T) {
 	c := newEntryCache(1<<20, 0.9, time.Hour, clk.Now)
 	for l := int64(1); l <= 2; l++ {
 		for e := int64(0); e < 5; e++ {
-			c.insert(Position{l, e}, []byte{byte(l), byte(e)})
+			c.insert(Position{l, e}, []byte{byte(l), byte(e)}, EntryMeta{})
 		}
 	}
 	c.evictBefore(1, 3)
@@ -34,7 +34,7 @@ func TestEntryCacheEvictBefore(t *testing.T) {
 	if st := c.stats(); st.Entries != 0 || st.SizeBytes != 0 || c.head != nil || c.tail != nil || len(c.perLedger) != 0 {
 		t.Fatalf("after invalidate: %+v head=%v perLedger=%d", st, c.head, len(c.perLedger))
 	}
-	c.insert(Position{3, 0}, []byte("x"))
+	c.insert(Position{3, 0}, []byte("x"), EntryMeta{})
 	c.evictBefore(3, 0) // nothing below entry 0
 	if _, ok := c.get(Position{3, 0}); !ok {
 		t.Fatal("evictBefore(3,0) dropped entry 3:0")
@@ -48,10 +48,10 @@ func TestEntryCacheEvictBeforeOutOfOrderInserts(t *testing.T) {
 	clk := newFakeClock()
 	c := newEntryCache(1<<20, 0.9, time.Hour, clk.Now)
 	for e := int64(1000); e < 1010; e++ { // adds
-		c.insert(Position{1, e}, []byte("new"))
+		c.insert(Position{1, e}, []byte("new"), EntryMeta{})
 	}
 	for e := int64(0); e < 10; e++ { // a catch-up read
-		c.insert(Position{1, e}, []byte("old"))
+		c.insert(Position{1, e}, []byte("old"), EntryMeta{})
 	}
 	cached := func() (n int) {
 		for _, e := range []int64{0, 4, 5, 9, 1000, 1009} {
@@ -69,7 +69,7 @@ func TestEntryCacheEvictBeforeOutOfOrderInserts(t *testing.T) {
 	if _, ok := c.get(Position{1, 9}); ok || cached() != 2 {
 		t.Fatalf("after evictBefore(1,600): %d cached, want 1000 and 1009", cached())
 	}
-	c.insert(Position{1, 7}, []byte("re-read")) // below the last bound: a rewind's read
+	c.insert(Position{1, 7}, []byte("re-read"), EntryMeta{}) // below the last bound: a rewind's read
 	c.evictBefore(1, 8)
 	if _, ok := c.get(Position{1, 7}); ok {
 		t.Fatal("entry 7, inserted after the bound passed it, survived evictBefore(1,8)")

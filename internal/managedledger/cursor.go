@@ -51,6 +51,8 @@ type Cursor struct {
 	statLedgerCreated time.Time
 
 	waiting atomic.Int32 // reads parked in ReadEntriesOrWait
+	// entriesRead counts the entries reads from the read position returned (EntriesRead).
+	entriesRead atomic.Int64
 
 	// Reads that collected positions but have not fetched them yet, and where the oldest
 	// started: the cache keeps entries from there on (cache_evict.go).
@@ -330,8 +332,14 @@ func (c *Cursor) readEntries(ctx context.Context, max int, maxBytes int64) ([]En
 	if err != nil && len(entries) == 0 {
 		return nil, err
 	}
+	c.entriesRead.Add(int64(len(entries)))
 	return entries, nil
 }
+
+// EntriesRead is the number of entries reads from the cursor's read position returned
+// (ReadEntries, ReadEntriesOrWait; not ReadPositions): what a dispatcher fetched, whether it
+// could send it or not.
+func (c *Cursor) EntriesRead() int64 { return c.entriesRead.Load() }
 
 // ReadEntriesOrWait is ReadEntries that, when nothing is available, waits until new entries
 // are added, the log is terminated (ErrNoMoreEntries), the managed ledger closes, or ctx ends.

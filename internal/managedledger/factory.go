@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,6 +69,27 @@ type Factory struct {
 	offloader       offload.Offloader
 	offloadDefaults offload.Trigger
 	offloadDeletes  offloadDeleteQueue // refused object deletes, retried (ml_offload.go)
+
+	// parseMeta fills in Entry.Meta for entries read from ledgers (SetMetaParser).
+	parseMeta atomic.Pointer[func([]byte) EntryMeta]
+}
+
+// SetMetaParser sets what reads from ledgers use to fill in Entry.Meta: the topic layer's
+// parser of its entries' metadata. Entries added with AddEntryMeta keep the meta they were
+// added with. Set it before the first read; nil leaves Meta zero for ledger reads.
+func (f *Factory) SetMetaParser(parse func(data []byte) EntryMeta) {
+	if parse == nil {
+		f.parseMeta.Store(nil)
+		return
+	}
+	f.parseMeta.Store(&parse)
+}
+
+func (f *Factory) metaParser() func([]byte) EntryMeta {
+	if p := f.parseMeta.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // NewFactory validates the options and starts the background pass.

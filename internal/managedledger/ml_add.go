@@ -41,6 +41,7 @@ type completion struct {
 
 type addOp struct {
 	data []byte
+	meta EntryMeta
 	cb   func(Position, error)
 	// done is set once the op's callback is queued (success or failure). A writer callback
 	// for a done op is a late one: the op was failed already (Close gave up waiting, or a lost
@@ -64,6 +65,7 @@ type addOp struct {
 type tailEntry struct {
 	entryID int64
 	data    []byte
+	meta    EntryMeta
 }
 
 // AddEntry appends data asynchronously. cb is called exactly once, with the entry's position
@@ -72,6 +74,12 @@ type tailEntry struct {
 // never called. The managed ledger keeps data (for the entry cache): the caller must not
 // modify it afterwards.
 func (ml *ManagedLedger) AddEntry(data []byte, cb func(Position, error)) error {
+	return ml.AddEntryMeta(data, EntryMeta{}, cb)
+}
+
+// AddEntryMeta is AddEntry with what the caller knows about the entry, kept with it in the
+// cache and returned with it by reads (Entry.Meta).
+func (ml *ManagedLedger) AddEntryMeta(data []byte, meta EntryMeta, cb func(Position, error)) error {
 	ml.mu.Lock()
 	if err := ml.stateErrLocked(); err != nil {
 		ml.mu.Unlock()
@@ -85,7 +93,7 @@ func (ml *ManagedLedger) AddEntry(data []byte, cb func(Position, error)) error {
 		ml.mu.Unlock()
 		return fmt.Errorf("%w: %s has %d adds in flight", ErrTooBusy, ml.name, len(ml.pending))
 	}
-	ml.pending = append(ml.pending, &addOp{data: data, cb: cb})
+	ml.pending = append(ml.pending, &addOp{data: data, meta: meta, cb: cb})
 	ml.mu.Unlock()
 	ml.submit()
 	return nil
@@ -189,10 +197,10 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 		if ml.hasActiveCursors() {
 			// Without an active cursor nobody reads this soon: the tail and the bookies
 			// serve a consumer that connects later (cursor_active.go).
-			ml.f.cache.insert(pos, op.data)
+			ml.f.cache.insert(pos, op.data, op.meta)
 		}
 		ml.ackedEntry = eid
-		ml.tail = append(ml.tail, tailEntry{eid, op.data})
+		ml.tail = append(ml.tail, tailEntry{eid, op.data, op.meta})
 		k := 0
 		for k < len(ml.tail) && ml.tail[k].entryID <= op.visibleLAC {
 			ml.tail[k].data = nil
@@ -408,20 +416,21 @@ func (ml *ManagedLedger) resetTailLocked() {
 		if !ml.hasActiveCursors() {
 			break
 		}
-		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data)
+		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data, t.meta)
 	}
 	ml.tail = nil
 	ml.ackedEntry = -1
 }
 
 // tailGet returns an entry of the current ledger's tail. Caller holds mu.
-func (ml *ManagedLedger) tailGetLocked(p Position) ([]byte, bool) {
+func (ml *ManagedLedger) tailGetLocked(p Position) (Entry, bool) {
 	if p.LedgerID != ml.tailLedger || len(ml.tail) == 0 {
-		return nil, false
+		return Entry{}, false
 	}
 	i := p.EntryID - ml.tail[0].entryID
 	if i < 0 || i >= int64(len(ml.tail)) {
-		return nil, false
+		return Entry{}, false
 	}
-	return ml.tail[i].data, true
+	t := &ml.tail[i]
+	return Entry{Position: p, Data: t.data, Meta: t.meta}, true
 }

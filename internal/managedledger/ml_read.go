@@ -50,16 +50,16 @@ func (ml *ManagedLedger) readPositions(ctx context.Context, positions []Position
 	ml.mu.Unlock()
 	for i := 0; i < len(positions); {
 		p := positions[i]
-		if data, ok := ml.f.cache.get(p); ok {
-			out = append(out, Entry{Position: p, Data: data})
+		if e, ok := ml.f.cache.get(p); ok {
+			out = append(out, e)
 			i++
 			continue
 		}
 		ml.mu.Lock()
-		data, ok := ml.tailGetLocked(p)
+		e, ok := ml.tailGetLocked(p)
 		ml.mu.Unlock()
 		if ok {
-			out = append(out, Entry{Position: p, Data: data})
+			out = append(out, e)
 			i++
 			continue
 		}
@@ -87,11 +87,16 @@ func (ml *ManagedLedger) readPositions(ctx context.Context, positions []Position
 		if err != nil {
 			return out, err
 		}
+		parse := ml.f.metaParser()
 		for _, e := range es {
 			pos := Position{e.LedgerID, e.EntryID}
-			ml.f.cache.insert(pos, e.Data)
+			var meta EntryMeta
+			if parse != nil {
+				meta = parse(e.Data)
+			}
+			ml.f.cache.insert(pos, e.Data, meta)
 			if e.EntryID <= last {
-				out = append(out, Entry{Position: pos, Data: e.Data})
+				out = append(out, Entry{Position: pos, Data: e.Data, Meta: meta})
 			}
 		}
 		i = j

@@ -83,6 +83,28 @@ func maxPos(a, b Position) Position {
 type Entry struct {
 	Position Position
 	Data     []byte
+	// Meta is what the layer above knew about the entry when it added it, or what the
+	// factory's meta parser (Factory.SetMetaParser) found when the entry was read from a
+	// ledger; zero (Parsed false) when neither is known.
+	Meta EntryMeta
+}
+
+// EntryMeta is what the topic layer needs from an entry's own metadata on every dispatch
+// (its message count, routing key, deliver-at and publish time). It is parsed once, when the
+// entry is added (AddEntryMeta) or first read from a ledger, and kept with the entry in the
+// cache, so a reader never parses the entry again. The managed ledger does not interpret it.
+type EntryMeta struct {
+	// Parsed tells whether the fields below were filled in.
+	Parsed bool
+	// Batch tells whether the entry is a batch (of Count messages; a batch may hold one).
+	Batch bool
+	// Count is the number of messages in the entry, at least 1.
+	Count int
+	// Key is the routing key (Pulsar: ordering_key, else partition_key), "" for none.
+	Key string
+	// DeliverAt is the time before which the entry must not be dispatched (Unix ms), 0 for
+	// none; PublishTime is when the producer published it (Unix ms).
+	DeliverAt, PublishTime int64
 }
 
 // InitialPosition says where a new durable cursor starts.

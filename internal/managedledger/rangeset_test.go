@@ -198,13 +198,13 @@ func TestEntryCacheBoundsAndInvalidation(t *testing.T) {
 	clock := newFakeClock()
 	c := newEntryCache(1000, 0.5, time.Second, clock.Now)
 	for i := int64(0); i < 8; i++ {
-		c.insert(Position{1 + i%2, i}, make([]byte, 100))
+		c.insert(Position{1 + i%2, i}, make([]byte, 100), EntryMeta{})
 	}
-	c.insert(Position{9, 0}, make([]byte, 2000)) // larger than the cache: not kept
+	c.insert(Position{9, 0}, make([]byte, 2000), EntryMeta{}) // larger than the cache: not kept
 	if st := c.stats(); st.SizeBytes != 800 || st.Entries != 8 {
 		t.Fatalf("stats %+v", st)
 	}
-	c.insert(Position{3, 0}, make([]byte, 300)) // 1100 > 1000: evict oldest down to 500
+	c.insert(Position{3, 0}, make([]byte, 300), EntryMeta{}) // 1100 > 1000: evict oldest down to 500
 	if st := c.stats(); st.SizeBytes > 500 || st.Evictions == 0 {
 		t.Fatalf("after overflow %+v", st)
 	}
