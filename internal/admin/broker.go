@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // ErrNotAllowed marks an operation refused in the topic's current state (active producers
@@ -13,11 +15,10 @@ var ErrNotAllowed = errors.New("admin: not allowed")
 // ErrNotSupported marks an endpoint or a variant this implementation does not offer (501).
 var ErrNotSupported = errors.New("admin: not supported")
 
-// Broker is what the admin layer needs from the broker that owns the topics. Topic names
-// are full names ("persistent://tenant/ns/local", partitions as local-partition-i); the
-// broker reports a missing topic or subscription with an error the error table maps to 404
-// (resources.ErrNotFound or one it wraps itself and lists in errors.go). Defined here, not
-// in the broker, so this package does not depend on broker internals.
+// Broker is what the REST handlers need from the topics of this broker, in the API's terms:
+// full topic names ("persistent://tenant/ns/local", partitions as local-partition-i), its
+// JSON shapes, and errors the error table (errors.go) maps to statuses. topicsAPI (over the
+// topic service, topics_api.go) implements it.
 type Broker interface {
 	// CreateTopic records a non-partitioned topic (partitions 0) or a partitioned one;
 	// an existing topic is resources.ErrAlreadyExists.
@@ -26,7 +27,7 @@ type Broker interface {
 	DeleteTopic(ctx context.Context, topic string, force bool) error
 	// ListTopics lists the non-partitioned topics and partitions of "tenant/ns" in domain.
 	ListTopics(ctx context.Context, namespace, domain string) ([]string, error)
-	TopicStats(ctx context.Context, topic string) (TopicStats, error)
+	TopicStats(ctx context.Context, topic string) (topics.TopicStats, error)
 	// InternalStats is the PersistentTopicInternalStats JSON value of a persistent topic.
 	InternalStats(ctx context.Context, topic string) (any, error)
 	LastMessageID(ctx context.Context, topic string) (MessageID, error)
@@ -54,7 +55,7 @@ type Broker interface {
 	Message(ctx context.Context, topic string, id MessageID) (RawMessage, error)
 	// LoadedTopicStats is the stats of each topic (partitions one by one) loaded on this
 	// broker, by full name, without loading any.
-	LoadedTopicStats(ctx context.Context) map[string]TopicStats
+	LoadedTopicStats(ctx context.Context) map[string]topics.TopicStats
 	// ServiceURL is the binary protocol URL lookups answer with (pulsar://host:port).
 	ServiceURL() string
 }
@@ -78,118 +79,13 @@ type RawMessage struct {
 	Payload  []byte
 }
 
-// PublisherStats is Pulsar's PublisherStats JSON.
-type PublisherStats struct {
-	AccessMode      string            `json:"accessMode"`
-	ProducerID      uint64            `json:"producerId"`
-	MsgRateIn       float64           `json:"msgRateIn"`
-	MsgThroughputIn float64           `json:"msgThroughputIn"`
-	AverageMsgSize  float64           `json:"averageMsgSize"`
-	ProducerName    string            `json:"producerName"`
-	Address         string            `json:"address"`
-	ConnectedSince  string            `json:"connectedSince"`
-	ClientVersion   string            `json:"clientVersion"`
-	Metadata        map[string]string `json:"metadata"`
-}
-
-// ConsumerStats is Pulsar's ConsumerStats JSON.
-type ConsumerStats struct {
-	ConsumerName     string            `json:"consumerName"`
-	Address          string            `json:"address"`
-	ConnectedSince   string            `json:"connectedSince"`
-	ClientVersion    string            `json:"clientVersion"`
-	AvailablePermits int               `json:"availablePermits"`
-	UnackedMessages  int               `json:"unackedMessages"`
-	MsgRateOut       float64           `json:"msgRateOut"`
-	MsgThroughputOut float64           `json:"msgThroughputOut"`
-	MsgOutCounter    int64             `json:"msgOutCounter"`
-	BytesOutCounter  int64             `json:"bytesOutCounter"`
-	Metadata         map[string]string `json:"metadata"`
-}
-
-// SubscriptionStats is Pulsar's SubscriptionStats JSON.
-type SubscriptionStats struct {
-	Type               string          `json:"type"`
-	MsgBacklog         int64           `json:"msgBacklog"`
-	MsgBacklogNoDelay  int64           `json:"msgBacklogNoDelayed"`
-	UnackedMessages    int64           `json:"unackedMessages"`
-	MsgRateOut         float64         `json:"msgRateOut"`
-	MsgThroughputOut   float64         `json:"msgThroughputOut"`
-	MsgOutCounter      int64           `json:"msgOutCounter"`
-	BytesOutCounter    int64           `json:"bytesOutCounter"`
-	BacklogSize        int64           `json:"backlogSize"`
-	IsDurable          bool            `json:"isDurable"`
-	IsReplicated       bool            `json:"isReplicated"`
-	ActiveConsumerName string          `json:"activeConsumerName,omitempty"`
-	Consumers          []ConsumerStats `json:"consumers"`
-}
-
-// TopicStats is Pulsar's TopicStats JSON (also the aggregate part of PartitionedTopicStats).
-type TopicStats struct {
-	MsgRateIn           float64                      `json:"msgRateIn"`
-	MsgRateOut          float64                      `json:"msgRateOut"`
-	MsgThroughputIn     float64                      `json:"msgThroughputIn"`
-	MsgThroughputOut    float64                      `json:"msgThroughputOut"`
-	MsgInCounter        int64                        `json:"msgInCounter"`
-	MsgOutCounter       int64                        `json:"msgOutCounter"`
-	BytesInCounter      int64                        `json:"bytesInCounter"`
-	BytesOutCounter     int64                        `json:"bytesOutCounter"`
-	AverageMsgSize      float64                      `json:"averageMsgSize"`
-	StorageSize         int64                        `json:"storageSize"`
-	BacklogSize         int64                        `json:"backlogSize"`
-	Publishers          []PublisherStats             `json:"publishers"`
-	Subscriptions       map[string]SubscriptionStats `json:"subscriptions"`
-	Replication         map[string]any               `json:"replication"`
-	DeduplicationStatus string                       `json:"deduplicationStatus"`
-}
-
 // PartitionedTopicStats is Pulsar's PartitionedTopicStats JSON.
 type PartitionedTopicStats struct {
-	TopicStats
-	Metadata   partitionsJSON        `json:"metadata"`
-	Partitions map[string]TopicStats `json:"partitions"`
+	topics.TopicStats
+	Metadata   partitionsJSON               `json:"metadata"`
+	Partitions map[string]topics.TopicStats `json:"partitions"`
 }
 
 type partitionsJSON struct {
 	Partitions int `json:"partitions"`
-}
-
-// add folds o into s (partitioned stats: sums, subscriptions merged by name).
-func (s *TopicStats) add(o TopicStats) {
-	s.MsgRateIn += o.MsgRateIn
-	s.MsgRateOut += o.MsgRateOut
-	s.MsgThroughputIn += o.MsgThroughputIn
-	s.MsgThroughputOut += o.MsgThroughputOut
-	s.MsgInCounter += o.MsgInCounter
-	s.MsgOutCounter += o.MsgOutCounter
-	s.BytesInCounter += o.BytesInCounter
-	s.BytesOutCounter += o.BytesOutCounter
-	if s.MsgInCounter > 0 {
-		s.AverageMsgSize = float64(s.BytesInCounter) / float64(s.MsgInCounter)
-	}
-	s.StorageSize += o.StorageSize
-	s.BacklogSize += o.BacklogSize
-	s.Publishers = append(s.Publishers, o.Publishers...)
-	for name, sub := range o.Subscriptions {
-		agg, ok := s.Subscriptions[name]
-		if !ok {
-			agg = SubscriptionStats{Type: sub.Type, IsDurable: sub.IsDurable, Consumers: []ConsumerStats{}}
-		}
-		agg.MsgBacklog += sub.MsgBacklog
-		agg.MsgBacklogNoDelay += sub.MsgBacklogNoDelay
-		agg.UnackedMessages += sub.UnackedMessages
-		agg.MsgRateOut += sub.MsgRateOut
-		agg.MsgThroughputOut += sub.MsgThroughputOut
-		agg.MsgOutCounter += sub.MsgOutCounter
-		agg.BytesOutCounter += sub.BytesOutCounter
-		agg.BacklogSize += sub.BacklogSize
-		agg.Consumers = append(agg.Consumers, sub.Consumers...)
-		s.Subscriptions[name] = agg
-	}
-}
-
-// NewTopicStats returns empty stats with non-nil lists, as Pulsar sends them.
-func NewTopicStats() TopicStats {
-	return TopicStats{Publishers: []PublisherStats{}, Subscriptions: map[string]SubscriptionStats{},
-		Replication: map[string]any{}, DeduplicationStatus: "Disabled"}
 }

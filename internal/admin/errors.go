@@ -7,6 +7,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // errNotFound is a 404 for things that are not metadata records (a cluster name in a path).
@@ -21,18 +22,24 @@ var ErrBadRequest = errors.New("bad request")
 // statusFor is the one table from Go errors to HTTP statuses.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, resources.ErrNotFound), errors.Is(err, schema.ErrNotFound):
+	case errors.Is(err, resources.ErrNotFound), errors.Is(err, schema.ErrNotFound),
+		errors.Is(err, topics.ErrTopicNotFound), errors.Is(err, topics.ErrSubscriptionNotFound),
+		errors.Is(err, topics.ErrMessageNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, schema.ErrIncompatible):
 		return http.StatusConflict // Pulsar's IncompatibleSchemaException
 	case errors.Is(err, schema.ErrInvalid):
 		return http.StatusUnprocessableEntity // Pulsar's InvalidSchemaDataException
-	case errors.Is(err, resources.ErrAlreadyExists), errors.Is(err, resources.ErrNotEmpty):
+	case errors.Is(err, resources.ErrAlreadyExists), errors.Is(err, resources.ErrNotEmpty),
+		errors.Is(err, topics.ErrSubscriptionExists), errors.Is(err, topics.ErrOffloadRunning):
 		// Pulsar answers "still has active namespaces" / "non empty namespace" with 409.
 		return http.StatusConflict
-	case errors.Is(err, ErrNotAllowed):
+	case errors.Is(err, ErrNotAllowed), errors.Is(err, topics.ErrNotAllowed), errors.Is(err, topics.ErrTopicTerminated),
+		errors.Is(err, topics.ErrNotDynamic):
+		// 412, as Pulsar answers a key that is not dynamic too.
 		return http.StatusPreconditionFailed
-	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest):
+	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest), errors.Is(err, topics.ErrInvalidTopicName),
+		errors.Is(err, topics.ErrInvalidPosition), errors.Is(err, topics.ErrBadDynamicValue):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrNotSupported):
 		return http.StatusNotImplemented

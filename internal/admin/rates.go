@@ -3,6 +3,8 @@ package admin
 import (
 	"sync"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // rateTracker turns the broker's monotonic per-topic counters into the msgRate* and
@@ -29,7 +31,7 @@ type rateSample struct {
 }
 
 // apply fills st's rates from its counters and remembers them for topic.
-func (rt *rateTracker) apply(topic string, st *TopicStats, now time.Time) {
+func (rt *rateTracker) apply(topic string, st *topics.TopicStats, now time.Time) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.samples == nil {

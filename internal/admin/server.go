@@ -17,6 +17,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // maxBodyBytes bounds every request body the admin API reads.
@@ -29,8 +30,12 @@ type Config struct {
 	Logger    *slog.Logger
 	// Ready reports whether the process can serve; /status.html answers 503 until it does.
 	Ready func() bool
-	// Broker serves the topic and subscription endpoints; nil answers them 501.
-	Broker Broker
+	// Topics is the topic service behind the topic and subscription endpoints; nil answers
+	// them 501.
+	Topics *topics.Service
+	// ServiceURL is the binary protocol URL lookups answer with (pulsar://host:port), from
+	// the Pulsar front end.
+	ServiceURL func() string
 	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port.
 	Cluster        string
 	WebServiceAddr string
@@ -47,8 +52,11 @@ type Config struct {
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
-	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, broker: cfg.Broker,
+	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready,
 		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas, dynamic: cfg.Dynamic}
+	if cfg.Topics != nil {
+		s.broker = topicsAPI{svc: cfg.Topics, serviceURL: cfg.ServiceURL}
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -56,9 +64,9 @@ func Handler(cfg Config) http.Handler {
 	if g == nil {
 		g = prometheus.DefaultGatherer
 	}
-	if cfg.Broker != nil {
+	if s.broker != nil {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(&topicCollector{broker: cfg.Broker, cluster: cfg.Cluster, dynamic: cfg.Dynamic})
+		reg.MustRegister(&topicCollector{broker: s.broker, cluster: cfg.Cluster, dynamic: cfg.Dynamic})
 		g = prometheus.Gatherers{g, reg}
 	}
 	mux := http.NewServeMux()

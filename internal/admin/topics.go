@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // topicRef is a topic named by a REST path: /admin/v2/{domain}/{tenant}/{namespace}/{topic}.
@@ -400,7 +401,7 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
 	}
 	// partitions is {} without perPartition, as Pulsar sends it.
-	out := PartitionedTopicStats{TopicStats: NewTopicStats(), Metadata: partitionsJSON{n}, Partitions: map[string]TopicStats{}}
+	out := PartitionedTopicStats{TopicStats: topics.NewTopicStats(), Metadata: partitionsJSON{n}, Partitions: map[string]topics.TopicStats{}}
 	per := boolParam(r, "perPartition")
 	for i := range n {
 		st, err := s.broker.TopicStats(ctx, t.partition(i))
@@ -411,7 +412,7 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 			return nil, err
 		}
 		s.rates.apply(t.partition(i), &st, time.Now())
-		out.add(st)
+		out.Add(st)
 		if per {
 			out.Partitions[t.partition(i)] = st
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -16,7 +17,7 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
 	ctx := context.Background()
-	name, _ := ParseTopicName("persistent://public/default/admin")
+	name, _ := topics.ParseName("persistent://public/default/admin")
 	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "s", Name: "cons"})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 	produce(t, p, "a", 5)
 	receive(t, c, 2, true)
 
-	st, err := b.s.TopicStats(ctx, name)
+	st, err := b.s.topics.TopicStats(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +46,14 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 
 	// Unload: clients are told, reconnect, and carry on where they were (unacknowledged
 	// messages may come twice: at-least-once).
-	if err := b.s.UnloadTopic(ctx, name); err != nil {
+	if err := b.s.topics.UnloadTopic(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	// NB: wait for the producer to come back before sending: the v0.19.0 client races
 	// between its reconnect and a concurrent send (seen with -race).
 	deadline := time.Now().Add(waitFor)
 	for {
-		st, err := b.s.TopicStats(ctx, name)
+		st, err := b.s.topics.TopicStats(ctx, name)
 		if err == nil && len(st.Publishers) == 1 && len(st.Subscriptions["s"].Consumers) == 1 {
 			break
 		}
@@ -74,15 +75,15 @@ func TestTopicStatsUnloadDelete(t *testing.T) {
 		}
 	}
 
-	if err := b.s.DeleteTopic(ctx, name, false); !errors.Is(err, wire.ErrNotAllowed) {
+	if err := b.s.topics.DeleteTopic(ctx, name, false); !errors.Is(err, wire.ErrNotAllowed) {
 		t.Fatalf("delete with connected clients: %v", err)
 	}
 	p.Close()
 	c.Close()
-	if err := b.s.DeleteTopic(ctx, name, false); err != nil {
+	if err := b.s.topics.DeleteTopic(ctx, name, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.s.TopicStats(ctx, name); !errors.Is(err, wire.ErrTopicNotFound) {
+	if _, err := b.s.topics.TopicStats(ctx, name); !errors.Is(err, wire.ErrTopicNotFound) {
 		t.Fatalf("stats of a deleted topic: %v", err)
 	}
 }
@@ -91,7 +92,7 @@ func TestTerminateTopic(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
 	ctx := context.Background()
-	name, _ := ParseTopicName("persistent://public/default/terminate")
+	name, _ := topics.ParseName("persistent://public/default/terminate")
 	c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: name.String(), SubscriptionName: "s"})
 	if err != nil {
 		t.Fatal(err)
@@ -103,8 +104,8 @@ func TestTerminateTopic(t *testing.T) {
 	}
 	defer p.Close()
 	produce(t, p, "t", 3)
-	if _, entry, err := b.s.TerminateTopic(ctx, name); err != nil || entry != 2 {
-		t.Fatalf("terminate: entry %d, %v", entry, err)
+	if last, err := b.s.topics.TerminateTopic(ctx, name); err != nil || last.EntryID != 2 {
+		t.Fatalf("terminate: last %v, %v", last, err)
 	}
 	// Consumers still drain it; new producers are refused.
 	receive(t, c, 3, true)
@@ -117,12 +118,12 @@ func TestPartitionedTopicAdmin(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
 	ctx := context.Background()
-	name, _ := ParseTopicName("persistent://public/default/grow")
-	if err := b.s.CreateTopic(ctx, name, 2); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/grow")
+	if err := b.s.topics.CreateTopic(ctx, name, 2); err != nil {
 		t.Fatal(err)
 	}
 	// Grow it as the admin API does (admin/topics.go:updatePartitions).
-	res := resources.New(b.s.store)
+	res := resources.New(b.store)
 	if err := res.UpdatePartitionedTopic(ctx, name.Domain, name.Tenant, name.Namespace, name.Local, func(m *resources.PartitionedTopicMetadata) error {
 		m.Partitions = 3
 		return nil
@@ -141,19 +142,19 @@ func TestPartitionedTopicAdmin(t *testing.T) {
 	p.Close()
 	// Delete it as the admin API does: every partition, then the metadata.
 	for i := 0; i < 3; i++ {
-		if err := b.s.DeleteTopic(ctx, name.PartitionName(i), false); err != nil && !errors.Is(err, wire.ErrTopicNotFound) {
+		if err := b.s.topics.DeleteTopic(ctx, name.PartitionName(i), false); err != nil && !errors.Is(err, wire.ErrTopicNotFound) {
 			t.Fatal(err)
 		}
 	}
 	if err := res.DeletePartitionedTopic(ctx, name.Domain, name.Tenant, name.Namespace, name.Local); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.s.Partitions(ctx, name); err == nil {
+	if n, err := b.s.topics.Partitions(ctx, name); err == nil {
 		t.Fatalf("partitioned topic still has %d partitions", n)
 	}
-	topics, err := b.s.ListTopics(ctx, "public/default", 0)
-	if err != nil || len(topics) != 0 {
-		t.Fatalf("topics after delete: %v %v", topics, err)
+	list, err := b.s.topics.ListTopics(ctx, "public/default", "")
+	if err != nil || len(list) != 0 {
+		t.Fatalf("topics after delete: %v %v", list, err)
 	}
 }
 
@@ -161,14 +162,14 @@ func TestSubscriptionAdmin(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
 	ctx := context.Background()
-	name, _ := ParseTopicName("persistent://public/default/subadmin")
-	if err := b.s.CreateTopic(ctx, name, 0); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/subadmin")
+	if err := b.s.topics.CreateTopic(ctx, name, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.s.CreateSubscription(ctx, name, "early", true); err != nil {
+	if err := b.s.topics.CreateSubscription(ctx, name, "early", topics.Earliest); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.s.CreateSubscription(ctx, name, "early", true); !errors.Is(err, ErrSubscriptionExists) {
+	if err := b.s.topics.CreateSubscription(ctx, name, "early", topics.Earliest); !errors.Is(err, topics.ErrSubscriptionExists) {
 		t.Fatalf("duplicate subscription: %v", err)
 	}
 	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String(), DisableBatching: true})
@@ -177,14 +178,14 @@ func TestSubscriptionAdmin(t *testing.T) {
 	}
 	defer p.Close()
 	produce(t, p, "s", 10)
-	st, _ := b.s.TopicStats(ctx, name)
+	st, _ := b.s.topics.TopicStats(ctx, name)
 	if st.Subscriptions["early"].MsgBacklog != 10 {
 		t.Fatalf("backlog %d, want 10", st.Subscriptions["early"].MsgBacklog)
 	}
-	if err := b.s.ClearBacklog(ctx, name, "early"); err != nil {
+	if err := b.s.topics.ClearBacklog(ctx, name, "early"); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := b.s.TopicStats(ctx, name); st.Subscriptions["early"].MsgBacklog != 0 {
+	if st, _ := b.s.topics.TopicStats(ctx, name); st.Subscriptions["early"].MsgBacklog != 0 {
 		t.Fatalf("backlog after clear %d", st.Subscriptions["early"].MsgBacklog)
 	}
 	// Reset to the 4th message: a consumer then gets s-3 .. s-9.
@@ -194,23 +195,24 @@ func TestSubscriptionAdmin(t *testing.T) {
 	}
 	defer c.Close()
 	expectNothing(t, c)
-	last := b.s.loadedTopic(name).log.lastConfirmed() // s-9; the topic has one ledger
-	if err := b.s.ResetSubscription(ctx, name, "early", last.ledger, last.entry-6, time.Time{}); err != nil {
+	last := b.s.topics.Loaded(name).LastConfirmed() // s-9; the topic has one ledger
+	at := topics.Position{LedgerID: last.LedgerID, EntryID: last.EntryID - 6}
+	if err := b.s.topics.ResetSubscription(ctx, name, "early", &at, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := receive(t, c, 7, true); string(got[0].Payload()) != "s-3" {
 		t.Fatalf("after reset got %q first", got[0].Payload())
 	}
-	if err := b.s.DeleteSubscription(ctx, name, "early", false); !errors.Is(err, wire.ErrNotAllowed) {
+	if err := b.s.topics.DeleteSubscription(ctx, name, "early", false); !errors.Is(err, wire.ErrNotAllowed) {
 		t.Fatalf("delete with a consumer: %v", err)
 	}
 	// (force would disconnect the consumer, which the Go client answers by subscribing
 	// again, re-creating the subscription; close it instead.)
 	c.Close()
-	if err := b.s.DeleteSubscription(ctx, name, "early", false); err != nil {
+	if err := b.s.topics.DeleteSubscription(ctx, name, "early", false); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := b.s.TopicStats(ctx, name); len(st.Subscriptions) != 0 {
+	if st, _ := b.s.topics.TopicStats(ctx, name); len(st.Subscriptions) != 0 {
 		t.Fatalf("subscriptions after delete: %v", st.Subscriptions)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestChunkedMessages: messages larger than ChunkMaxMessageSize are split into chunks by
@@ -15,7 +17,7 @@ import (
 func TestChunkedMessages(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
-	name, _ := ParseTopicName("persistent://public/default/chunks")
+	name, _ := topics.ParseName("persistent://public/default/chunks")
 	var cs []pulsar.Consumer
 	for _, sc := range []struct {
 		sub string
@@ -43,7 +45,7 @@ func TestChunkedMessages(t *testing.T) {
 	if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte("small")}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := b.s.TopicStats(context.Background(), name)
+	st, err := b.s.topics.TopicStats(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func TestChunkedMessages(t *testing.T) {
 		c.Close() // flushes the acks of every chunk
 	}
 	for deadline := time.Now().Add(waitFor); ; time.Sleep(20 * time.Millisecond) {
-		st, err = b.s.TopicStats(context.Background(), name)
+		st, err = b.s.topics.TopicStats(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
 		}

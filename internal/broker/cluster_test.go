@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/ownership"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // clusterBroker is one broker of an in-process cluster sharing a store and ledger client.
@@ -46,20 +47,17 @@ func startClusterBroker(t *testing.T, store metadata.Store, ledgers ledger.Clien
 	}
 	cfg := config.DefaultBrokerConfig()
 	cfg.BindAddress, cfg.AdvertisedAddress = "127.0.0.1", "127.0.0.1"
-	s, err := New(cfg, Deps{Store: store, Ledgers: f, Logger: logger, Ownership: own})
-	if err != nil {
-		t.Fatal(err)
-	}
-	own.SetUnloader(s)
+	s := newTestServer(t, cfg, store, f, logger, nil, own)
+	own.SetUnloader(s.topics)
 	go func() { _ = s.Serve(ln) }()
-	if err := own.Register(context.Background(), s.LoadStats); err != nil {
+	if err := own.Register(context.Background(), s.topics.LoadStats); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = own.Release(ctx)
-		_ = s.Close(ctx)
+		_ = closeServer(ctx, s)
 		_ = f.Close(ctx)
 	})
 	return &clusterBroker{s: s, own: own, url: url}
@@ -149,7 +147,7 @@ func TestStaleOwnerAcknowledgesNothingAfterFence(t *testing.T) {
 	if a.own.Holds(topic) {
 		t.Error("A still believes it holds the bundle")
 	}
-	if a.s.loadedTopic(mustParse(t, topic)) != nil {
+	if a.s.topics.Loaded(mustParse(t, topic)) != nil {
 		t.Error("A still serves the topic")
 	}
 
@@ -177,9 +175,9 @@ func TestStaleOwnerAcknowledgesNothingAfterFence(t *testing.T) {
 	}
 }
 
-func mustParse(t *testing.T, topic string) TopicName {
+func mustParse(t *testing.T, topic string) topics.Name {
 	t.Helper()
-	n, err := ParseTopicName(topic)
+	n, err := topics.ParseName(topic)
 	if err != nil {
 		t.Fatal(err)
 	}

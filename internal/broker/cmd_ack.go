@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -19,24 +20,18 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 	switch {
 	case cs == nil:
 		err = fmt.Errorf("%w: consumer %d", wire.ErrConsumerNotFound, cmd.GetConsumerId())
-	case cmd.ValidationError != nil:
-		c.log.Warn("consumer reports a corrupt message; acknowledging it", "subscription", cs.sub.name,
-			"error", cmd.GetValidationError().String())
-		fallthrough
-	case cmd.GetAckType() == pb.CommandAck_Individual:
-		if cs != nil {
-			err = cs.sub.ackIndividual(ctx, cmd.GetMessageId())
-		}
 	default:
-		ids := cmd.GetMessageId()
-		switch {
-		case len(ids) != 1:
-			err = fmt.Errorf("%w: cumulative ack with %d ids", wire.ErrNotAllowed, len(ids))
-		case cs.sub.typ == pb.CommandSubscribe_Shared:
-			err = fmt.Errorf("%w: cumulative ack on a Shared subscription", wire.ErrNotAllowed)
-		default:
-			err = cs.sub.ackCumulative(ctx, ids[0])
+		if cmd.ValidationError != nil {
+			c.log.Warn("consumer reports a corrupt message; acknowledging it", "subscription", cs.tc.Subscription().Name(),
+				"error", cmd.GetValidationError().String())
 		}
+		ids := make([]topics.AckID, len(cmd.GetMessageId()))
+		for i, id := range cmd.GetMessageId() {
+			ids[i] = topics.AckID{Position: position(id), AckSet: id.GetAckSet()}
+		}
+		// A consumer reporting a corrupt message acknowledges it individually.
+		cumulative := cmd.GetAckType() == pb.CommandAck_Cumulative && cmd.ValidationError == nil
+		err = cs.tc.Ack(ctx, ids, cumulative)
 	}
 	if err != nil {
 		c.log.Debug("ack failed", "err", err)

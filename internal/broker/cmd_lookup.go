@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -13,13 +14,13 @@ import (
 // ownership), so the answer is always Connect to our advertised URL, authoritative, with
 // proxy_through_service_url false.
 func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
-	if c.s.own != nil {
+	if c.s.topics.Ownership() != nil {
 		c.handleClusterLookup(cmd)
 		return
 	}
 	rid := cmd.GetRequestId()
 	resp := &pb.CommandLookupTopicResponse{RequestId: proto.Uint64(rid)}
-	if _, err := ParseTopicName(cmd.GetTopic()); err != nil {
+	if _, err := topics.ParseName(cmd.GetTopic()); err != nil {
 		code, _ := wire.ServerErrorFor(err)
 		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error, resp.Message = code.Enum(), proto.String(err.Error())
@@ -40,7 +41,11 @@ func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata
 	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(rid)}
 	ctx, cancel := c.opContext()
 	defer cancel()
-	n, err := c.s.partitionsFor(ctx, cmd.GetTopic())
+	var n int
+	name, err := topics.ParseName(cmd.GetTopic())
+	if err == nil {
+		n, err = c.s.topics.PartitionsFor(ctx, name)
+	}
 	if err != nil {
 		// NB: never ServiceNotReady here; it makes the Go client drop the connection.
 		code, _ := wire.ServerErrorFor(err)
@@ -62,13 +67,20 @@ func (c *conn) handleGetTopicsOfNamespace(cmd *pb.CommandGetTopicsOfNamespace) {
 	rid := cmd.GetRequestId()
 	ctx, cancel := c.opContext()
 	defer cancel()
-	topics, err := c.s.ListTopics(ctx, cmd.GetNamespace(), cmd.GetMode())
+	domain := ""
+	switch cmd.GetMode() {
+	case pb.CommandGetTopicsOfNamespace_PERSISTENT:
+		domain = topics.DomainPersistent
+	case pb.CommandGetTopicsOfNamespace_NON_PERSISTENT:
+		domain = topics.DomainNonPersistent
+	}
+	list, err := c.s.topics.ListTopics(ctx, cmd.GetNamespace(), domain)
 	if err != nil {
 		c.sendError(rid, err)
 		return
 	}
-	out := topics[:0]
-	for _, t := range topics {
+	out := list[:0]
+	for _, t := range list {
 		if !strings.Contains(t, "/__") { // system topics
 			out = append(out, t)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -20,17 +21,16 @@ func (c *conn) handleGetLastMessageID(cmd *pb.CommandGetLastMessageId) {
 		c.sendError(rid, fmt.Errorf("%w: consumer %d", wire.ErrConsumerNotFound, cmd.GetConsumerId()))
 		return
 	}
-	t := cs.sub.t
 	ctx, cancel := c.opContext()
 	defer cancel()
-	pos, bi, err := t.lastMessageID(ctx)
+	pos, bi, err := cs.tc.Topic().LastMessageID(ctx)
 	if err != nil {
 		c.sendError(rid, err)
 		return
 	}
-	resp := &pb.CommandGetLastMessageIdResponse{RequestId: proto.Uint64(rid), LastMessageId: t.messageIDData(pos, bi)}
-	if cur := cs.sub.cursor; cur != nil {
-		resp.ConsumerMarkDeletePosition = t.messageIDData(cur.markDeletePosition(), -1)
+	resp := &pb.CommandGetLastMessageIdResponse{RequestId: proto.Uint64(rid), LastMessageId: messageIDData(pos, cs.partition, bi)}
+	if md, ok := cs.tc.Subscription().MarkDeletePosition(); ok {
+		resp.ConsumerMarkDeletePosition = messageIDData(md, cs.partition, -1)
 	}
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_LAST_MESSAGE_ID_RESPONSE.Enum(), GetLastMessageIdResponse: resp})
 }
@@ -47,27 +47,22 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 	}
 	ctx, cancel := c.opContext()
 	defer cancel()
-	var move func(logCursor) error
+	var at *topics.Position
+	var pt time.Time
 	var target string
 	switch id := cmd.GetMessageId(); {
 	case id != nil:
-		p := position{int64(id.GetLedgerId()), int64(id.GetEntryId())}
-		move = func(cur logCursor) error { return cur.resetTo(ctx, p) }
-		target = p.String()
+		p := position(id)
+		at, target = &p, p.String()
 	case cmd.MessagePublishTime != nil:
-		t := time.UnixMilli(int64(cmd.GetMessagePublishTime()))
-		move = func(cur logCursor) error { return cur.resetToTime(ctx, t) }
-		target = t.UTC().Format(time.RFC3339Nano)
+		pt = time.UnixMilli(int64(cmd.GetMessagePublishTime()))
+		target = pt.UTC().Format(time.RFC3339Nano)
 	default:
 		c.sendError(rid, fmt.Errorf("%w: seek without message id or publish time", wire.ErrMetadata))
 		return
 	}
-	sub := cs.sub
-	for _, x := range sub.consumersSnapshot() {
-		x.c.closeConsumerFromBroker(x)
-	}
-	if err := sub.reset(move); err != nil {
-		c.sendError(rid, fmt.Errorf("seek %s to %s: %w", sub.name, target, err))
+	if err := cs.tc.Seek(ctx, at, pt); err != nil {
+		c.sendError(rid, fmt.Errorf("seek %s to %s: %w", cs.tc.Subscription().Name(), target, err))
 		return
 	}
 	c.sendSuccess(rid)
@@ -77,11 +72,9 @@ func (c *conn) handleSeek(cmd *pb.CommandSeek) {
 func (c *conn) handleConsumerStats(cmd *pb.CommandConsumerStats) {
 	resp := &pb.CommandConsumerStatsResponse{RequestId: proto.Uint64(cmd.GetRequestId())}
 	if cs := c.consumer(cmd.GetConsumerId()); cs != nil {
-		cs.sub.mu.Lock()
-		resp.ConsumerName = proto.String(cs.name)
-		resp.AvailablePermits = proto.Uint64(uint64(max(cs.permits, 0)))
-		resp.Type = proto.String(cs.sub.typ.String())
-		cs.sub.mu.Unlock()
+		resp.ConsumerName = proto.String(cs.tc.Name())
+		resp.AvailablePermits = proto.Uint64(uint64(cs.tc.Permits()))
+		resp.Type = proto.String(cs.tc.Subscription().Type().String())
 		resp.Address = proto.String(c.remote)
 	} else {
 		resp.ErrorCode = pb.ServerError_ConsumerNotFound.Enum()

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -19,8 +20,8 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		// The same producer id again on this connection: answer success again if it is
 		// ready; one still waiting or being created is not ready yet.
 		c.mu.Unlock()
-		if p.ready.Load() {
-			c.sendProducerSuccess(rid, p)
+		if p.ready() {
+			c.sendProducerSuccess(rid, p.tp.Load())
 		} else {
 			c.sendError(rid, fmt.Errorf("%w: producer %d is still being created", wire.ErrServiceNotReady, pid))
 		}
@@ -28,36 +29,19 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	}
 	c.mu.Unlock()
 
-	name, err := ParseTopicName(cmd.GetTopic())
+	name, err := topics.ParseName(cmd.GetTopic())
 	if err != nil {
 		c.sendError(rid, err)
 		return
 	}
 	ctx, cancel := c.opContext()
 	defer cancel()
-	t, err := c.s.getTopic(ctx, name, true)
+	t, err := c.s.topics.Topic(ctx, name, topics.Load{Create: true})
 	if err != nil {
 		c.sendError(rid, err)
 		return
 	}
-	if t.log != nil && t.log.terminated() {
-		c.sendError(rid, fmt.Errorf("%w: %s", wire.ErrTopicTerminated, t.full))
-		return
-	}
-	if err := t.admitProducer(); err != nil {
-		c.sendError(rid, err)
-		return
-	}
-	schemaVersion, err := c.producerSchema(ctx, name, cmd.GetSchema())
-	if err != nil {
-		c.sendError(rid, err)
-		return
-	}
-	p := &producer{c: c, topic: t, id: pid, rid: rid, name: cmd.GetProducerName(), epoch: cmd.GetEpoch(),
-		mode: cmd.GetProducerAccessMode(), schemaVersion: schemaVersion}
-	if p.name == "" {
-		p.name = c.s.nextProducerName()
-	}
+	p := &producer{c: c, id: pid, rid: rid}
 	// Register on the connection first, so a waiting producer can be closed by the client
 	// and a grant that races with this handler finds it.
 	c.mu.Lock()
@@ -67,13 +51,15 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	}
 	c.producers[pid] = p
 	c.mu.Unlock()
-	err = t.addProducer(p)
+	tp, err := t.AddProducer(ctx, topics.ProducerSpec{ID: pid, Name: cmd.GetProducerName(), Epoch: cmd.GetEpoch(),
+		Mode: topics.AccessMode(cmd.GetProducerAccessMode()), Schema: schemaFromWire(cmd.GetSchema())}, p)
 	switch {
-	case errors.Is(err, errProducerWaiting):
-		c.log.Debug("producer waits for exclusive access", "topic", t.full, "producer", p.name, "id", pid)
+	case errors.Is(err, topics.ErrProducerWaiting):
+		p.tp.CompareAndSwap(nil, tp) // a grant may have stored it already
+		c.log.Debug("producer waits for exclusive access", "topic", name.String(), "producer", tp.Name(), "id", pid)
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
-			RequestId: proto.Uint64(rid), ProducerName: proto.String(p.name), LastSequenceId: proto.Int64(-1),
-			ProducerReady: proto.Bool(false), SchemaVersion: schemaVersionField(p.schemaVersion)}})
+			RequestId: proto.Uint64(rid), ProducerName: proto.String(tp.Name()), LastSequenceId: proto.Int64(-1),
+			ProducerReady: proto.Bool(false), SchemaVersion: schemaVersionField(tp.SchemaVersion())}})
 		return
 	case err != nil:
 		c.mu.Lock()
@@ -84,25 +70,19 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		c.sendError(rid, err)
 		return
 	}
-	c.log.Debug("producer created", "topic", t.full, "producer", p.name, "id", pid)
-	c.producerReady(p)
+	p.tp.Store(tp)
+	c.log.Debug("producer created", "topic", name.String(), "producer", tp.Name(), "id", pid)
+	c.sendProducerSuccess(rid, tp)
 }
 
-// producerReady marks p ready and answers its PRODUCER (again, for a producer that was
-// waiting for exclusive access). Called under topic.mu for grants.
-func (c *conn) producerReady(p *producer) {
-	p.ready.Store(true)
-	c.sendProducerSuccess(p.rid, p)
-}
-
-func (c *conn) sendProducerSuccess(rid uint64, p *producer) {
+func (c *conn) sendProducerSuccess(rid uint64, tp *topics.Producer) {
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_PRODUCER_SUCCESS.Enum(), ProducerSuccess: &pb.CommandProducerSuccess{
 		RequestId:      proto.Uint64(rid),
-		ProducerName:   proto.String(p.name),
-		LastSequenceId: proto.Int64(p.topic.dedup.lastSequence(p.name)),
+		ProducerName:   proto.String(tp.Name()),
+		LastSequenceId: proto.Int64(tp.LastSequenceID()),
 		ProducerReady:  proto.Bool(true),
-		TopicEpoch:     proto.Uint64(p.topicEpoch),
-		SchemaVersion:  schemaVersionField(p.schemaVersion),
+		TopicEpoch:     proto.Uint64(tp.TopicEpoch()),
+		SchemaVersion:  schemaVersionField(tp.SchemaVersion()),
 	}})
 }
 
@@ -126,7 +106,9 @@ func (c *conn) handleCloseProducer(cmd *pb.CommandCloseProducer) {
 	delete(c.producers, cmd.GetProducerId())
 	c.mu.Unlock()
 	if ok {
-		p.topic.removeProducer(p)
+		if tp := p.tp.Load(); tp != nil {
+			tp.Close()
+		}
 	}
 	c.sendSuccess(cmd.GetRequestId())
 }

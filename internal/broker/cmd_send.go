@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -29,8 +30,8 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 	if hp == nil {
 		return fmt.Errorf("%w: SEND without a payload", errProtocol)
 	}
-	if !p.ready.Load() {
-		p.reject(seq, fmt.Errorf("%w: producer %q has no access to the topic yet", wire.ErrNotAllowed, p.name))
+	if !p.ready() {
+		p.reject(seq, fmt.Errorf("%w: producer %d has no access to the topic yet", wire.ErrNotAllowed, pid))
 		return nil
 	}
 	_, entry, err := wire.SplitHeadersAndPayload(hp)
@@ -67,23 +68,13 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 	if highest < seq {
 		highest = seq
 	}
-	dedupHigh := highestSequence(seq, highest, md)
-	switch p.topic.dedup.check(p.name, int64(seq), dedupHigh) {
-	case dedupDuplicate:
-		p.duplicate(seq, highest, size)
-		return nil
-	case dedupUnknown:
-		p.c.publishMem.release(size)
-		p.c.s.publishMem.release(size)
-		p.reject(seq, fmt.Errorf("%w: sequence id %d of producer %q is still being persisted", wire.ErrPersistence, seq, p.name))
-		return nil
-	}
 	// A reused frame buffer is overwritten by the next frame, so storage gets a copy; a
 	// large frame has its own buffer (owned) and is kept as is, saving a copy per batch.
 	if !owned {
 		entry = bytes.Clone(entry)
 	}
-	p.publish(seq, highest, dedupHigh, entry, wire.MessageCount(md), lastBatchIndex(md))
+	// The metadata decoded here travels with the entry, so dispatch never parses it again.
+	p.publish(seq, highest, topics.HighestSequence(seq, highest, md), entry, topics.MetaOf(md))
 	return nil
 }
 

@@ -277,10 +277,12 @@ func (c *conn) cleanup() {
 	c.consumers = map[uint64]*consumer{}
 	c.mu.Unlock()
 	for _, p := range producers {
-		p.topic.removeProducer(p)
+		if tp := p.tp.Load(); tp != nil {
+			tp.Close()
+		}
 	}
 	for _, cs := range consumers {
-		cs.sub.removeConsumer(cs)
+		cs.tc.Close()
 	}
 }
 

@@ -7,36 +7,36 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // cursorActive reports whether the managed-ledger cursor of subscription sub of topic is
 // active for the entry cache; ok is false while the topic or subscription is not loaded.
 func cursorActive(t *testing.T, b *testBroker, topic string, pick func(name string) bool) (active, ok bool) {
 	t.Helper()
-	name, err := ParseTopicName(topic)
+	name, err := topics.ParseName(topic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := b.s.loadedTopic(name)
+	tp := b.s.topics.Loaded(name)
 	if tp == nil {
 		return false, false
 	}
-	tp.mu.Lock()
-	var sub *subscription
-	for n, s := range tp.subs {
+	var sub *topics.Subscription
+	subs, err := b.s.topics.Subscriptions(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range subs {
 		if pick(n) {
-			sub = s
+			sub = tp.Subscription(n)
 		}
 	}
-	tp.mu.Unlock()
 	if sub == nil {
 		return false, false
 	}
-	c, isML := sub.cursor.(mlCursor)
-	if !isML {
-		t.Fatalf("subscription cursor is %T, not the managed ledger's", sub.cursor)
-	}
-	return c.c.IsActive(), true
+	return sub.CacheActive(), true
 }
 
 // waitCursorActive waits (bounded) until the subscription's cursor is in state want.

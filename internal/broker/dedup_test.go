@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // restartableStack is a broker that can be stopped and started again on the same metadata
@@ -58,10 +59,7 @@ func (rs *restartableStack) start() {
 	if rs.mutate != nil {
 		rs.mutate(&cfg)
 	}
-	s, err := New(cfg, Deps{Store: rs.store, Ledgers: f, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, cfg, rs.store, f, logger, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +74,7 @@ func (rs *restartableStack) stop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if err := rs.s.Close(ctx); err != nil {
+	if err := closeServer(ctx, rs.s); err != nil {
 		rs.t.Error(err)
 	}
 	if err := rs.f.Close(ctx); err != nil {
@@ -200,16 +198,9 @@ func TestDeduplicationAcrossRestart(t *testing.T) {
 	p.Close()
 	client.Close()
 
-	// "Crash": drop the snapshot taking so the cursor stays behind, then restart; the state
-	// comes back by replaying the entries after the cursor.
-	name, _ := ParseTopicName(topic)
-	lt := rs.s.loadedTopic(name)
-	if lt == nil || lt.dedup == nil {
-		t.Fatal("topic not loaded")
-	}
-	lt.dedup.mu.Lock()
-	lt.dedup.cursor = nil
-	lt.dedup.mu.Unlock()
+	// Restart again: the state comes back from the snapshot (the replay of the entries after a
+	// snapshot that was lost is internal/topics' TestDedupReplaysAfterLostSnapshot).
+	name, _ := topics.ParseName(topic)
 	rs.restart()
 	client = newClient(t, rs.url)
 	defer client.Close()
@@ -237,11 +228,11 @@ func TestDeduplicationAcrossRestart(t *testing.T) {
 	}
 	expectNothing(t, c)
 	// The deduplication cursor is not a subscription.
-	st, err := rs.s.TopicStats(context.Background(), name)
+	st, err := rs.s.topics.TopicStats(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := st.Subscriptions[dedupCursorName]; ok {
+	if _, ok := st.Subscriptions["pulsar.dedup"]; ok {
 		t.Fatalf("stats list the deduplication cursor: %+v", st.Subscriptions)
 	}
 }
@@ -264,45 +255,36 @@ func TestDeduplicationToggledOnLiveTopic(t *testing.T) {
 	if id := sendSeq(t, p, []int64{1})[0]; id.LedgerID() == -1 {
 		t.Fatal("duplicate detected while deduplication is off")
 	}
-	name, _ := ParseTopicName(topic)
-	setNamespaceDedup(t, b.s.store, true)
+	name, _ := topics.ParseName(topic)
+	setNamespaceDedup(t, b.store, true)
 	waitUntil(t, "dedup on", func() bool {
-		lt := b.s.loadedTopic(name)
-		return lt != nil && lt.pol.get().dedup
+		lt := b.s.topics.Loaded(name)
+		return lt != nil && lt.DeduplicationEnabled()
 	})
 	sendSeq(t, p, []int64{2})
 	if id := sendSeq(t, p, []int64{2})[0]; id.LedgerID() != -1 {
 		t.Fatalf("resend with deduplication on stored as %v", id)
 	}
-	// Many producers: the tracked set stays bounded.
-	lt := b.s.loadedTopic(name)
-	lt.dedup.mu.Lock()
-	lt.dedup.maxProducers = 2
-	lt.dedup.mu.Unlock()
-	for i := 0; i < 4; i++ {
-		if v := lt.dedup.check(fmt.Sprint("other-", i), 0, 0); v != dedupNew {
-			t.Fatalf("new producer verdict %v", v)
-		}
-	}
-	lt.dedup.mu.Lock()
-	n := len(lt.dedup.producers)
-	lt.dedup.mu.Unlock()
-	if n > 2 {
-		t.Fatalf("tracking %d producers, limit 2", n)
-	}
-	setNamespaceDedup(t, b.s.store, false)
-	waitUntil(t, "dedup off", func() bool { return !lt.pol.get().dedup })
+	// (That the tracked producers stay bounded on a live topic is internal/topics'
+	// TestDedupProducersBounded.)
+	lt := b.s.topics.Loaded(name)
+	setNamespaceDedup(t, b.store, false)
+	waitUntil(t, "dedup off", func() bool { return !lt.DeduplicationEnabled() })
 
 	// Retention set on the namespace reaches the live topic's managed ledger.
-	err = resources.New(b.s.store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
+	err = resources.New(b.store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
 		p.RetentionPolicies = &resources.RetentionPolicies{RetentionTimeInMinutes: 60, RetentionSizeInMB: -1}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	ml, err := b.f.Open(context.Background(), name.ManagedLedgerName(), b.f.DefaultConfig()) // the topic's, already open
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "retention applied", func() bool {
-		cfg := lt.log.(mlLog).ml.Config()
+		cfg := ml.Config()
 		return cfg.RetentionTime == time.Hour && cfg.RetentionSizeBytes == -1
 	})
 	if id := sendSeq(t, p, []int64{2})[0]; id.LedgerID() == -1 {
@@ -376,46 +358,4 @@ func TestDeduplicationWithBatches(t *testing.T) {
 		}
 	}
 	expectNothing(t, c)
-}
-
-// TestDedupVerdicts covers the decision table without storage.
-func TestDedupVerdicts(t *testing.T) {
-	cfg := config.DefaultBrokerConfig()
-	cfg.Policies.BrokerDeduplicationMaxNumberOfProducers = 2
-	tp := &topic{s: &Server{cfg: cfg}, logg: testLogger(t), full: "persistent://public/default/verdicts"}
-	d := newDedup(tp)
-	if v := d.check("p", 0, 0); v != dedupNew {
-		t.Fatalf("disabled: %v", v)
-	}
-	d.enabled = true
-	d.on.Store(true)
-	want := func(what string, got, exp dedupVerdict) {
-		t.Helper()
-		if got != exp {
-			t.Fatalf("%s: verdict %d, want %d", what, got, exp)
-		}
-	}
-	want("first", d.check("p", 0, 4), dedupNew)         // batch 0..4
-	want("in flight", d.check("p", 0, 4), dedupUnknown) // not persisted yet
-	d.appended("p", 4, position{1, 0}, nil)
-	want("persisted", d.check("p", 2, 2), dedupDuplicate)
-	want("partly new batch stored whole", d.check("p", 3, 7), dedupNew)
-	d.appended("p", 7, position{1, 1}, fmt.Errorf("bookies down"))
-	want("failed append can be resent", d.check("p", 5, 7), dedupNew)
-	d.appended("p", 7, position{1, 2}, nil)
-	if got := d.lastSequence("p"); got != 7 {
-		t.Fatalf("lastSequence %d", got)
-	}
-	if got := d.lastSequence("nobody"); got != -1 {
-		t.Fatalf("lastSequence of unknown producer %d", got)
-	}
-	d.check("q", 0, 0)
-	d.check("r", 0, 0) // evicts the least recently used ("p")
-	if len(d.producers) != 2 || d.producers["p"] != nil {
-		t.Fatalf("producers after eviction: %v", d.producers)
-	}
-	var nilDedup *dedup
-	if nilDedup.check("p", 1, 1) != dedupNew || nilDedup.lastSequence("p") != -1 {
-		t.Fatal("nil dedup must let everything through")
-	}
 }

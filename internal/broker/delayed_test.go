@@ -10,6 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestDelayedDeliverySurvivesRestart: Shared and Key_Shared subscriptions hold delayed
@@ -82,8 +83,8 @@ func TestDelayedDeliverySurvivesRestart(t *testing.T) {
 			t.Fatalf("%s after restart: %v", sc.name, got)
 		}
 		expectNothing(t, c) // "hour" stays held
-		name, _ := ParseTopicName(topic)
-		if st, err := r.s.TopicStats(context.Background(), name); err != nil || st.Subscriptions[sc.name].MsgDelayed != 1 {
+		name, _ := topics.ParseName(topic)
+		if st, err := r.s.topics.TopicStats(context.Background(), name); err != nil || st.Subscriptions[sc.name].MsgDelayed != 1 {
 			t.Fatalf("%s: stats %+v, %v; want msgDelayed 1", sc.name, st.Subscriptions[sc.name], err)
 		}
 		c.Close()
@@ -121,30 +122,5 @@ func TestDelayedTrackerBound(t *testing.T) {
 	}
 	if b.s.cfg.Delivery.DelayedDeliveryMaxTrackedMessages != 2 {
 		t.Fatal("config not applied")
-	}
-}
-
-func TestDelayedTrackerOrder(t *testing.T) {
-	d := &delayedTracker{set: map[position]bool{}}
-	d.add(position{1, 5}, 300)
-	d.add(position{1, 2}, 100)
-	d.add(position{1, 9}, 100)
-	d.add(position{1, 2}, 100) // duplicate: ignored
-	if d.len() != 3 || !d.has(position{1, 9}) {
-		t.Fatalf("len %d", d.len())
-	}
-	if due := d.popDue(50, 10, false); len(due) != 0 {
-		t.Fatalf("due before time: %v", due)
-	}
-	due := d.popDue(200, 10, false)
-	if len(due) != 2 || due[0].pos != (position{1, 2}) || due[1].pos != (position{1, 9}) || d.has(position{1, 2}) {
-		t.Fatalf("due %v", due)
-	}
-	if all := d.popDue(0, 10, true); len(all) != 1 || d.len() != 0 {
-		t.Fatalf("forced %v", all)
-	}
-	var nilTracker *delayedTracker
-	if nilTracker.len() != 0 || nilTracker.has(position{}) {
-		t.Fatal("nil tracker not empty")
 	}
 }

@@ -56,10 +56,7 @@ func (r *restartable) start() {
 	if r.mutate != nil {
 		r.mutate(&cfg)
 	}
-	s, err := New(cfg, Deps{Store: r.store, Ledgers: f, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newTestServer(t, cfg, r.store, f, logger, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +69,7 @@ func (r *restartable) start() {
 func (r *restartable) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if err := r.s.Close(ctx); err != nil {
+	if err := closeServer(ctx, r.s); err != nil {
 		r.t.Errorf("broker close: %v", err)
 	}
 	if err := r.f.Close(ctx); err != nil {

@@ -1,11 +1,14 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestDispatcherReadsEntriesForItsPermits: with batched entries the dispatcher reads about
@@ -35,17 +38,12 @@ func TestDispatcherReadsEntriesForItsPermits(t *testing.T) {
 			t.Fatalf("message %d is %q, want %q", i, m.Payload(), want)
 		}
 	}
-	b.mem.mu.Lock()
-	if len(b.mem.logs) != 1 {
-		t.Fatalf("%d logs, want the topic's only", len(b.mem.logs))
+	name, _ := topics.ParseName(topic)
+	ml, err := b.f.Open(context.Background(), name.ManagedLedgerName(), b.f.DefaultConfig()) // the topic's, already open
+	if err != nil {
+		t.Fatal(err)
 	}
-	var l *memLog
-	for _, l = range b.mem.logs {
-	}
-	b.mem.mu.Unlock()
-	l.mu.Lock()
-	entries, reads := len(l.entries), l.cursors["s"].reads
-	l.mu.Unlock()
+	entries, reads := ml.NumberOfEntries(), b.s.topics.Loaded(name).Subscription("s").EntriesRead()
 	if entries != 20 {
 		t.Fatalf("%d entries stored, want 20 batches of 20", entries)
 	}

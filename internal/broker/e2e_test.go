@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +15,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
 // End-to-end tests with the official Go client (v0.19.0) against an in-process broker.
@@ -467,8 +470,8 @@ func TestTopicNotFoundWithoutAutoCreation(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TopicNotFound") {
 		t.Fatalf("producer on a missing topic: %v, want TopicNotFound", err)
 	}
-	name, _ := ParseTopicName("persistent://public/default/present")
-	if err := b.s.CreateTopic(context.Background(), name, 0); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/present")
+	if err := b.s.topics.CreateTopic(context.Background(), name, 0); err != nil {
 		t.Fatal(err)
 	}
 	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: name.String()})
@@ -487,9 +490,9 @@ func TestNoTopicInMissingNamespace(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "TopicNotFound") || !strings.Contains(err.Error(), "namespace nosuch/ns does not exist") {
 		t.Fatalf("producer in a missing namespace: %v", err)
 	}
-	name, _ := ParseTopicName("persistent://nosuch/ns/t")
-	if exists, err := b.s.topicExists(context.Background(), name); err != nil || exists {
-		t.Fatalf("topic recorded in a missing namespace: %v %v", exists, err)
+	name, _ := topics.ParseName("persistent://nosuch/ns/t")
+	if _, err := b.s.topics.TopicStats(context.Background(), name); !errors.Is(err, wire.ErrTopicNotFound) {
+		t.Fatalf("topic recorded in a missing namespace: %v", err)
 	}
 	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/ok"})
 	if err != nil {
@@ -498,8 +501,9 @@ func TestNoTopicInMissingNamespace(t *testing.T) {
 	p.Close()
 }
 
-// TestMemStorageTwin runs the dispatch paths on the broker's in-memory storage twin, so a
-// regression there is told apart from one in the managed ledger.
+// TestMemStorageTwin runs the dispatch paths on the in-memory metadata store and ledger twin
+// (under the real managed ledger), so a regression there is told apart from one in the
+// bookies or etcd.
 func TestMemStorageTwin(t *testing.T) {
 	b := startBrokerOn(t, false, nil)
 	client := newClient(t, b.url)
@@ -568,9 +572,9 @@ func TestTopicsPatternConsumer(t *testing.T) {
 		}
 		p.Close()
 	}
-	topics, err := b.s.ListTopics(context.Background(), "public/default", 0)
-	if err != nil || len(topics) != 3 {
-		t.Fatalf("ListTopics = %v, %v", topics, err)
+	list, err := b.s.topics.ListTopics(context.Background(), "public/default", "")
+	if err != nil || len(list) != 3 {
+		t.Fatalf("ListTopics = %v, %v", list, err)
 	}
 	c, err := client.Subscribe(pulsar.ConsumerOptions{TopicsPattern: "persistent://public/default/pat-.*",
 		SubscriptionName: "s", SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
@@ -819,8 +823,8 @@ func TestUnackedLimit(t *testing.T) {
 func TestFailoverSpreadsPartitions(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
-	name, _ := ParseTopicName("persistent://public/default/fo-parts")
-	if err := b.s.CreateTopic(context.Background(), name, 4); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/fo-parts")
+	if err := b.s.topics.CreateTopic(context.Background(), name, 4); err != nil {
 		t.Fatal(err)
 	}
 	var cs []pulsar.Consumer
@@ -895,8 +899,8 @@ func TestUnsubscribe(t *testing.T) {
 	if err := c1.Unsubscribe(); err != nil {
 		t.Fatal(err)
 	}
-	name, _ := ParseTopicName(topic)
-	st, err := b.s.TopicStats(context.Background(), name)
+	name, _ := topics.ParseName(topic)
+	st, err := b.s.topics.TopicStats(context.Background(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // activeRecorder is a consumer event listener keeping each partition's latest state.
@@ -43,8 +45,8 @@ func (r *activeRecorder) active() string {
 func TestFailoverActiveConsumerChange(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)
-	name, _ := ParseTopicName("persistent://public/default/fo-active")
-	if err := b.s.CreateTopic(context.Background(), name, 2); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/fo-active")
+	if err := b.s.topics.CreateTopic(context.Background(), name, 2); err != nil {
 		t.Fatal(err)
 	}
 	recs := map[string]*activeRecorder{}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -11,20 +12,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
-// testBroker is an in-process broker on 127.0.0.1:0 over real TCP, backed by the real
-// managed ledger over the storage newTestStorage chooses: by default embedded etcd, a
-// bookie on disk and the replicated ledger client, as standalone runs them.
+// testBroker is an in-process broker on 127.0.0.1:0 over real TCP: the Pulsar front end over
+// the topic service over the real managed ledger, on the storage newTestStorage chooses (by
+// default embedded etcd, a bookie on disk and the replicated ledger client, as standalone
+// runs them).
 type testBroker struct {
-	s   *Server
-	url string
-	ln  net.Listener
-	reg *prometheus.Registry
-	mem *memStorage // the storage twin, when the broker runs on it
+	s     *Server
+	url   string
+	ln    net.Listener
+	reg   *prometheus.Registry
+	store metadata.Store
+	f     *managedledger.Factory
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -34,45 +41,30 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// startBroker runs a broker on the real managed ledger.
+// startBroker runs a broker on the storage newTestStorage chooses.
 func startBroker(t testing.TB, mutate func(*config.BrokerConfig)) *testBroker {
 	t.Helper()
 	return startBrokerOn(t, true, mutate)
 }
 
-// startBrokerOn runs a broker on the managed ledger (useManagedLedger) or on the broker's
-// own in-memory storage twin (memlog_test.go).
-func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.BrokerConfig)) *testBroker {
+// startBrokerOn runs a broker on the storage newTestStorage chooses (realStorage) or, for
+// tests of the broker's own logic that run many rounds, on the in-memory metadata store and
+// ledger twin under the same managed ledger.
+func startBrokerOn(t testing.TB, realStorage bool, mutate func(*config.BrokerConfig)) *testBroker {
 	t.Helper()
 	logger := testLogger(t)
-	store, ledgers := newTestStorage(t, logger)
-	bootstrapNamespaces(t, store)
-	mlCfg := config.DefaultManagedLedgerConfig()
-	mlCfg.EnsembleSize, mlCfg.WriteQuorum, mlCfg.AckQuorum = 1, 1, 1 // one bookie
-	f, err := managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: ledgers, Store: store, Config: mlCfg, Logger: logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.DefaultBrokerConfig()
-	cfg.BindAddress, cfg.AdvertisedAddress, cfg.ServicePort = "127.0.0.1", "127.0.0.1", 0
-	cfg.MaxMessageSize = 1 << 20 // as the Go client's test harness runs Pulsar
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	reg := prometheus.NewRegistry()
-	var s *Server
-	var mem *memStorage
-	if useManagedLedger {
-		s, err = New(cfg, Deps{Store: store, Ledgers: f, Logger: logger, Registerer: reg})
+	var store metadata.Store
+	var ledgers ledger.Client
+	if realStorage {
+		store, ledgers = newTestStorage(t, logger)
 	} else {
-		mem = newMemStorage()
-		s, err = newServer(cfg, store, mem, logger, reg)
+		store, ledgers = memstore.New(memstore.DefaultOptions()), memledger.New()
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	bootstrapNamespaces(t, store)
+	f := newTestFactory(t, store, ledgers, logger)
+	cfg := testBrokerConfig(mutate)
+	reg := prometheus.NewRegistry()
+	s := newTestServer(t, cfg, store, f, logger, reg, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -81,14 +73,59 @@ func startBrokerOn(t testing.TB, useManagedLedger bool, mutate func(*config.Brok
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := s.Close(ctx); err != nil {
+		if err := closeServer(ctx, s); err != nil {
 			t.Errorf("broker close: %v", err)
 		}
 		if err := f.Close(ctx); err != nil {
 			t.Errorf("managed ledger factory close: %v", err)
 		}
 	})
-	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg, mem: mem}
+	return &testBroker{s: s, url: "pulsar://" + ln.Addr().String(), ln: ln, reg: reg, store: store, f: f}
+}
+
+// testBrokerConfig is the broker configuration of the tests: loopback, one bookie's
+// quorums, the Go client test harness's message size.
+func testBrokerConfig(mutate func(*config.BrokerConfig)) config.BrokerConfig {
+	cfg := config.DefaultBrokerConfig()
+	cfg.BindAddress, cfg.AdvertisedAddress, cfg.ServicePort = "127.0.0.1", "127.0.0.1", 0
+	cfg.MaxMessageSize = 1 << 20 // as the Go client's test harness runs Pulsar
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	return cfg
+}
+
+// newTestFactory opens the managed ledgers of a test broker (one bookie: quorums of 1).
+func newTestFactory(t testing.TB, store metadata.Store, ledgers ledger.Client, logger *slog.Logger) *managedledger.Factory {
+	t.Helper()
+	mlCfg := config.DefaultManagedLedgerConfig()
+	mlCfg.EnsembleSize, mlCfg.WriteQuorum, mlCfg.AckQuorum = 1, 1, 1
+	f, err := managedledger.NewFactory(managedledger.FactoryOptions{Ledger: ledgers, Store: store, Config: mlCfg, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newTestServer builds the topic service and the Pulsar front end over it, as
+// brokerd.StartServices does.
+func newTestServer(t testing.TB, cfg config.BrokerConfig, store metadata.Store, f *managedledger.Factory, logger *slog.Logger,
+	reg prometheus.Registerer, own topics.Ownership) *Server {
+	t.Helper()
+	svc, err := topics.New(topics.Options{Config: cfg, Store: store, Ledgers: f, Logger: logger, Registerer: reg, Ownership: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, Deps{Topics: svc, Logger: logger, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// closeServer closes the front end, then its topic service.
+func closeServer(ctx context.Context, s *Server) error {
+	return errors.Join(s.Close(ctx), s.topics.Close(ctx))
 }
 
 // bootstrapNamespaces creates what standalone creates on first start (resources.EnsureDefaults),

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestKeySharedOrderUnderChurn: consumers join and leave a Key_Shared subscription while
@@ -157,34 +159,11 @@ func TestKeySharedSticky(t *testing.T) {
 			if err != nil {
 				break
 			}
-			slot := keyHashSlot([]byte(m.Key()))
+			slot := topics.KeyHashSlot(m.Key())
 			if slot < ranges[i][0] || slot > ranges[i][1] {
 				t.Fatalf("key %s (slot %d) went to consumer %d with range %v", m.Key(), slot, i, ranges[i])
 			}
 			_ = c.Ack(m)
 		}
-	}
-}
-
-// TestKeyBlockedRules checks the two ordering rules and allow_out_of_order_delivery
-// directly on the subscription's state.
-func TestKeyBlockedRules(t *testing.T) {
-	s := &subscription{}
-	old, newcomer, relaxed := &consumer{}, &consumer{}, &consumer{outOfOrder: true}
-	s.holdSlotLocked(old, 7)
-	s.holdSlotLocked(old, 7)
-	if !s.keyBlockedLocked(newcomer, 7, position{1, 1}) || s.keyBlockedLocked(old, 7, position{1, 1}) {
-		t.Fatal("draining slot: only its holder may receive")
-	}
-	if s.keyBlockedLocked(relaxed, 7, position{1, 1}) || s.keyBlockedLocked(newcomer, 8, position{1, 1}) {
-		t.Fatal("out-of-order consumer or another slot blocked")
-	}
-	s.releaseSlotLocked(7)
-	if !s.keyBlockedLocked(newcomer, 7, position{1, 1}) {
-		t.Fatal("slot free while one entry is still pending")
-	}
-	s.releaseSlotLocked(7)
-	if s.keyBlockedLocked(newcomer, 7, position{1, 1}) || !s.slotFreed {
-		t.Fatal("slot still held after draining")
 	}
 }

@@ -10,21 +10,6 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 )
 
-func TestMurmur3(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want uint32
-	}{
-		{"", 0},
-		{"hello", 0x248bfa47},
-		{"The quick brown fox jumps over the lazy dog", 0x2e4ff723},
-	} {
-		if got := murmur3([]byte(tc.in), 0); got != tc.want {
-			t.Errorf("murmur3(%q) = %#x, want %#x", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestKeyShared(t *testing.T) {
 	b := startBroker(t, nil)
 	client := newClient(t, b.url)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"testing"
-	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 )
@@ -66,27 +65,5 @@ func TestTopicMetrics(t *testing.T) {
 		if v := value(name); v < 0 {
 			t.Fatalf("%s = %v", name, v)
 		}
-	}
-}
-
-// rateMeter measures over the time between observations, at least rateMinInterval apart,
-// and treats a counter that went backwards (a reloaded topic) as a restart.
-func TestRateMeter(t *testing.T) {
-	var m rateMeter
-	t0 := time.Unix(1000, 0)
-	if r := m.observe(t0, [4]int64{100, 0, 1000, 0}); r != ([4]float64{}) {
-		t.Fatalf("first observation: %v, want zeros", r)
-	}
-	r := m.observe(t0.Add(2*time.Second), [4]int64{300, 50, 5000, 10})
-	if r != ([4]float64{100, 25, 2000, 5}) {
-		t.Fatalf("rates over 2 s: %v", r)
-	}
-	// Too close to measure: the previous rates again, and the baseline stays.
-	if r2 := m.observe(t0.Add(2500*time.Millisecond), [4]int64{10000, 50, 5000, 10}); r2 != r {
-		t.Fatalf("observation 0.5 s later: %v, want %v", r2, r)
-	}
-	r = m.observe(t0.Add(4*time.Second), [4]int64{20, 50, 5000, 30})
-	if r != ([4]float64{0, 0, 0, 10}) {
-		t.Fatalf("after a counter restart: %v", r)
 	}
 }

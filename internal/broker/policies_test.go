@@ -8,6 +8,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestRetentionPolicyOnLiveTopic: the namespace retention decides whether consumed ledgers
@@ -50,8 +51,11 @@ func TestRetentionPolicyOnLiveTopic(t *testing.T) {
 	defer p.Close()
 	produce(t, p, "m", 10)
 	receive(t, c, 10, true)
-	name, _ := ParseTopicName(topic)
-	ml := rs.s.loadedTopic(name).log.(mlLog).ml
+	name, _ := topics.ParseName(topic)
+	ml, err := rs.f.Open(context.Background(), name.ManagedLedgerName(), rs.f.DefaultConfig()) // the topic's, already open
+	if err != nil {
+		t.Fatal(err)
+	}
 	sub, _ := ml.Cursor("s")
 	waitUntil(t, "acks applied", func() bool { return sub.Backlog() == 0 })
 	trim := func() {
@@ -79,11 +83,11 @@ func TestRetentionPolicyOnLiveTopic(t *testing.T) {
 func TestTopicPoliciesGoWithTheTopic(t *testing.T) {
 	b := startBroker(t, nil)
 	ctx := context.Background()
-	name, _ := ParseTopicName("persistent://public/default/policies-deleted")
-	if err := b.s.CreateTopic(ctx, name, 0); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/policies-deleted")
+	if err := b.s.topics.CreateTopic(ctx, name, 0); err != nil {
 		t.Fatal(err)
 	}
-	res := resources.New(b.s.store)
+	res := resources.New(b.store)
 	ttl := 30
 	err := res.UpdateTopicPolicies(ctx, name.Domain, name.Tenant, name.Namespace, name.Local, func(p *resources.TopicPolicies) error {
 		p.MessageTTLInSeconds = &ttl
@@ -92,7 +96,7 @@ func TestTopicPoliciesGoWithTheTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.s.DeleteTopic(ctx, name, false); err != nil {
+	if err := b.s.topics.DeleteTopic(ctx, name, false); err != nil {
 		t.Fatal(err)
 	}
 	tp, err := res.TopicPolicies(ctx, name.Domain, name.Tenant, name.Namespace, name.Local)

@@ -1,36 +1,29 @@
 package broker
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
-// producer is one producer attached to a topic through a connection.
+// producer is the connection's side of one producer: the topic service's producer (tp) and
+// the queue that orders its receipts. It is tp's topics.ProducerClient.
 //
 // Receipt ordering: every SEND is queued in pending in arrival order; storage callbacks
 // mark their op done (they normally arrive in order, but nothing here relies on it) and
 // flush sends receipts or errors from the head of the queue while the head is done. So
 // SEND_RECEIPTs leave strictly in SEND order, which the Go client requires.
 type producer struct {
-	c     *conn
-	topic *topic
-	id    uint64
-	name  string
-	epoch uint64
-	mode  pb.ProducerAccessMode
-	rid   uint64 // request id of its PRODUCER, answered again when a waiting producer is granted access
-	// schemaVersion is the registered version of the producer's schema (8 bytes), nil without one.
-	schemaVersion []byte
-
-	// Guarded by topic.mu.
-	topicEpoch uint64
-	ready      atomic.Bool // false while waiting for exclusive access
+	c   *conn
+	tp  atomic.Pointer[topics.Producer] // set once AddProducer returned (or granted it)
+	id  uint64
+	rid uint64 // request id of its PRODUCER, answered again when a waiting producer is granted access
 
 	mu      sync.Mutex
 	pending []*sendOp
@@ -41,48 +34,45 @@ type sendOp struct {
 	seq, highest uint64
 	size         int64
 	done         bool
-	pos          position
+	pos          topics.Position
 	err          error
 }
 
-// publish hands one SEND to the topic. The caller has already acquired size bytes from the
-// connection and broker limiters; they are released when the receipt is sent. dedupHigh is
-// the highest sequence id the entry covers (highestSequence), recorded once it is stored.
-func (p *producer) publish(seq, highest uint64, dedupHigh int64, data []byte, count int, batchIndex int32) {
+// publish hands one SEND to the topic service. The caller has already acquired size bytes
+// from the connection and broker limiters; they are released when the receipt is sent.
+// dedupHigh is the highest sequence id the entry covers (highestSequence).
+func (p *producer) publish(seq, highest uint64, dedupHigh int64, data []byte, meta topics.EntryMeta) {
 	op := &sendOp{seq: seq, highest: highest, size: int64(len(data))}
 	p.mu.Lock()
 	p.pending = append(p.pending, op)
 	p.mu.Unlock()
-	p.c.s.m.msgsIn.Add(float64(count))
-	p.c.s.m.bytesIn.Add(float64(len(data)))
-	p.topic.counters.msgsIn.Add(int64(count))
-	p.topic.counters.bytesIn.Add(int64(len(data)))
-	start := time.Now()
-	p.topic.publish(data, count, batchIndex, func(pos position, err error) {
-		p.topic.dedup.appended(p.name, dedupHigh, pos, err)
-		if err == nil {
-			p.topic.observePublish(start)
-		}
+	err := p.tp.Load().Publish(topics.Message{Data: data, Meta: meta, SequenceID: int64(seq), HighestSequenceID: dedupHigh},
+		func(pos topics.Position, err error) {
+			p.mu.Lock()
+			op.done, op.pos, op.err = true, pos, err
+			p.mu.Unlock()
+			p.flush()
+		})
+	switch {
+	case err == nil:
+		return
+	case errors.Is(err, topics.ErrDuplicate):
+		// Deduplication recognised it: SEND_RECEIPT (-1, -1) in its place in the order.
 		p.mu.Lock()
-		op.done, op.pos, op.err = true, pos, err
+		op.done, op.pos = true, topics.Position{LedgerID: -1, EntryID: -1}
 		p.mu.Unlock()
-		p.flush()
-	})
-}
-
-// duplicate answers a SEND that deduplication recognised with SEND_RECEIPT (-1, -1), in its
-// place in the receipt order, without storing it. size bytes were acquired by handleSend.
-func (p *producer) duplicate(seq, highest uint64, size int64) {
-	p.mu.Lock()
-	p.pending = append(p.pending, &sendOp{seq: seq, highest: highest, size: size, done: true, pos: position{-1, -1}})
-	p.mu.Unlock()
+	default: // refused before storage; flush logs it
+		p.mu.Lock()
+		op.done, op.err = true, err
+		p.mu.Unlock()
+	}
 	p.flush()
 }
 
 // reject answers a SEND that is not stored with SEND_ERROR, in its place in the receipt
 // order.
 func (p *producer) reject(seq uint64, err error) {
-	p.c.log.Warn("rejecting a message", "producer", p.name, "seq", seq, "err", err)
+	p.c.log.Warn("rejecting a message", "producer_id", p.id, "seq", seq, "err", err)
 	p.mu.Lock()
 	p.pending = append(p.pending, &sendOp{seq: seq, done: true, err: err})
 	p.mu.Unlock()
@@ -105,7 +95,8 @@ func (p *producer) flush() {
 		if op.err != nil {
 			code, _ := wire.ServerErrorFor(op.err)
 			if op.size > 0 {
-				p.topic.logg.Warn("publish failed", "producer", p.name, "seq", op.seq, "err", op.err)
+				tp := p.tp.Load()
+				p.c.log.Warn("publish failed", "topic", tp.Topic().Name().String(), "producer", tp.Name(), "seq", op.seq, "err", op.err)
 			}
 			p.c.send(&pb.BaseCommand{Type: pb.BaseCommand_SEND_ERROR.Enum(), SendError: &pb.CommandSendError{
 				ProducerId: proto.Uint64(p.id), SequenceId: proto.Uint64(op.seq),
@@ -115,7 +106,50 @@ func (p *producer) flush() {
 		p.c.send(&pb.BaseCommand{Type: pb.BaseCommand_SEND_RECEIPT.Enum(), SendReceipt: &pb.CommandSendReceipt{
 			ProducerId: proto.Uint64(p.id), SequenceId: proto.Uint64(op.seq),
 			HighestSequenceId: proto.Uint64(op.highest),
-			MessageId:         &pb.MessageIdData{LedgerId: u64(op.pos.ledger), EntryId: u64(op.pos.entry)}}})
+			MessageId:         &pb.MessageIdData{LedgerId: u64(op.pos.LedgerID), EntryId: u64(op.pos.EntryID)}}})
 	}
 	p.mu.Unlock()
 }
+
+// The topics.ProducerClient side.
+
+// Granted answers the PRODUCER of a producer that waited for exclusive access.
+func (p *producer) Granted(tp *topics.Producer) {
+	p.tp.Store(tp)
+	p.c.sendProducerSuccess(p.rid, tp)
+}
+
+// ready tells whether the producer may send: created and not waiting for access.
+func (p *producer) ready() bool {
+	tp := p.tp.Load()
+	return tp != nil && tp.Ready()
+}
+
+// Disconnect detaches p from the connection and tells the client (CLOSE_PRODUCER with no
+// request id); the client then reconnects through a new lookup.
+func (p *producer) Disconnect() { p.c.closeProducerFromBroker(p) }
+
+// Refuse answers the PRODUCER request of a producer that will never get exclusive access:
+// the client is still waiting for that request's final answer (it ignored the first,
+// producer_ready=false one), so the error fails its CreateProducer.
+func (p *producer) Refuse(err error) {
+	c := p.c
+	c.mu.Lock()
+	if c.producers[p.id] == p {
+		delete(c.producers, p.id)
+	}
+	c.mu.Unlock()
+	c.sendError(p.rid, err)
+}
+
+// Alive tells whether the producer's connection is still open.
+func (p *producer) Alive() bool { return !p.c.isClosed() }
+
+// Address is the client's address.
+func (p *producer) Address() string { return p.c.remote }
+
+// Version is the client's version string (CONNECT's client_version).
+func (p *producer) Version() string { return p.c.clientVersion }
+
+func u64(v int64) *uint64 { x := uint64(v); return &x }
+func i32(v int32) *int32  { return &v }

@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestBrokerRestartKeepsMessagesAndAcks closes a broker and starts a new one on the same
@@ -31,10 +32,7 @@ func TestBrokerRestartKeepsMessagesAndAcks(t *testing.T) {
 		}
 		cfg := config.DefaultBrokerConfig()
 		cfg.BindAddress, cfg.AdvertisedAddress, cfg.AllowAutoTopicCreation = "127.0.0.1", "127.0.0.1", false
-		s, err := New(cfg, Deps{Store: store, Ledgers: f, Logger: logger})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := newTestServer(t, cfg, store, f, logger, nil, nil)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +43,7 @@ func TestBrokerRestartKeepsMessagesAndAcks(t *testing.T) {
 	stop := func(s *Server, f *managedledger.Factory) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
-		if err := s.Close(ctx); err != nil {
+		if err := closeServer(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Close(ctx); err != nil {
@@ -54,8 +52,8 @@ func TestBrokerRestartKeepsMessagesAndAcks(t *testing.T) {
 	}
 
 	s1, f1, url := start()
-	name, _ := ParseTopicName("persistent://public/default/restart")
-	if err := s1.CreateTopic(context.Background(), name, 0); err != nil {
+	name, _ := topics.ParseName("persistent://public/default/restart")
+	if err := s1.topics.CreateTopic(context.Background(), name, 0); err != nil {
 		t.Fatal(err)
 	}
 	client := newClient(t, url)

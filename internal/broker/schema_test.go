@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // Schema registry end to end with the Go client: PRODUCER and SUBSCRIBE with schemas,
@@ -34,7 +35,7 @@ type userV2 struct {
 
 func setNamespaceStrategy(t *testing.T, tb *testBroker, s schema.Strategy) {
 	t.Helper()
-	err := resources.New(tb.s.store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
+	err := resources.New(tb.store).UpdateNamespace(context.Background(), "public", "default", func(p *resources.Policies) error {
 		p.SchemaCompatibility = string(s)
 		return nil
 	})
@@ -59,7 +60,7 @@ func TestSchemaEndToEnd(t *testing.T) {
 		}
 		defer cons.Close()
 		// The consumer registered the first version on the schema-less topic.
-		if e, err := tb.s.Schemas().Latest(ctx, schema.ID{Tenant: "public", Namespace: "default", Topic: "schema-avro"}); err != nil || e.Version != 0 {
+		if e, err := tb.s.topics.Schemas().Latest(ctx, schema.ID{Tenant: "public", Namespace: "default", Topic: "schema-avro"}); err != nil || e.Version != 0 {
 			t.Fatalf("after subscribe: latest = %+v, %v", e, err)
 		}
 		p1, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewAvroSchema(userV1Avro, nil)})
@@ -121,8 +122,8 @@ func TestSchemaEndToEnd(t *testing.T) {
 
 	t.Run("json on a partitioned topic", func(t *testing.T) {
 		topic := "persistent://public/default/schema-json"
-		name, _ := ParseTopicName(topic)
-		if err := tb.s.CreateTopic(ctx, name, 2); err != nil {
+		name, _ := topics.ParseName(topic)
+		if err := tb.s.topics.CreateTopic(ctx, name, 2); err != nil {
 			t.Fatal(err)
 		}
 		js := pulsar.NewJSONSchema(userV1Avro, nil)
@@ -159,7 +160,7 @@ func TestSchemaEndToEnd(t *testing.T) {
 			t.Fatalf("decoded ids %v", seen)
 		}
 		// Both partitions share the base topic's one version.
-		all, err := tb.s.Schemas().All(ctx, schema.ID{Tenant: "public", Namespace: "default", Topic: "schema-json"})
+		all, err := tb.s.topics.Schemas().All(ctx, schema.ID{Tenant: "public", Namespace: "default", Topic: "schema-json"})
 		if err != nil || len(all) != 1 || all[0].Schema.Type != schema.JSON {
 			t.Fatalf("versions = %+v, %v", all, err)
 		}
@@ -168,7 +169,7 @@ func TestSchemaEndToEnd(t *testing.T) {
 	t.Run("bytes producer and auto update off", func(t *testing.T) {
 		topic := "persistent://public/default/schema-noauto"
 		f := false
-		err := resources.New(tb.s.store).UpdateNamespace(ctx, "public", "default", func(p *resources.Policies) error {
+		err := resources.New(tb.store).UpdateNamespace(ctx, "public", "default", func(p *resources.Policies) error {
 			p.IsAllowAutoUpdateSchema = &f
 			return nil
 		})
@@ -176,7 +177,7 @@ func TestSchemaEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() {
-			_ = resources.New(tb.s.store).UpdateNamespace(ctx, "public", "default", func(p *resources.Policies) error {
+			_ = resources.New(tb.store).UpdateNamespace(ctx, "public", "default", func(p *resources.Policies) error {
 				p.IsAllowAutoUpdateSchema = nil
 				return nil
 			})
@@ -185,7 +186,7 @@ func TestSchemaEndToEnd(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "IncompatibleSchema") {
 			t.Fatalf("auto update off: err = %v", err)
 		}
-		if _, err := tb.s.Schemas().Put(ctx, schema.ID{Tenant: "public", Namespace: "default", Topic: "schema-noauto"},
+		if _, err := tb.s.topics.Schemas().Put(ctx, schema.ID{Tenant: "public", Namespace: "default", Topic: "schema-noauto"},
 			schema.Schema{Type: schema.Avro, Data: []byte(pulsar.NewAvroSchema(userV1Avro, nil).GetSchemaInfo().Schema)}); err != nil {
 			t.Fatal(err)
 		}
@@ -204,20 +205,20 @@ func TestSchemaEndToEnd(t *testing.T) {
 
 	t.Run("topic deletion drops the schema", func(t *testing.T) {
 		topic := "persistent://public/default/schema-deleted"
-		name, _ := ParseTopicName(topic)
+		name, _ := topics.ParseName(topic)
 		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewStringSchema(nil)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.Close()
-		id := SchemaID(name)
-		if _, err := tb.s.Schemas().Latest(ctx, id); err != nil {
+		id := topics.SchemaID(name)
+		if _, err := tb.s.topics.Schemas().Latest(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := tb.s.DeleteTopic(ctx, name, true); err != nil {
+		if err := tb.s.topics.DeleteTopic(ctx, name, true); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tb.s.Schemas().Latest(ctx, id); !errors.Is(err, schema.ErrNotFound) {
+		if _, err := tb.s.topics.Schemas().Latest(ctx, id); !errors.Is(err, schema.ErrNotFound) {
 			t.Fatalf("schema after topic deletion: %v", err)
 		}
 		// Created again, the topic takes any schema.
@@ -296,8 +297,8 @@ func TestSchemaEndToEnd(t *testing.T) {
 		if _, err := p.Send(ctx, &pulsar.ProducerMessage{Value: &userV1{ID: 1, Name: "x"}}); err != nil {
 			t.Fatal(err)
 		}
-		name, _ := ParseTopicName(topic)
-		if _, err := tb.s.Schemas().Delete(ctx, SchemaID(name), false); err != nil {
+		name, _ := topics.ParseName(topic)
+		if _, err := tb.s.topics.Schemas().Delete(ctx, topics.SchemaID(name), false); err != nil {
 			t.Fatal(err)
 		}
 		m, err := cons.Receive(ctx)

@@ -2,23 +2,17 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-io/magnetar/internal/config"
-	"github.com/magnetar-io/magnetar/internal/managedledger"
-	"github.com/magnetar-io/magnetar/internal/metadata"
-	"github.com/magnetar-io/magnetar/internal/schema"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // Errors of the broker itself (protocol-level classes are wire.Err*).
@@ -33,105 +27,66 @@ const ServerVersion = "Magnetar Pulsar-compatible broker"
 // maxProtocolVersion is the newest protocol version we speak.
 const maxProtocolVersion = 20
 
-// Server is the broker's binary-protocol service: it accepts client connections and owns
-// the topics opened through them.
+// Server is the Pulsar binary protocol front end: it accepts client connections and serves
+// their commands with the topic service (internal/topics), which owns the topics.
 type Server struct {
-	cfg   config.BrokerConfig
-	store metadata.Store
-	logs  logStorage
-	log   *slog.Logger
-	m     *metrics
-	// schemas is the schema registry (cmd_schema.go).
-	schemas *schema.Registry
-	dyn     *dynamicConfig     // runtime-tunable settings (dynconfig.go)
-	stop    context.CancelFunc // ends the dynamic-configuration watch
+	cfg    config.BrokerConfig
+	topics *topics.Service
+	log    *slog.Logger
+	m      *metrics
 
-	maxFrame    int
-	publishMem  *byteLimiter // broker-wide pending publish bytes
-	nameID      string       // random per process, part of generated producer names
-	producerSeq atomic.Int64
+	maxFrame   int
+	publishMem *byteLimiter // broker-wide pending publish bytes
 
 	mu        sync.Mutex
 	closed    bool
 	listeners []net.Listener
 	conns     map[*conn]struct{}
-	topics    map[string]*topicFuture
-	advertise string    // host:port in lookup answers, fixed by the first Serve
-	own       Ownership // nil: standalone, serves every topic
+	advertise string // host:port in lookups, fixed by the first Serve
 	wg        sync.WaitGroup
-
-	pol *policyManager // policy watches and periodic checks (policies.go)
 }
 
-// topicFuture is a topic being loaded or loaded; concurrent users wait on done.
-type topicFuture struct {
-	done chan struct{}
-	t    *topic
-	err  error
-}
-
-// Deps are the broker's collaborators.
+// Deps are the front end's collaborators.
 type Deps struct {
-	// Store holds topic records (partitioned-topic metadata, topic existence).
-	Store metadata.Store
-	// Ledgers opens topic logs (managed ledgers) for persistent topics.
-	Ledgers *managedledger.Factory
+	// Topics is the topic service the commands act on (its configuration is cfg's).
+	Topics *topics.Service
 	// Logger is the parent logger (nil: discard).
 	Logger *slog.Logger
-	// Registerer receives the broker's metrics (nil: not registered).
+	// Registerer receives the front end's metrics (nil: not registered).
 	Registerer prometheus.Registerer
-	// Ownership decides which topics this broker serves in a cluster (nil: all; cluster.go).
-	Ownership Ownership
 }
 
-// New builds a broker; call Serve with a listener, and Close to stop.
+// New builds the front end; call Serve with a listener, and Close to stop. Closing the
+// topic service is its owner's business, after Close.
 func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
-	if deps.Ledgers == nil {
-		return nil, fmt.Errorf("%w: a managed ledger factory is required", ErrBadConfig)
-	}
-	s, err := newServer(cfg, deps.Store, mlStorage{deps.Ledgers}, deps.Logger, deps.Registerer)
-	if s != nil {
-		s.own = deps.Ownership
-	}
-	return s, err
-}
-
-func newServer(cfg config.BrokerConfig, store metadata.Store, logs logStorage, logger *slog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
-	if store == nil || logs == nil {
-		return nil, fmt.Errorf("%w: a metadata store and topic storage are required", ErrBadConfig)
+	if deps.Topics == nil {
+		return nil, fmt.Errorf("%w: a topic service is required", ErrBadConfig)
 	}
+	logger := deps.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var id [3]byte
-	_, _ = rand.Read(id[:])
 	s := &Server{
 		cfg:        cfg,
-		store:      store,
-		logs:       logs,
+		topics:     deps.Topics,
 		log:        logger.With("component", "broker"),
 		maxFrame:   cfg.MaxMessageSize + 10*1024,
 		publishMem: newByteLimiter(cfg.MaxMessagePublishBufferSizeMB << 20),
-		nameID:     hex.EncodeToString(id[:]),
 		conns:      map[*conn]struct{}{},
-		topics:     map[string]*topicFuture{},
-		dyn:        newDynamicConfig(&cfg),
 	}
-	s.schemas = schema.New(store, cfg.Schema, logger)
-	m, err := newMetrics(s, reg)
+	m, err := newMetrics(deps.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
 	s.m = m
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stop = cancel
-	go s.watchDynamic(ctx)
-	s.pol = startPolicies(s)
 	return s, nil
 }
+
+// Topics is the topic service the front end serves.
+func (s *Server) Topics() *topics.Service { return s.topics }
 
 // Addr is the advertised host:port (set once Serve has been called).
 func (s *Server) Addr() string {
@@ -210,8 +165,9 @@ func (s *Server) accept(nc net.Conn) {
 	}()
 }
 
-// Close stops accepting, closes every connection (clients reconnect elsewhere or later)
-// and closes every topic, waiting for in-flight appends to finish or ctx to end.
+// Close stops accepting and closes every connection (clients reconnect elsewhere or later),
+// waiting for their handlers to finish or ctx to end; their producers and consumers leave
+// their topics.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -219,7 +175,6 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
-	s.stop()
 	lns := s.listeners
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
@@ -233,7 +188,6 @@ func (s *Server) Close(ctx context.Context) error {
 		c.close("broker shutting down")
 	}
 	s.publishMem.close()
-	s.pol.stop()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -241,32 +195,12 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("broker: close: %w", ctx.Err())
 	}
-	var errs []error
-	for _, t := range s.loadedTopics() {
-		if err := t.close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
-func (s *Server) loadedTopics() []*topic {
+// Connections is the number of client connections open now.
+func (s *Server) Connections() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*topic
-	for _, f := range s.topics {
-		select {
-		case <-f.done:
-			if f.t != nil {
-				out = append(out, f.t)
-			}
-		default:
-		}
-	}
-	return out
-}
-
-// nextProducerName generates a name unique in this cluster for producers that bring none.
-func (s *Server) nextProducerName() string {
-	return s.cfg.ClusterName + "-" + s.nameID + "-" + strconv.FormatInt(s.producerSeq.Add(1)-1, 10)
+	return len(s.conns)
 }

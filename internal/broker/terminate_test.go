@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // TestTerminateWithExclusiveAndWaitingProducers: terminating a topic closes its exclusive
@@ -35,14 +37,10 @@ func TestTerminateWithExclusiveAndWaitingProducers(t *testing.T) {
 		}
 		waiting <- err
 	}()
-	name, _ := ParseTopicName(topic)
-	lt := b.s.loadedTopic(name)
-	waitUntil(t, "producer queued", func() bool {
-		lt.mu.Lock()
-		defer lt.mu.Unlock()
-		return len(lt.waiters) == 1
-	})
-	if _, _, err := b.s.TerminateTopic(context.Background(), name); err != nil {
+	name, _ := topics.ParseName(topic)
+	lt := b.s.topics.Loaded(name)
+	waitUntil(t, "producer queued", func() bool { return lt.WaitingProducers() == 1 })
+	if _, err := b.s.topics.TerminateTopic(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-waiting; err == nil || !strings.Contains(err.Error(), "TopicTerminated") {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
@@ -50,29 +51,29 @@ func (s *Server) compileTopicsPattern(pattern string) (*regexp.Regexp, bool) {
 
 // topicsOfNamespaceResponse builds the answer for the namespace's topics (system topics
 // already removed): filtered by the request's pattern when possible, with the hash.
-func (s *Server) topicsOfNamespaceResponse(cmd *pb.CommandGetTopicsOfNamespace, topics []string) *pb.CommandGetTopicsOfNamespaceResponse {
+func (s *Server) topicsOfNamespaceResponse(cmd *pb.CommandGetTopicsOfNamespace, list []string) *pb.CommandGetTopicsOfNamespaceResponse {
 	resp := &pb.CommandGetTopicsOfNamespaceResponse{RequestId: proto.Uint64(cmd.GetRequestId()), Filtered: proto.Bool(false)}
 	if re, ok := s.compileTopicsPattern(cmd.GetTopicsPattern()); ok {
-		out := make([]string, 0, len(topics))
-		for _, t := range topics {
+		out := make([]string, 0, len(list))
+		for _, t := range list {
 			base := t
-			if n, err := ParseTopicName(t); err == nil {
+			if n, err := topics.ParseName(t); err == nil {
 				base = n.Base().String() // partitions match by their topic's name
 			}
 			if _, rest, found := strings.Cut(base, "://"); found && re.MatchString(rest) {
 				out = append(out, t)
 			}
 		}
-		topics = out
+		list = out
 		resp.Filtered = proto.Bool(true)
 	}
-	hash := topicsHash(topics)
+	hash := topicsHash(list)
 	resp.TopicsHash = proto.String(hash)
 	if cmd.TopicsHash != nil && cmd.GetTopicsHash() == hash {
 		resp.Changed = proto.Bool(false)
 		return resp
 	}
 	resp.Changed = proto.Bool(true)
-	resp.Topics = topics
+	resp.Topics = list
 	return resp
 }

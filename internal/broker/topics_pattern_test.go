@@ -10,6 +10,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
@@ -34,13 +35,13 @@ func TestGetTopicsOfNamespacePatternAndHash(t *testing.T) {
 	b := startBroker(t, nil)
 	ctx := context.Background()
 	for _, n := range []string{"pat-a", "pat-b", "other"} {
-		name, _ := ParseTopicName("persistent://public/default/" + n)
-		if err := b.s.CreateTopic(ctx, name, 0); err != nil {
+		name, _ := topics.ParseName("persistent://public/default/" + n)
+		if err := b.s.topics.CreateTopic(ctx, name, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	parted, _ := ParseTopicName("persistent://public/default/pat-parted")
-	if err := b.s.CreateTopic(ctx, parted, 2); err != nil {
+	parted, _ := topics.ParseName("persistent://public/default/pat-parted")
+	if err := b.s.topics.CreateTopic(ctx, parted, 2); err != nil {
 		t.Fatal(err)
 	}
 	raw := dialRaw(t, b)

@@ -94,8 +94,8 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	b.own.SetUnloader(b.svc.Broker)
-	if err := b.own.Register(ctx, b.svc.Broker.LoadStats); err != nil {
+	b.own.SetUnloader(b.svc.Topics)
+	if err := b.own.Register(ctx, b.svc.LoadStats); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b.svc.MarkReady()

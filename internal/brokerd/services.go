@@ -23,7 +23,9 @@ import (
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/offload"
+	"github.com/magnetar-io/magnetar/internal/ownership"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // ServicesOptions are what the broker services run on.
@@ -38,7 +40,7 @@ type ServicesOptions struct {
 	// calls them directly instead of over a socket (standalone).
 	LocalBookies map[string]bookieproto.Handler
 	// Ownership decides which topics the broker serves (nil: every topic, standalone).
-	Ownership broker.Ownership
+	Ownership topics.Ownership
 	// WrapHTTP wraps the admin handler (cluster redirects); nil: none.
 	WrapHTTP func(http.Handler) http.Handler
 	// DeferReady leaves /status.html answering 503 until MarkReady (a cluster broker is
@@ -57,16 +59,19 @@ type Services struct {
 	factory  *managedledger.Factory
 	// offloader is tiered storage (nil: no managedLedgerOffloadDriver).
 	offloader offload.Offloader
-	Broker    *broker.Server
-	brokerLn  net.Listener
-	http      *http.Server
-	httpLn    net.Listener
-	ready     atomic.Bool
-	served    chan error
+	// Topics is the topic service; Broker the Pulsar protocol front end over it.
+	Topics   *topics.Service
+	Broker   *broker.Server
+	brokerLn net.Listener
+	http     *http.Server
+	httpLn   net.Listener
+	ready    atomic.Bool
+	served   chan error
 }
 
-// StartServices builds bookie client -> ledger client -> managed-ledger factory -> broker,
-// and serves the binary protocol and HTTP. On error whatever started is closed again.
+// StartServices builds bookie client -> ledger client -> managed-ledger factory -> topic
+// service -> its front ends (the Pulsar protocol, admin HTTP), and serves them. On error
+// whatever started is closed again.
 func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err error) {
 	if sec := o.Broker.Security; sec.Authn.Enabled || sec.Authz.Enabled || sec.ServicePortTLS >= 0 || sec.WebServicePortTLS >= 0 {
 		// The keys are read (internal/config/security.go) but the broker does not enforce
@@ -104,9 +109,12 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}); err != nil {
 		return nil, fmt.Errorf("managed ledgers: %w", err)
 	}
-	if s.Broker, err = broker.New(o.Broker, broker.Deps{
-		Store: o.Store, Ledgers: s.factory, Logger: o.Logger, Registerer: o.Registry, Ownership: o.Ownership,
+	if s.Topics, err = topics.New(topics.Options{
+		Config: o.Broker, Store: o.Store, Ledgers: s.factory, Logger: o.Logger, Registerer: o.Registry, Ownership: o.Ownership,
 	}); err != nil {
+		return nil, fmt.Errorf("topics: %w", err)
+	}
+	if s.Broker, err = broker.New(o.Broker, broker.Deps{Topics: s.Topics, Logger: o.Logger, Registerer: o.Registry}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	bind := func(port int) string { return net.JoinHostPort(o.Broker.BindAddress, strconv.Itoa(port)) }
@@ -122,9 +130,10 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}
 	go func() { s.served <- s.Broker.Serve(s.brokerLn) }()
 	var h http.Handler = admin.Handler(admin.Config{
-		Resources: o.Resources, Gatherer: o.Registry, Logger: o.Logger, Ready: s.ready.Load, Broker: s.Broker.Admin(),
+		Resources: o.Resources, Gatherer: o.Registry, Logger: o.Logger, Ready: s.ready.Load,
+		Topics: s.Topics, ServiceURL: s.Broker.ServiceURL,
 		Cluster: o.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(), Pprof: o.Broker.EnablePprof,
-		Schemas: s.Broker.Schemas(), Dynamic: s.Broker.DynamicConfig(),
+		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
 	})
 	if o.Broker.Console.Enabled {
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})
@@ -147,14 +156,23 @@ func (s *Services) BrokerAddr() string { return s.brokerLn.Addr().String() }
 // Ledgers is the ledger client (the functions worker stores packages with it).
 func (s *Services) Ledgers() ledger.Client { return s.ledgers }
 
+// LoadStats is what a load report carries: the topic service's counts and the front end's
+// connections (ownership.Manager.Register).
+func (s *Services) LoadStats() ownership.LoadStats {
+	st := s.Topics.LoadStats()
+	st.Connections = s.Broker.Connections()
+	return st
+}
+
 // HTTPAddr is the HTTP listener's address.
 func (s *Services) HTTPAddr() string { return s.httpLn.Addr().String() }
 
 // Failed delivers an error if the broker or HTTP server stops serving on its own.
 func (s *Services) Failed() <-chan error { return s.served }
 
-// Close stops HTTP, the broker (clients are told; pending publishes complete while storage
-// is still there), then the managed ledgers and storage clients.
+// Close stops HTTP, the Pulsar front end (clients are told), the topic service (pending
+// publishes complete while storage is still there), then the managed ledgers and storage
+// clients.
 func (s *Services) Close(ctx context.Context) error {
 	s.ready.Store(false)
 	var errs []error
@@ -165,6 +183,9 @@ func (s *Services) Close(ctx context.Context) error {
 	}
 	if s.Broker != nil {
 		errs = append(errs, s.Broker.Close(ctx))
+	}
+	if s.Topics != nil {
+		errs = append(errs, s.Topics.Close(ctx))
 	}
 	// Serve closes its listener on shutdown, but a start that failed after listening never
 	// reached Serve; closing again is harmless.

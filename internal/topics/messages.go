@@ -1,0 +1,120 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/wire"
+)
+
+// Looking at stored messages without consuming them (pulsar-admin topics peek-messages,
+// examine-message, get-message-by-id, get-message-id, stats-internal).
+
+// peekReadBytes bounds one read of a peek or examine.
+const peekReadBytes = 64 << 20
+
+// Peek returns the k-th (from 1) unacknowledged entry of sub.
+func (s *Service) Peek(ctx context.Context, name Name, sub string, k int) (Entry, error) {
+	t, c, err := s.durableCursor(ctx, name, sub)
+	if err != nil {
+		return Entry{}, err
+	}
+	r, err := t.log.ml.NewNonDurableCursor(c.MarkDeletePosition(), false)
+	if err != nil {
+		return Entry{}, mlErr(err)
+	}
+	defer func() { _ = r.Close(ctx) }()
+	for seen := 0; ; {
+		if !r.HasMoreEntries() {
+			return Entry{}, fmt.Errorf("%w: no message at position %d of %s", ErrMessageNotFound, k, sub)
+		}
+		es, err := r.ReadEntries(ctx, min(k-seen, 100), peekReadBytes)
+		if err != nil {
+			return Entry{}, mlErr(err)
+		}
+		for _, e := range es {
+			if c.IsAcknowledged(e.Position) {
+				continue
+			}
+			if seen++; seen == k {
+				return e, nil
+			}
+		}
+	}
+}
+
+// ExamineMessage returns the pos-th (from 1) stored entry counted from the oldest, or from
+// the newest if latest. A reader from the oldest stored entry skips to it (Skip jumps by
+// counting, it does not read what it skips).
+func (s *Service) ExamineMessage(ctx context.Context, name Name, latest bool, pos int64) (Entry, error) {
+	t, err := s.persistentTopic(ctx, name, false)
+	if err != nil {
+		return Entry{}, err
+	}
+	n := t.log.ml.NumberOfEntries()
+	if pos < 1 || pos > n {
+		return Entry{}, fmt.Errorf("%w: message position %d of %s (%d stored)", ErrMessageNotFound, pos, t.full, n)
+	}
+	skip := pos - 1
+	if latest {
+		skip = n - pos
+	}
+	r, err := t.log.ml.NewNonDurableCursor(managedledger.Earliest, false)
+	if err != nil {
+		return Entry{}, mlErr(err)
+	}
+	defer func() { _ = r.Close(ctx) }()
+	if err := r.Skip(skip); err != nil {
+		return Entry{}, mlErr(err)
+	}
+	es, err := r.ReadEntries(ctx, 1, peekReadBytes)
+	if err != nil {
+		return Entry{}, mlErr(err)
+	}
+	if len(es) == 0 {
+		return Entry{}, fmt.Errorf("%w: message position %d of %s", ErrMessageNotFound, pos, t.full)
+	}
+	return es[0], nil
+}
+
+// Message returns the stored entry at p.
+func (s *Service) Message(ctx context.Context, name Name, p Position) (Entry, error) {
+	t, err := s.Topic(ctx, name, Load{})
+	if err != nil {
+		return Entry{}, err
+	}
+	if t.log == nil {
+		return Entry{}, fmt.Errorf("%w: %s is not a persistent topic", wire.ErrNotAllowed, name)
+	}
+	e, err := t.log.readAt(ctx, p)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: message %s of %s: %w", ErrMessageNotFound, p, name, err)
+	}
+	return e, nil
+}
+
+// MessageIDAt is the position of the first message published at or after at (the
+// position after the last message if there is none).
+func (s *Service) MessageIDAt(ctx context.Context, name Name, at time.Time) (Position, error) {
+	t, err := s.persistentTopic(ctx, name, false)
+	if err != nil {
+		return Position{}, err
+	}
+	p, err := t.log.ml.FindByPublishTime(ctx, at, entryPublishTime)
+	return p, mlErr(err)
+}
+
+// InternalStats is Pulsar's PersistentTopicInternalStats JSON value of a persistent topic.
+func (s *Service) InternalStats(ctx context.Context, name Name) (any, error) {
+	t, err := s.persistentTopic(ctx, name, false)
+	if err != nil {
+		return nil, err
+	}
+	st := t.log.ml.InternalStats()
+	if st.Ledgers == nil {
+		st.Ledgers = []managedledger.LedgerStats{}
+	}
+	return st, nil
+}

@@ -1,0 +1,746 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/wire"
+)
+
+// Consumer is one consumer of a subscription (Topic.Subscribe); its client is the front
+// end's side of it.
+type Consumer struct {
+	client   ConsumerClient
+	sub      *Subscription
+	id       uint64
+	name     string
+	priority int32
+
+	// Guarded by sub.mu.
+	permits int // may go negative: a batch is never split
+	removed bool
+	unacked int         // messages dispatched and not acknowledged
+	ranges  []HashRange // Key_Shared STICKY: the hash slots it takes
+	// Key_Shared: entries after this position wait until it is acknowledged (keyshared_join.go).
+	joinLimit  *Position
+	outOfOrder bool // Key_Shared allow_out_of_order_delivery: neither ordering rule applies
+	// Failover: not yet told whether it is active. The Go client registers a consumer
+	// only after SUBSCRIBE's answer, so the first ACTIVE_CONSUMER_CHANGE waits for its
+	// first FLOW, which comes after that.
+	notifyPending bool
+}
+
+// Subscription is a named cursor on a topic and the consumers it dispatches to.
+//
+// Dispatch (persistent topics) is one goroutine per subscription, run: it waits until a
+// consumer that may receive has permits, reads up to min(dispatcherMaxReadBatchSize,
+// permits) entries from the cursor (waiting for new entries at the tail), and sends each
+// to a consumer: the active one for Exclusive/Failover, round-robin among consumers with
+// permits for Shared. An entry costs its message count in permits. Entries it cannot hand
+// out (permits ran out) are not kept: the cursor is moved back to them (seek) and read
+// again later, so memory per subscription is bounded by one read batch. Producers never
+// wait for dispatch, and a slow consumer only stops its own subscription.
+//
+// Every dispatched entry is in pending (position -> consumer) until acknowledged. When a
+// consumer goes away, or asks for redelivery, its pending entries are dropped from pending,
+// their redelivery count is bumped, and the cursor is rewound to the mark-delete position;
+// re-reading skips acknowledged entries and entries still pending at other consumers, so
+// exactly the released ones are delivered again. gen counts rewinds and resets: a read that
+// started before one is discarded.
+//
+// Key_Shared routing and its held-back entries are in keyshared.go and replayLocked; the
+// unacknowledged-message limits that bound pending are in canReceiveLocked.
+type Subscription struct {
+	t *Topic
+	// msgsOut counts messages dispatched; rates turns it into pulsar_subscription_msg_rate_out.
+	msgsOut atomic.Int64
+	rates   rateMeter
+	name    string
+	typ     SubType
+	durable bool
+	cursor  *logCursor // nil for non-persistent topics
+	log     *slog.Logger
+
+	mu           sync.Mutex
+	consumers    []*Consumer // in connection order
+	active       *Consumer   // Exclusive and Failover
+	rr           int
+	pending      map[Position]pendingAck
+	unacked      int // messages in pending
+	redeliveries map[Position]uint32
+	rewindReq    bool
+	ksMode       KeySharedMode // Key_Shared only (keyshared.go)
+	ring         []ringPoint
+	stalled      bool              // last round dispatched nothing although consumers had permits
+	replay       []replayItem      // Key_Shared entries held back, in position order
+	delayed      *delayedTracker   // delayed delivery (delayed.go); nil until needed
+	maxRead      Position          // highest position read for dispatch (keyshared_join.go)
+	slotHolds    map[int]*slotHold // Key_Shared: who holds unacked entries per slot (keyshared_join.go)
+	slotFreed    bool              // a slot finished draining since the last wake-up
+	avgPerEntry  float64           // messages per dispatched entry, moving average (dispatch_size.go)
+	gen          uint64
+	stopped      bool
+	started      bool
+	cancelRead   context.CancelFunc
+
+	wake   chan struct{}
+	stopCh chan struct{}
+}
+
+func newSubscription(t *Topic, name string, typ SubType, durable bool, cur *logCursor) *Subscription {
+	return &Subscription{
+		t: t, name: name, typ: typ, durable: durable, cursor: cur,
+		log:          t.logg.With("subscription", name),
+		maxRead:      Earliest,
+		pending:      map[Position]pendingAck{},
+		redeliveries: map[Position]uint32{},
+		wake:         make(chan struct{}, 1),
+		stopCh:       make(chan struct{}),
+	}
+}
+
+func (s *Subscription) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// addConsumer attaches cs. Exclusive admits one consumer; a type different from that of
+// the connected consumers is ConsumerBusy.
+func (s *Subscription) addConsumer(cs *Consumer, typ SubType, ks *KeySharedPolicy) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return fmt.Errorf("%w: subscription %s is closing", wire.ErrServiceNotReady, s.name)
+	}
+	if len(s.consumers) > 0 {
+		if typ != s.typ {
+			return fmt.Errorf("%w: subscription %s is %s, not %s", wire.ErrConsumerBusy, s.name, s.typ, typ)
+		}
+		if typ == Exclusive {
+			return fmt.Errorf("%w: exclusive subscription %s already has a consumer", wire.ErrConsumerBusy, s.name)
+		}
+	}
+	if typ == KeyShared {
+		if err := s.addKeySharedLocked(cs, ks); err != nil {
+			return err
+		}
+	}
+	s.typ = typ
+	// A Failover consumer hears whether it is active at its first FLOW (notifyPending).
+	cs.notifyPending = typ == Failover
+	s.consumers = append(s.consumers, cs)
+	s.updateActiveLocked(cs)
+	if len(s.consumers) == 1 {
+		s.setCursorActive(true) // the log caches new entries for this subscription again
+	}
+	if s.cursor != nil && !s.started {
+		s.started = true
+		go s.run()
+	}
+	return nil
+}
+
+// removeConsumer detaches cs and releases its unacknowledged entries for redelivery. A
+// non-durable subscription (a reader) ends with its last consumer.
+func (s *Subscription) removeConsumer(cs *Consumer) {
+	s.mu.Lock()
+	if cs.removed {
+		s.mu.Unlock()
+		return
+	}
+	cs.removed = true
+	for i, x := range s.consumers {
+		if x == cs {
+			s.consumers = append(s.consumers[:i], s.consumers[i+1:]...)
+			break
+		}
+	}
+	s.removeKeySharedLocked(cs)
+	s.releaseLocked(cs, nil)
+	s.updateActiveLocked(nil)
+	last := len(s.consumers) == 0
+	if last {
+		s.setCursorActive(false) // nobody reads: stop keeping entries in the cache for it
+	}
+	s.mu.Unlock()
+	if last && !s.durable {
+		s.t.removeSubscription(s)
+		s.stop()
+	}
+}
+
+// releaseLocked drops cs's pending entries (only those in only, if non-nil) so they are
+// delivered again, and schedules the rewind that re-reads them.
+func (s *Subscription) releaseLocked(cs *Consumer, only map[Position]bool) {
+	n := 0
+	for p, pa := range s.pending {
+		if pa.c == cs && (only == nil || only[p]) {
+			s.dropPendingLocked(p)
+			s.redeliveries[p]++
+			n++
+		}
+	}
+	if n > 0 {
+		s.requestRewindLocked()
+	}
+}
+
+func (s *Subscription) requestRewindLocked() {
+	s.rewindReq = true
+	s.gen++
+	if s.cancelRead != nil {
+		s.cancelRead()
+	}
+	s.poke()
+}
+
+// updateActiveLocked recomputes the active consumer of an Exclusive or Failover
+// subscription. The previous active consumer's unacknowledged entries move to the new one
+// (order is kept by rewinding). Failover consumers hear of the change through
+// ACTIVE_CONSUMER_CHANGE; added (if non-nil) and consumers not yet flowing are told at
+// their first FLOW (consumer.notifyPending).
+func (s *Subscription) updateActiveLocked(added *Consumer) {
+	if s.typ != Exclusive && s.typ != Failover {
+		s.active = nil
+		return
+	}
+	next := s.pickActiveLocked()
+	if next == s.active {
+		return
+	}
+	if old := s.active; old != nil && !old.removed {
+		s.releaseLocked(old, nil)
+	}
+	s.active = next
+	s.poke()
+	if s.typ == Failover {
+		for _, cs := range s.consumers {
+			if cs != added && !cs.notifyPending {
+				cs.client.ActiveChanged(cs == next)
+			}
+		}
+	}
+}
+
+// pickActiveLocked chooses the active consumer: for a partition, sort by (priority, name)
+// and take index partition % n (so consumers spread over partitions); otherwise the first
+// connected consumer of the best priority.
+func (s *Subscription) pickActiveLocked() *Consumer {
+	if len(s.consumers) == 0 {
+		return nil
+	}
+	if p := s.t.name.Partition; p >= 0 && s.typ == Failover {
+		sorted := append([]*Consumer(nil), s.consumers...)
+		sort.SliceStable(sorted, func(i, j int) bool {
+			if sorted[i].priority != sorted[j].priority {
+				return sorted[i].priority < sorted[j].priority
+			}
+			return sorted[i].name < sorted[j].name
+		})
+		best := 0
+		for best < len(sorted) && sorted[best].priority == sorted[0].priority {
+			best++
+		}
+		return sorted[p%best]
+	}
+	first := s.consumers[0]
+	for _, cs := range s.consumers[1:] {
+		if cs.priority < first.priority {
+			first = cs
+		}
+	}
+	return first
+}
+
+// flow adds permits to cs.
+func (s *Subscription) flow(cs *Consumer, n uint32) {
+	s.mu.Lock()
+	if cs.notifyPending {
+		cs.notifyPending = false
+		if s.typ == Failover && !cs.removed {
+			cs.client.ActiveChanged(cs == s.active)
+		}
+	}
+	cs.permits += int(n)
+	if len(s.replay) > 0 && s.cancelRead != nil {
+		// The dispatcher may be waiting at the tail while held-back entries could now go.
+		s.cancelRead()
+	}
+	s.mu.Unlock()
+	s.poke()
+}
+
+// pickLocked chooses the consumer for the next entry, or nil if none may receive now.
+func (s *Subscription) pickLocked() *Consumer {
+	if s.active != nil {
+		if s.canReceiveLocked(s.active) {
+			return s.active
+		}
+		return nil
+	}
+	if s.typ == Exclusive || s.typ == Failover {
+		return nil
+	}
+	return s.pickSharedLocked() // priority.go
+}
+
+// permitsLocked is the number of messages the subscription may dispatch now: the permits
+// of the consumers that can receive.
+func (s *Subscription) permitsLocked() int {
+	if s.active != nil {
+		if s.canReceiveLocked(s.active) {
+			return s.active.permits
+		}
+		return 0
+	}
+	if s.typ == Exclusive || s.typ == Failover {
+		return 0
+	}
+	n := 0
+	for _, cs := range s.consumers {
+		if s.canReceiveLocked(cs) {
+			n += cs.permits
+		}
+	}
+	return n
+}
+
+// run is the dispatcher of a persistent subscription (see the type comment).
+func (s *Subscription) run() {
+	backoff := 10 * time.Millisecond
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for !s.stopped && s.permitsLocked() == 0 {
+			s.waitLocked(0)
+		}
+		if s.stopped {
+			return
+		}
+		if s.stalled {
+			// Key_Shared: nothing could go out last round although consumers had permits
+			// (every entry was for a consumer without any). Wait for a FLOW or a consumer
+			// change, or a little while for new entries.
+			s.stalled = false
+			s.waitLocked(50 * time.Millisecond)
+			continue
+		}
+		if s.rewindReq {
+			s.rewindReq = false
+			s.replay = s.replay[:0] // re-read by the rewind anyway
+			s.cursor.rewind()
+		}
+		sent, st := s.dispatchDueLocked(&backoff) // delayed.go
+		if st == readStop {
+			return
+		}
+		if st == readAgain {
+			continue
+		}
+		if len(s.replay) > 0 {
+			ps := make([]Position, len(s.replay))
+			for i, r := range s.replay {
+				ps[i] = r.pos
+			}
+			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]Entry, error) {
+				return s.cursor.readPositions(ctx, ps)
+			})
+			if st == readStop {
+				return
+			}
+			if st == readAgain {
+				continue
+			}
+			sent += s.replayLocked(entries)
+		}
+		if s.delayedFullLocked() {
+			if sent == 0 {
+				s.waitDueLocked()
+			}
+			continue
+		}
+		if len(s.replay) < maxReplay(s.t.s.dyn.maxReadBatch()) {
+			n := s.entriesToReadLocked()
+			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]Entry, error) {
+				return s.cursor.read(ctx, n)
+			})
+			if st == readStop {
+				return
+			}
+			if st == readAgain {
+				continue
+			}
+			sent += s.dispatchLocked(entries)
+		}
+		if s.typ == KeyShared && sent == 0 {
+			s.stalled = true
+		}
+	}
+}
+
+// waitLocked releases s.mu until a poke, the stop, or (if d > 0) d has passed.
+func (s *Subscription) waitLocked(d time.Duration) {
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	var timeout <-chan time.Time
+	if d > 0 {
+		timeout = time.After(d)
+	}
+	select {
+	case <-s.wake:
+	case <-s.stopCh:
+	case <-timeout:
+	}
+}
+
+type readStatus int
+
+const (
+	readOK    readStatus = iota
+	readAgain            // canceled, superseded by a rewind/reset, or failed: go round
+	readStop             // the subscription stopped
+)
+
+// readLocked runs read without s.mu (reads may wait for new entries), cancelable through
+// s.cancelRead, and classifies the outcome. A read that started before a rewind or reset
+// (s.gen moved) is discarded.
+func (s *Subscription) readLocked(backoff *time.Duration, read func(context.Context) ([]Entry, error)) ([]Entry, readStatus) {
+	gen := s.gen
+	ctx, cancel := s.readContext()
+	s.cancelRead = cancel
+	s.mu.Unlock()
+	entries, err := read(ctx)
+	cancel()
+	s.mu.Lock()
+	s.cancelRead = nil
+	switch {
+	case s.stopped:
+		return nil, readStop
+	case err != nil && ctx.Err() != nil:
+		return nil, readAgain
+	case errors.Is(err, wire.ErrTopicTerminated):
+		// Everything of a terminated topic was read: nothing more will come unless a
+		// rewind or reset (which pokes) moves the cursor back. REACHED_END_OF_TOPIC is not
+		// sent: the Go client drops its connection on it.
+		s.waitLocked(0)
+		return nil, readAgain
+	case err != nil:
+		s.log.Warn("reading for dispatch failed; retrying", "err", err, "in", *backoff)
+		s.waitLocked(*backoff)
+		*backoff = min(2**backoff, 5*time.Second)
+		return nil, readAgain
+	case gen != s.gen:
+		return nil, readAgain
+	}
+	*backoff = 10 * time.Millisecond
+	return entries, readOK
+}
+
+// dispatchLocked hands entries out in order and returns how many it sent; see the type
+// comment. For Key_Shared, entries whose key's consumer cannot take them now (or whose key
+// already has entries waiting) join s.replay.
+func (s *Subscription) dispatchLocked(entries []Entry) int {
+	sent := 0
+	for _, e := range entries {
+		s.noteReadLocked(e.Position)
+		if s.cursor.isAcked(e.Position) {
+			continue
+		}
+		if _, ok := s.pending[e.Position]; ok {
+			continue
+		}
+		m := metaOf(e)
+		switch s.delayLocked(e.Position, m.DeliverAt) { // delayed.go
+		case delayHeld:
+			continue
+		case delayFull:
+			s.cursor.seek(e.Position)
+			return sent
+		}
+		count, key, slot := msgCount(m), m.Key, -1
+		var cs *Consumer
+		if s.typ == KeyShared {
+			slot = keyHashSlot(key)
+			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) || s.keyBlockedLocked(cs, slot, e.Position) {
+				s.replay = append(s.replay, replayItem{e.Position, slot})
+				continue
+			}
+		} else if cs = s.pickLocked(); cs == nil {
+			s.cursor.seek(e.Position)
+			return sent
+		}
+		s.sendLocked(cs, e, count, slot)
+		sent++
+	}
+	return sent
+}
+
+// slot is the entry's Key_Shared hash slot, -1 for other subscription types.
+func (s *Subscription) sendLocked(cs *Consumer, e Entry, count, slot int) {
+	s.noteEntrySizeLocked(count)
+	cs.permits -= count
+	cs.unacked += count
+	s.unacked += count
+	s.pending[e.Position] = pendingAck{cs, count, slot}
+	s.holdSlotLocked(cs, slot) // keyshared_join.go
+	s.deliverLocked(cs, e, s.redeliveries[e.Position], count, s.ackSetFor(e.Position, count))
+}
+
+// deliverLocked counts a dispatched entry and hands it to cs's client.
+func (s *Subscription) deliverLocked(cs *Consumer, e Entry, redeliveries uint32, count int, ackSet []int64) {
+	t := s.t
+	t.s.m.msgsOut.Add(float64(count))
+	t.s.m.bytesOut.Add(float64(len(e.Data)))
+	t.counters.msgsOut.Add(int64(count))
+	t.counters.bytesOut.Add(int64(len(e.Data)))
+	s.msgsOut.Add(int64(count))
+	cs.client.Send(e, redeliveries, count, ackSet)
+}
+
+// pendingAck is a dispatched, unacknowledged entry: its consumer and message count.
+type pendingAck struct {
+	c    *Consumer
+	n    int
+	slot int // Key_Shared hash slot, -1 otherwise
+}
+
+// dropPendingLocked forgets a pending entry (acknowledged or released). A consumer blocked
+// on its unacknowledged-message limit may now receive again.
+func (s *Subscription) dropPendingLocked(p Position) {
+	pa, ok := s.pending[p]
+	if !ok {
+		return
+	}
+	delete(s.pending, p)
+	s.releaseSlotLocked(pa.slot) // may unblock held-back Key_Shared entries
+	pa.c.unacked -= pa.n
+	s.unacked -= pa.n
+	if pa.c.unacked+pa.n >= s.t.s.dyn.maxUnackedConsumer() || s.unacked+pa.n >= s.t.s.dyn.maxUnackedSub() {
+		s.poke()
+	}
+}
+
+// canReceiveLocked tells whether cs may be sent an entry now: it has permits and neither
+// it nor the subscription is at its unacknowledged-message limit (Pulsar's
+// maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit).
+func (s *Subscription) canReceiveLocked(cs *Consumer) bool {
+	perConsumer, perSub := s.t.s.dyn.maxUnackedConsumer(), s.t.s.dyn.maxUnackedSub()
+	return cs.permits > 0 &&
+		(perConsumer <= 0 || cs.unacked < perConsumer) &&
+		(perSub <= 0 || s.unacked < perSub)
+}
+
+// replayItem is a Key_Shared entry held back for a consumer without permits.
+type replayItem struct {
+	pos  Position
+	slot int
+}
+
+// maxReplay bounds the Key_Shared held-back entries; beyond it the dispatcher stops reading
+// new entries until some go out.
+func maxReplay(readBatch int) int { return 10 * readBatch }
+
+func (s *Subscription) slotWaitingLocked(slot int) bool {
+	for _, r := range s.replay {
+		if r.slot == slot {
+			return true
+		}
+	}
+	return false
+}
+
+// replayLocked retries held-back Key_Shared entries, oldest first; an entry of a key stays
+// held while an older entry of the same key does, which keeps per-key order.
+func (s *Subscription) replayLocked(entries []Entry) int {
+	byPos := make(map[Position]Entry, len(entries))
+	for _, e := range entries {
+		byPos[e.Position] = e
+	}
+	held := s.replay
+	s.replay = nil
+	blocked := map[int]bool{}
+	sent := 0
+	for _, r := range held {
+		e, ok := byPos[r.pos]
+		if !ok {
+			continue // acknowledged or trimmed meanwhile
+		}
+		if _, busy := s.pending[r.pos]; busy {
+			continue
+		}
+		cs := s.keyConsumerLocked(r.slot)
+		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, r.slot, r.pos) {
+			blocked[r.slot] = true
+			s.replay = append(s.replay, r)
+			continue
+		}
+		s.sendLocked(cs, e, msgCount(metaOf(e)), r.slot)
+		sent++
+	}
+	return sent
+}
+
+// dispatchNonPersistent hands a just-published message to one consumer with permits, or
+// drops it for this subscription (non-persistent semantics: no backlog).
+func (s *Subscription) dispatchNonPersistent(e Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := metaOf(e)
+	count := msgCount(m)
+	cs := s.pickLocked()
+	if s.typ == KeyShared {
+		if cs = s.keyConsumerLocked(keyHashSlot(m.Key)); cs != nil && cs.permits <= 0 {
+			cs = nil
+		}
+	}
+	if cs != nil {
+		cs.permits -= count
+		s.deliverLocked(cs, e, 0, count, nil)
+	}
+}
+
+// ackIndividual acknowledges single entries. A batch entry acknowledged with a non-empty
+// ack_set that still has bits set is only partly acknowledged: it stays pending.
+func (s *Subscription) ackIndividual(ctx context.Context, ids []AckID) error {
+	if s.cursor == nil {
+		return nil
+	}
+	ps := make([]Position, 0, len(ids))
+	var batches []AckID
+	s.mu.Lock()
+	for _, id := range ids {
+		if partial(id.AckSet) {
+			batches = append(batches, id)
+			continue
+		}
+		p := id.Position
+		s.dropPendingLocked(p)
+		delete(s.redeliveries, p)
+		ps = append(ps, p)
+	}
+	s.mu.Unlock()
+	berr := s.ackBatchIndexes(batches)
+	if len(ps) == 0 {
+		s.acked()
+		return berr
+	}
+	err := errors.Join(s.cursor.delete(ctx, ps), berr)
+	s.acked() // keyshared_join.go
+	return err
+}
+
+func partial(ackSet []int64) bool {
+	for _, w := range ackSet {
+		if w != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// ackCumulative acknowledges everything up to and including id.
+func (s *Subscription) ackCumulative(ctx context.Context, id AckID) error {
+	if s.cursor == nil {
+		return nil
+	}
+	p := id.Position
+	if partial(id.AckSet) {
+		// The batch itself is not complete: acknowledge up to the entry before it, and
+		// its acknowledged members. (L, -1) means "before the first entry of L".
+		defer func() { _ = s.ackBatchIndexes([]AckID{id}) }()
+		p.EntryID--
+	}
+	s.mu.Lock()
+	for q := range s.pending {
+		if !p.Less(q) {
+			s.dropPendingLocked(q)
+		}
+	}
+	for q := range s.redeliveries {
+		if !p.Less(q) {
+			delete(s.redeliveries, q)
+		}
+	}
+	s.mu.Unlock()
+	err := s.cursor.markDelete(ctx, p)
+	s.acked() // keyshared_join.go
+	return err
+}
+
+// redeliver releases cs's unacknowledged entries (only ids, for Shared and Key_Shared
+// subscriptions when given) for redelivery; Exclusive and Failover rewind over all of them
+// to keep order, as Pulsar does.
+func (s *Subscription) redeliver(cs *Consumer, ids []Position) {
+	if s.cursor == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var only map[Position]bool
+	if (s.typ == Shared || s.typ == KeyShared) && len(ids) > 0 {
+		only = make(map[Position]bool, len(ids))
+		for _, id := range ids {
+			only[id] = true
+		}
+	}
+	s.releaseLocked(cs, only)
+}
+
+// consumersSnapshot returns the attached consumers.
+func (s *Subscription) consumersSnapshot() []*Consumer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Consumer(nil), s.consumers...)
+}
+
+// reset moves the subscription's cursor with move (SEEK). The caller has disconnected the
+// consumers; reads in flight are discarded.
+func (s *Subscription) reset(move func(*logCursor) error) error {
+	if s.cursor == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	for p := range s.pending {
+		s.dropPendingLocked(p)
+	}
+	clear(s.redeliveries)
+	s.replay = nil
+	s.maxRead = Earliest
+	s.delayed.clear()
+	s.gen++
+	s.rewindReq = false
+	if s.cancelRead != nil {
+		s.cancelRead()
+	}
+	return move(s.cursor)
+}
+
+// stop ends dispatch and releases the cursor (its durable state stays).
+func (s *Subscription) stop() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	if s.cancelRead != nil {
+		s.cancelRead()
+	}
+	close(s.stopCh)
+	s.mu.Unlock()
+	if s.cursor != nil {
+		s.cursor.close()
+	}
+}
