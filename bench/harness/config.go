@@ -52,9 +52,11 @@ type Config struct {
 	Command  string // the command line, recorded in the report
 
 	// Peer is what Magnetar is compared with: "nats" (issue 10: NATS JetStream over the
-	// Pulsar protocol) or "kafka" (issue 19: Apache Kafka, with Magnetar over its Kafka
-	// listener and over the Pulsar protocol, kafka.go).
+	// Pulsar protocol), "kafka" (issue 19: Apache Kafka, with Magnetar over its Kafka
+	// listener and over the Pulsar protocol, kafka.go) or "magnetar" (an A/B of two builds:
+	// PeerBin, reported as magnetar-before, against MagnetarBin, with the same arguments).
 	Peer      string
+	PeerBin   string // the other magnetar binary of a -peer magnetar run (relative to RepoDir)
 	KafkaHeap string // Apache Kafka's -Xmx
 
 	NATSVersion        string
@@ -133,7 +135,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	fs.StringVar(&c.OutMD, "out", c.OutMD, "markdown report path (relative to -repo)")
 	fs.StringVar(&c.OutPNG, "png", c.OutPNG, "plot path (relative to -repo)")
 	fs.StringVar(&c.OutJSON, "json", c.OutJSON, "raw results JSON path (default <workdir>/results.json)")
-	fs.StringVar(&c.Peer, "peer", c.Peer, "what Magnetar is compared with: nats, or kafka (Apache Kafka; Magnetar over Kafka and Pulsar protocols)")
+	fs.StringVar(&c.Peer, "peer", c.Peer, "what Magnetar is compared with: nats, kafka (Apache Kafka; Magnetar over Kafka and Pulsar protocols), or magnetar (an A/B of -magnetar-bin against -peer-bin)")
+	fs.StringVar(&c.PeerBin, "peer-bin", c.PeerBin, "with -peer magnetar: the other magnetar binary, reported as magnetar-before (relative to -repo)")
 	fs.StringVar(&c.KafkaHeap, "kafka-heap", c.KafkaHeap, "Apache Kafka's JVM heap (-Xmx) in a -peer kafka run")
 	fs.StringVar(&c.NATSVersion, "nats-version", c.NATSVersion, "nats-server version installed from the Go module proxy")
 	fs.IntVar(&c.NATSPort, "nats-port", c.NATSPort, "NATS client port on 127.0.0.1 (0: a free port per start)")
@@ -238,8 +241,11 @@ func (c *Config) Validate() error {
 	if c.NATSPort < 0 || c.NATSPort > 65535 {
 		bad("nats-port: out of range")
 	}
-	if c.Peer != "nats" && c.Peer != "kafka" {
-		bad("peer: %q is not nats or kafka", c.Peer)
+	if c.Peer != "nats" && c.Peer != "kafka" && c.Peer != "magnetar" {
+		bad("peer: %q is not nats, kafka or magnetar", c.Peer)
+	}
+	if (c.Peer == "magnetar") != (c.PeerBin != "") {
+		bad("peer-bin: set it exactly when -peer is magnetar")
 	}
 	if c.ReadyTimeout <= 0 {
 		bad("ready-timeout: must be > 0")

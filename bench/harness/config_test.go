@@ -139,3 +139,23 @@ func TestProfileCPUPerM(t *testing.T) {
 		t.Fatalf("args %v", got)
 	}
 }
+
+// An A/B run names the other build, and only an A/B run does.
+func TestPeerMagnetar(t *testing.T) {
+	c := DefaultConfig()
+	c.Peer = "magnetar"
+	if err := c.Validate(); err == nil {
+		t.Fatal("-peer magnetar without -peer-bin accepted")
+	}
+	c.PeerBin = "bin/magnetar-before"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := peerSystem(c); got != magnetarBefore {
+		t.Fatalf("peer system %q", got)
+	}
+	c.Peer = "nats"
+	if err := c.Validate(); err == nil {
+		t.Fatal("-peer-bin without -peer magnetar accepted")
+	}
+}

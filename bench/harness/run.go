@@ -93,6 +93,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), baseArgs: cfg.MagnetarBaseArgs, extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
 		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
 
+	var before *magnetarSystem
+	if cfg.Peer == "magnetar" {
+		b := *mag
+		b.name, b.bin = magnetarBefore, absPath(repo, cfg.PeerBin)
+		before = &b
+	}
 	r := &runner{cfg: cfg, log: log, work: work, res: res}
 	if cfg.MagnetarPprof != "" {
 		mag.extra = withPprofFlag(mag.extra)
@@ -100,6 +106,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	}
 	magOK := r.probeMagnetar(ctx, mag)
 	log.Info("magnetar", "status", res.Env.Magnetar)
+	if before != nil {
+		after := res.Env.Magnetar
+		if !r.probeMagnetar(ctx, before) {
+			return nil, fmt.Errorf("%w: -peer-bin %s: %s", ErrConfig, before.bin, res.Env.Magnetar)
+		}
+		res.Env.Magnetar = after + "; magnetar-before: " + res.Env.Magnetar
+	}
 
 	res.Specs = Expand(cfg)
 	for _, spec := range res.Specs {
@@ -107,15 +120,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 			break
 		}
 		if spec.RateHalf {
-			peak := r.median(spec.RateOf, cfg.Peer, func(b Block) float64 { return b.MsgPerS })
+			peak := r.median(spec.RateOf, peerSystem(cfg), func(b Block) float64 { return b.MsgPerS })
 			if peak <= 0 {
-				res.Skipped[spec.Name] = "needs " + spec.RateOf + " " + cfg.Peer + " max rate from this run"
+				res.Skipped[spec.Name] = "needs " + spec.RateOf + " " + peerSystem(cfg) + " max rate from this run"
 				continue
 			}
 			spec.Rate = peak / 2
 		}
 		systems := []System{}
-		if cfg.Peer == "kafka" {
+		if cfg.Peer == "magnetar" {
+			if magOK {
+				systems = append(systems, mag)
+			}
+			systems = append(systems, before)
+		} else if cfg.Peer == "kafka" {
 			pulsarSide := *mag
 			pulsarSide.name = "magnetar-pulsar"
 			if magOK {
@@ -357,4 +375,15 @@ func Load(path string) (*Results, error) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, path, err)
 	}
 	return &res, nil
+}
+
+// magnetarBefore names the other build of an A/B run (-peer magnetar).
+const magnetarBefore = "magnetar-before"
+
+// peerSystem is the system the ratios and the half-rate workloads refer to.
+func peerSystem(cfg Config) string {
+	if cfg.Peer == "magnetar" {
+		return magnetarBefore
+	}
+	return cfg.Peer
 }
