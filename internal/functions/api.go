@@ -48,14 +48,15 @@ func (w *Worker) routes() http.Handler {
 		mux.HandleFunc("DELETE "+fn+"/state/{key...}", w.write(w.deleteState))
 		mux.HandleFunc("POST "+base+"/upload", w.write(w.upload))
 		mux.HandleFunc("GET "+base+"/download", w.handle(w.downloadPath))
-		mux.HandleFunc("GET "+base+"/connectors", w.handle(w.emptyList))
+		mux.HandleFunc("GET "+base+"/connectors", w.handle(w.allConnectors))
 		mux.HandleFunc("GET "+base+"/builtins", w.handle(w.emptyList))
 	}
+	w.connectorRoutes(mux)
 
 	mux.HandleFunc("GET /admin/v2/worker/cluster", w.handle(w.cluster))
 	mux.HandleFunc("GET /admin/v2/worker/cluster/leader", w.handle(w.clusterLeader))
 	mux.HandleFunc("GET /admin/v2/worker/assignments", w.handle(w.assignments))
-	mux.HandleFunc("GET /admin/v2/worker/connectors", w.handle(w.emptyList))
+	mux.HandleFunc("GET /admin/v2/worker/connectors", w.handle(w.allConnectors))
 	mux.HandleFunc("GET /admin/v2/worker-stats/functionsmetrics", w.handle(w.functionsMetrics))
 	mux.HandleFunc("GET /admin/v2/worker-stats/metrics", w.handle(w.emptyList))
 
@@ -531,6 +532,9 @@ func (w *Worker) getFunction(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.ComponentType != ComponentFunction && m.ComponentType != "" {
+		return nil, fmt.Errorf("%w: function %s (it is a %s)", ErrNotFound, m.Config.FQFN, strings.ToLower(string(m.ComponentType)))
+	}
 	return m.Config, nil
 }
 
@@ -541,7 +545,9 @@ func (w *Worker) listFunctions(r *http.Request) (any, error) {
 	}
 	names := []string{}
 	for _, m := range metas {
-		names = append(names, m.Config.Name)
+		if m.ComponentType == ComponentFunction || m.ComponentType == "" {
+			names = append(names, m.Config.Name)
+		}
 	}
 	return names, nil
 }

@@ -69,6 +69,10 @@ type FunctionMeta struct {
 	InstanceStates map[string]string `json:"instanceStates,omitempty"`
 	// Restarts counts restart requests by instance id ("-1": all); a change restarts.
 	Restarts map[string]int64 `json:"restarts,omitempty"`
+	// Source and Sink are a connector's own configuration (component type SOURCE or
+	// SINK); Config then holds only what the scheduler and the generic handlers read.
+	Source *SourceConfig `json:"source,omitempty"`
+	Sink   *SinkConfig   `json:"sink,omitempty"`
 }
 
 // stopped reports whether instance i is stopped.

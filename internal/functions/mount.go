@@ -18,7 +18,7 @@ func (m *Mount) Set(w *Worker) { m.w.Store(w) }
 // Owns reports whether path belongs to the functions worker.
 func Owns(path string) bool {
 	return strings.HasPrefix(path, "/admin/v3/functions") || strings.HasPrefix(path, "/admin/v2/functions") ||
-		strings.HasPrefix(path, "/admin/v2/worker")
+		strings.HasPrefix(path, "/admin/v2/worker") || ComponentOfPath(path) != ComponentFunction
 }
 
 // Wrap returns next with the functions paths taken over.

@@ -20,6 +20,8 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/functions/wasm"
+	"github.com/magnetar-io/magnetar/internal/io/builtin"
+	"github.com/magnetar-io/magnetar/internal/io/connector"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/pkg/pf"
@@ -51,6 +53,9 @@ type Options struct {
 	// from internal/auth (AuthenticateHTTP, then Authorizer.Namespace with
 	// NamespaceFunctions); nil admits everything, as the broker does without auth.
 	Authorize func(r *http.Request, tenant, namespace string) error
+	// Connectors are the built-in sources and sinks (nil: every one compiled in,
+	// builtin.Registry).
+	Connectors *connector.Registry
 }
 
 // Errors Options.Authorize wraps.
@@ -74,8 +79,9 @@ type Worker struct {
 	reg    *metadata.Registration
 	leader atomic.Bool
 
-	process *processRuntime
-	wasm    *wasm.Engine
+	process    *processRuntime
+	wasm       *wasm.Engine
+	connectors *connector.Registry
 
 	mu        sync.Mutex
 	instances map[string]*supervisor // by assignment key
@@ -134,6 +140,10 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		MaxMemoryBytes: o.Config.WasmMaxMemoryMB << 20, MaxInvocation: time.Duration(o.Config.WasmMaxInvocationMs) * time.Millisecond,
 		Interpreter: !o.Config.WasmCompiler,
 	}, w.log)
+	w.connectors = o.Connectors
+	if w.connectors == nil {
+		w.connectors = builtin.Registry()
+	}
 	w.http = w.routes()
 	infoJSON, _ := json.Marshal(w.info)
 	regOpts := metadata.DefaultRegistrationOptions()
@@ -413,6 +423,9 @@ func (w *Worker) startInstance(key string, rk runKey, m *FunctionMeta) {
 		s.ramLimit = m.Config.Resources.RAM
 	}
 	s.start = func(ctx context.Context) (RunningInstance, error) {
+		if m.ComponentType == ComponentSource || m.ComponentType == ComponentSink {
+			return w.startConnector(m, rk.id)
+		}
 		path, err := w.pkgs.local(ctx, m.Package)
 		if err != nil {
 			return nil, err
@@ -426,7 +439,7 @@ func (w *Worker) startInstance(key string, rk runKey, m *FunctionMeta) {
 	w.mu.Lock()
 	w.instances[key] = s
 	w.mu.Unlock()
-	w.log.Info("starting function instance", "function", rk.fqfn, "instance", rk.id, "runtime", m.Config.Runtime)
+	w.log.Info("starting function instance", "function", rk.fqfn, "instance", rk.id, "runtime", m.Config.Runtime, "componentType", m.ComponentType)
 	go s.run(ctx)
 }
 

@@ -1,0 +1,21 @@
+// Package builtin lists the connectors compiled into Magnetar under Pulsar's built-in names,
+// so `--archive builtin://debezium-postgres` and the configs of Pulsar's connector docs work
+// as written. One line per connector; each lives in its own package under internal/io.
+package builtin
+
+import (
+	"github.com/magnetar-io/magnetar/internal/io/connector"
+	"github.com/magnetar-io/magnetar/internal/io/datagen"
+	"github.com/magnetar-io/magnetar/internal/io/file"
+)
+
+// Definitions returns every built-in connector.
+func Definitions() []*connector.Definition {
+	return []*connector.Definition{
+		datagen.Definition(),
+		file.Definition(),
+	}
+}
+
+// Registry is a registry of every built-in connector.
+func Registry() *connector.Registry { return connector.NewRegistry(Definitions) }
