@@ -266,8 +266,9 @@ func TestJournalFilesTrimmedAfterCheckpoint(t *testing.T) {
 	if err := s.FlushNow(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(journalFiles(t, cfg)); n != 1 {
-		t.Fatalf("%d journal files after the checkpoint, want only the current one", n)
+	// The current file, and the next one the writer makes ahead of its rotation.
+	if n := len(journalFiles(t, cfg)); n > 2 {
+		t.Fatalf("%d journal files after the checkpoint, want only the current one and the next", n)
 	}
 	for e := int64(0); e < 400; e++ {
 		read(t, s, 1, e, st.Payload(1, e, 16<<10))

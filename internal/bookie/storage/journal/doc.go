@@ -6,6 +6,8 @@
 // The journal directory holds files named by a 16-digit lower-case hex id, "%016x.txn",
 // with ids growing by one. A new file is started at every open (never appending after a
 // tail a crash may have torn), at rotation (journalMaxSizeMB) and after a write error.
+// The file after the current one is made ahead, header synced, so a rotation never waits
+// for the disk; a crash may leave it behind holding no record, which replays as empty.
 // Files are preallocated in journalPreAllocSizeMB steps, so the space after the last record
 // is zeros. Files whose id is below the checkpoint's file are deleted after each flush.
 //
