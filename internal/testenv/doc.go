@@ -24,6 +24,10 @@
 //	gcs.go     StartGCS: a Google Cloud Storage emulator (fake-gcs-server)
 //	hdfs.go    StartHDFS: Hadoop's MiniDFSCluster, a namenode and a datanode (Maven Central)
 //	proxy.go   StartProxy: a TCP proxy that cuts or holds connections (network faults)
+//	apt.go     DebianProgram: a program from a Debian package, apt-get installed when missing
+//	postgres.go StartPostgres: PostgreSQL 15 (wal_level=logical), run as the postgres user
+//	mariadb.go StartMariaDB: MariaDB with the binary log in row format
+//	redis.go   StartRedis: Redis with an fsynced append-only file
 //
 // Other engineers add files here (one per outside program).
 package testenv
