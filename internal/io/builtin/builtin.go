@@ -6,15 +6,19 @@ package builtin
 import (
 	"github.com/magnetar-io/magnetar/internal/io/connector"
 	"github.com/magnetar-io/magnetar/internal/io/datagen"
+	"github.com/magnetar-io/magnetar/internal/io/debezium/postgres"
 	"github.com/magnetar-io/magnetar/internal/io/file"
+	"github.com/magnetar-io/magnetar/internal/io/jdbc"
 )
 
 // Definitions returns every built-in connector.
 func Definitions() []*connector.Definition {
-	return []*connector.Definition{
+	defs := []*connector.Definition{
 		datagen.Definition(),
+		postgres.Definition(),
 		file.Definition(),
 	}
+	return append(defs, jdbc.Definitions()...)
 }
 
 // Registry is a registry of every built-in connector.
