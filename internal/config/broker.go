@@ -85,6 +85,8 @@ type BrokerConfig struct {
 	Offload OffloadConfig
 	// Console is the web console under /ui (console.go).
 	Console ConsoleConfig
+	// Transaction is Pulsar transactions (transaction.go: transactionCoordinatorEnabled, ...).
+	Transaction TransactionConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -115,6 +117,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Security:                            DefaultSecurityConfig(),
 		Console:                             DefaultConsoleConfig(),
 		Offload:                             DefaultOffloadConfig(),
+		Transaction:                         DefaultTransactionConfig(),
 	}
 }
 
@@ -148,5 +151,6 @@ func (c *BrokerConfig) Validate() error {
 		c.Kafka.Validate(),
 		c.Security.Validate(),
 		c.Offload.Validate(),
+		c.Transaction.Validate(),
 	)
 }

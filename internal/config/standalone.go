@@ -62,6 +62,9 @@ func DefaultStandaloneConfig() StandaloneConfig {
 		Functions:              DefaultFunctionsWorkerConfig(),
 	}
 	c.Broker.ClusterName = "standalone"
+	// Transactions cost nothing until a client uses them; one coordinator serves one process.
+	c.Broker.Transaction.CoordinatorEnabled = true
+	c.Broker.Transaction.NumCoordinators = 1
 	ml := &c.Broker.ManagedLedger
 	ml.EnsembleSize, ml.WriteQuorum, ml.AckQuorum = 1, 1, 1
 	// Smaller caches than a dedicated broker's and bookie's: one process holds both, the

@@ -63,6 +63,9 @@ type Cursor struct {
 	// while a consumer is connected, backlogged when far behind the end, counted in
 	// ml.activeCursors when attached and not backlogged.
 	attached, backlogged, counted bool
+
+	// unlimited cursors read past the managed ledger's read limit (read_limit.go).
+	unlimited bool
 }
 
 func newCursor(ml *ManagedLedger, name string, durable bool, md Position) *Cursor {
@@ -244,7 +247,7 @@ func (c *Cursor) collectLocked(max int) (positions []Position, atEnd bool, err e
 	lc := ml.lastConfirmedLocked()
 	pos := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
 	var size readSizeBudget
-	for len(positions) < max && !lc.Less(pos) {
+	for len(positions) < max && !lc.Less(pos) && c.visibleLocked(pos) {
 		if c.acked.Contains(pos) {
 			pos = ml.normalizeLocked(c.acked.NextGap(pos))
 			continue
@@ -404,7 +407,7 @@ func (c *Cursor) HasMoreEntries() bool {
 	defer ml.mu.Unlock()
 	pos := ml.normalizeLocked(maxPos(c.readPos, ml.nextLocked(c.markDelete)))
 	lc := ml.lastConfirmedLocked()
-	for !lc.Less(pos) {
+	for !lc.Less(pos) && c.visibleLocked(pos) {
 		if !c.acked.Contains(pos) {
 			return true
 		}

@@ -98,6 +98,9 @@ type ManagedLedger struct {
 	deleteRetries []int64
 	// offload is the offload run and its status (ml_offload.go).
 	offload offloadState
+	// readLimit, when limited, hides entries at or after it from cursors (read_limit.go).
+	readLimit Position
+	limited   bool
 }
 
 // Name is the managed ledger's name (for topics, "tenant/namespace/domain/topic").

@@ -31,6 +31,13 @@ var (
 	ErrProducerFenced       = errors.New("wire: producer fenced")
 	ErrMessageTooLarge      = errors.New("wire: message too large")
 	ErrTransactionsDisabled = errors.New("wire: transactions are not enabled")
+	// Transactions (internal/txn): the coordinator is not served here, the transaction is
+	// unknown (ended or never begun), it is not in a state that allows the request, or a
+	// transactional acknowledgement collides with another transaction's.
+	ErrCoordinatorNotFound = errors.New("wire: transaction coordinator not found")
+	ErrTransactionNotFound = errors.New("wire: transaction not found")
+	ErrInvalidTxnStatus    = errors.New("wire: invalid transaction status")
+	ErrTransactionConflict = errors.New("wire: transaction conflict")
 )
 
 // ServerErrorer is implemented by errors that know their protocol code.
@@ -60,6 +67,10 @@ var errorTable = []errorCode{
 	{ErrIncompatibleSchema, pb.ServerError_IncompatibleSchema, false},
 	{ErrMessageTooLarge, pb.ServerError_NotAllowedError, false},
 	{ErrTransactionsDisabled, pb.ServerError_NotAllowedError, false},
+	{ErrCoordinatorNotFound, pb.ServerError_TransactionCoordinatorNotFound, true},
+	{ErrTransactionNotFound, pb.ServerError_TransactionNotFound, false},
+	{ErrInvalidTxnStatus, pb.ServerError_InvalidTxnStatus, false},
+	{ErrTransactionConflict, pb.ServerError_TransactionConflict, false},
 	{ErrNotAllowed, pb.ServerError_NotAllowedError, false},
 	{ErrAuthentication, pb.ServerError_AuthenticationError, false},
 	{ErrAuthorization, pb.ServerError_AuthorizationError, false},
