@@ -3,6 +3,7 @@ package txn
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -206,4 +207,14 @@ func decodeRecord(b []byte) (*record, error) {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// sortedKeys returns m's keys in increasing order (encodings are deterministic).
+func sortedKeys(m map[uint64]uint64) []uint64 {
+	ks := make([]uint64, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
