@@ -28,6 +28,8 @@
 //	postgres.go StartPostgres: PostgreSQL 15 (wal_level=logical), run as the postgres user
 //	mariadb.go StartMariaDB: MariaDB with the binary log in row format
 //	redis.go   StartRedis: Redis with an fsynced append-only file
+//	pulsar.go  PulsarCommand: Apache Pulsar standalone (RocksDB metadata, one bookie) for the
+//	           benchmark harness, through cmd/pulsar-server as cmd/kafka-server runs Kafka
 //
 // Other engineers add files here (one per outside program).
 package testenv

@@ -22,6 +22,10 @@ type JavaOptions struct {
 	Env   []string
 	Dir   string
 	Stdin []byte
+	// Flags replace the default GC and JIT flags (a serial collector and the C1 compiler
+	// only, which start fast and stay small next to the tests); benchmarks pass the
+	// program's production flags.
+	Flags []string
 }
 
 func javaArgs(classpath []string, main string, args []string, o JavaOptions) []string {
@@ -29,7 +33,13 @@ func javaArgs(classpath []string, main string, args []string, o JavaOptions) []s
 	if heap == "" {
 		heap = "256m"
 	}
-	out := []string{"-Xmx" + heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"}
+	out := []string{"-Xmx" + heap}
+	if o.Flags != nil {
+		out = append(out, o.Flags...)
+	} else {
+		out = append(out, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+	}
+	out = append(out, "-Djava.awt.headless=true")
 	for k, v := range o.Props {
 		out = append(out, "-D"+k+"="+v)
 	}

@@ -42,6 +42,16 @@ type KafkaOptions struct {
 	Props []string
 	// Port and ControllerPort are the listener ports; 0 picks free ones.
 	Port, ControllerPort int
+	// JVMFlags replace the test defaults (JavaOptions.Flags) for the broker JVM; the
+	// benchmark passes KafkaPerformanceFlags.
+	JVMFlags []string
+}
+
+// KafkaPerformanceFlags are what bin/kafka-run-class.sh starts a broker with
+// (KAFKA_JVM_PERFORMANCE_OPTS); kafka-server-start.sh adds -Xms equal to -Xmx.
+var KafkaPerformanceFlags = []string{
+	"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+	"-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
 }
 
 // KafkaBroker is a running Apache Kafka broker+controller in KRaft mode.
@@ -207,6 +217,9 @@ func kafkaCommand(cp []string, o KafkaOptions) (string, []string, string, error)
 		return "", nil, "", err
 	}
 	jo.Heap = heap
+	if o.JVMFlags != nil {
+		jo.Flags = o.JVMFlags
+	}
 	return bin, javaArgs(cp, "kafka.Kafka", []string{cfg}, jo), "127.0.0.1:" + strconv.Itoa(port), nil
 }
 

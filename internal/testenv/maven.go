@@ -76,8 +76,12 @@ func FetchMaven(name string, artifacts ...string) ([]string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "pom.xml"), pom, 0o644); err != nil {
 		return nil, err
 	}
+	settings := filepath.Join(dir, "settings.xml")
+	if err := os.WriteFile(settings, []byte(centralOnly), 0o644); err != nil {
+		return nil, err
+	}
 	_ = os.RemoveAll(lib)
-	cmd := exec.Command("mvn", "-B", "-q", "-f", filepath.Join(dir, "pom.xml"),
+	cmd := exec.Command("mvn", "-B", "-q", "-s", settings, "-f", filepath.Join(dir, "pom.xml"),
 		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+lib)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -89,6 +93,15 @@ func FetchMaven(name string, artifacts ...string) ([]string, error) {
 	}
 	return listJars(lib)
 }
+
+// centralOnly serves every repository a dependency's POM names from Maven Central, the
+// one registry these machines reach (pulsar-broker's POMs name Confluent's).
+const centralOnly = `<settings xmlns="http://maven.apache.org/SETTINGS/1.0.0">
+  <mirrors>
+    <mirror><id>central-only</id><mirrorOf>*</mirrorOf><url>https://repo.maven.apache.org/maven2</url></mirror>
+  </mirrors>
+</settings>
+`
 
 func listJars(lib string) ([]string, error) {
 	jars, err := filepath.Glob(filepath.Join(lib, "*.jar"))

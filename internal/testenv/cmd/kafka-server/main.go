@@ -21,6 +21,7 @@ func main() {
 	port := flag.Int("port", 0, "PLAINTEXT listener port on 127.0.0.1 (required)")
 	cport := flag.Int("controller-port", 0, "controller listener port on 127.0.0.1 (0: any free)")
 	props := flag.String("props", "", "extra server.properties lines, comma-separated key=value")
+	production := flag.Bool("production-jvm", false, "run the JVM with bin/kafka-run-class.sh's G1 flags and -Xms equal to -heap (default: the tests' small-footprint flags)")
 	version := flag.Bool("version", false, "print the Apache Kafka version and exit")
 	flag.Parse()
 	if *version {
@@ -34,6 +35,9 @@ func main() {
 	o := testenv.KafkaOptions{Dir: *dir, Heap: *heap, Port: *port, ControllerPort: *cport}
 	if *props != "" {
 		o.Props = strings.Split(*props, ",")
+	}
+	if *production {
+		o.JVMFlags = append([]string{"-Xms" + *heap}, testenv.KafkaPerformanceFlags...)
 	}
 	bin, args, _, err := testenv.KafkaCommand(o)
 	if err != nil {
