@@ -89,15 +89,21 @@ proto:
 		--go_out=internal/wire/pb --go_opt=paths=source_relative \
 		internal/wire/proto/pulsar_api.proto
 
-# Side-by-side comparison with NATS JetStream (issue 10). bench/ is its own Go module, so its
-# dependencies (nats.go, gonum plot) stay out of the product; nats-server comes from the Go
-# module proxy into ~/.cache/magnetar-bench. The default is the short run (<= 10 minutes);
-# BENCH_FLAGS selects workloads and durations, e.g. for a long run:
-#   make bench-compare BENCH_FLAGS='-workloads W1,W2,W3,W4,W5,W6,W7,W9 -warmup 15s -measure 60s -backlog 4GiB'
+# Side-by-side comparison with NATS JetStream, Apache Kafka and Apache Pulsar (issues 10 and
+# 25). bench/ is its own Go module, so its dependencies (nats.go, franz-go, gonum plot) stay
+# out of the product; nats-server comes from the Go module proxy into ~/.cache/magnetar-bench,
+# Kafka and Pulsar from Maven Central into ~/.cache/magnetar-maven (Java 17 and mvn needed).
+# The default is the short run (W1-W4, W7; about an hour with the JVM peers); BENCH_FLAGS
+# selects workloads, peers and durations, e.g. for the full run with the scaling curves:
+#   make bench-compare BENCH_FLAGS='-workloads W1,W2,W3,W4,W5,W6,W7,W9,S1,S2,S3 -warmup 15s -measure 60s -backlog 4GiB'
 BENCH_FLAGS ?=
-.PHONY: bench-compare
+.PHONY: bench-compare bench-compare-scaling
 bench-compare: build
 	cd bench && $(GO) run ./cmd/bench-compare -repo .. -command "make bench-compare BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
+# The scaling curves alone (S1 topics, S2 subscriptions per topic, S3 producer connections):
+# docs/bench-compare-scaling.md and its plots.
+bench-compare-scaling: build
+	cd bench && $(GO) run ./cmd/bench-compare -repo .. -workloads S1,S2,S3 -out docs/bench-compare-scaling.md -png docs/bench-compare-scaling.png -json bench/results/scaling-results.json -command "make bench-compare-scaling BENCH_FLAGS='$(BENCH_FLAGS)'" $(BENCH_FLAGS)
 
 # Compatibility (issue 26; docs/compatibility.md): the official clients' own test suites and
 # our modules over the official clients, run against Magnetar by tests/compat/runner in a

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,13 +53,32 @@ type Config struct {
 	OutJSON  string // raw results
 	Command  string // the command line, recorded in the report
 
-	// Peer is what Magnetar is compared with: "nats" (issue 10: NATS JetStream over the
-	// Pulsar protocol), "kafka" (issue 19: Apache Kafka, with Magnetar over its Kafka
+	// Peer is the kind of run: "compare" (issues 10 and 25: Magnetar over the Pulsar
+	// protocol next to every system in Peers), "nats" (the same with Peers = nats only, the
+	// issue 10 spelling), "kafka" (issue 19: Apache Kafka, with Magnetar over its Kafka
 	// listener and over the Pulsar protocol, kafka.go) or "magnetar" (an A/B of two builds:
 	// PeerBin, reported as magnetar-before, against MagnetarBin, with the same arguments).
-	Peer      string
-	PeerBin   string // the other magnetar binary of a -peer magnetar run (relative to RepoDir)
-	KafkaHeap string // Apache Kafka's -Xmx
+	Peer    string
+	PeerBin string // the other magnetar binary of a -peer magnetar run (relative to RepoDir)
+	// Peers are the systems of a compare run: nats (NATS JetStream, plus nats-atomic in
+	// the D1 single-partition max-rate rows), kafka (Apache Kafka, franz-go) and pulsar
+	// (Apache Pulsar standalone, pulsar-client-go).
+	Peers []string
+	// KafkaHeap is Apache Kafka's -Xms and -Xmx (kafka-server-start.sh's 1G by default).
+	KafkaHeap string
+	// PulsarHeap and PulsarDirectMemory are Apache Pulsar's -Xms/-Xmx and
+	// -XX:MaxDirectMemorySize (conf/pulsar_env.sh's 2g and 4g by default).
+	PulsarHeap, PulsarDirectMemory string
+	// JVMWarmup is the least warm-up a JVM peer gets, whatever Warmup says: a short run's
+	// 2 s would measure the interpreter and C1, not the code a running broker executes.
+	JVMWarmup time.Duration
+	// JVMReadyTimeout replaces ReadyTimeout for the JVM peers (Pulsar standalone starts a
+	// bookie, a RocksDB metadata store and the broker: 15-60 s on this machine).
+	JVMReadyTimeout time.Duration
+	// Scale sweeps (workloads S1-S3): topics at ScaleRate msg/s in total, subscriptions
+	// per topic at ScaleFanoutRate msg/s published, producer connections at ScaleRate.
+	ScaleTopics, ScaleSubs, ScaleProducers []int
+	ScaleRate, ScaleFanoutRate             float64
 
 	NATSVersion        string
 	NATSPort           int
@@ -95,10 +116,23 @@ func DefaultConfig() Config {
 		OutPNG:       "docs/bench-compare.png",
 		OutJSON:      "",
 		NATSVersion:  "v2.15.2",
-		Peer:         "nats",
+		Peer:         "compare",
+		Peers:        []string{"nats", "kafka", "pulsar"},
 		KafkaHeap:    "1g",
-		NATSPort:     0,
-		MagnetarBin:  "bin/magnetar",
+		PulsarHeap:   "2g",
+		// pulsar_env.sh's 4g lets Pulsar's caches (a fifth of it for the managed ledger
+		// cache, a quarter each for the bookie's write and read-ahead caches) grow past
+		// what a 2-core machine shared with the load generator should give one JVM.
+		PulsarDirectMemory: "2g",
+		JVMWarmup:          10 * time.Second,
+		JVMReadyTimeout:    3 * time.Minute,
+		ScaleTopics:        []int{1000, 10000, 50000},
+		ScaleSubs:          []int{1, 10, 100},
+		ScaleProducers:     []int{10, 1000, 10000},
+		ScaleRate:          10000,
+		ScaleFanoutRate:    1000,
+		NATSPort:           0,
+		MagnetarBin:        "bin/magnetar",
 		// Fresh free ports per start ({name} placeholders, see expandPorts), so the harness
 		// never measures someone else's server on a well-known port.
 		MagnetarBaseArgs: "--port {port} --http-port {http} --metadata-listen http://127.0.0.1:{etcd} " +
@@ -118,6 +152,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	f.durs = strings.Join(c.Durabilities, ",")
 	f.rates = strings.Join(c.Rates, ",")
 	f.backlog = FormatBytes(c.BacklogBytes)
+	f.peers = strings.Join(c.Peers, ",")
+	f.scaleTopics, f.scaleSubs, f.scaleProducers = joinInts(c.ScaleTopics), joinInts(c.ScaleSubs), joinInts(c.ScaleProducers)
 	fs.StringVar(&f.workloads, "workloads", f.workloads, "comma-separated workload IDs (W1,W2,W3,W4,W5,W6,W7,W8,W9,W10)")
 	fs.StringVar(&f.durs, "durability", f.durs, "durability modes to run: D1 (fsync before ack), D2 (no fsync)")
 	fs.DurationVar(&c.Warmup, "warmup", c.Warmup, "warm-up per block (discarded)")
@@ -135,9 +171,19 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 	fs.StringVar(&c.OutMD, "out", c.OutMD, "markdown report path (relative to -repo)")
 	fs.StringVar(&c.OutPNG, "png", c.OutPNG, "plot path (relative to -repo)")
 	fs.StringVar(&c.OutJSON, "json", c.OutJSON, "raw results JSON path (default <workdir>/results.json)")
-	fs.StringVar(&c.Peer, "peer", c.Peer, "what Magnetar is compared with: nats, kafka (Apache Kafka; Magnetar over Kafka and Pulsar protocols), or magnetar (an A/B of -magnetar-bin against -peer-bin)")
+	fs.StringVar(&c.Peer, "peer", c.Peer, "kind of run: compare (Magnetar next to every system in -peers), nats (= compare -peers nats), kafka (Apache Kafka; Magnetar over its Kafka and Pulsar protocols), or magnetar (an A/B of -magnetar-bin against -peer-bin)")
 	fs.StringVar(&c.PeerBin, "peer-bin", c.PeerBin, "with -peer magnetar: the other magnetar binary, reported as magnetar-before (relative to -repo)")
-	fs.StringVar(&c.KafkaHeap, "kafka-heap", c.KafkaHeap, "Apache Kafka's JVM heap (-Xmx) in a -peer kafka run")
+	fs.StringVar(&f.peers, "peers", f.peers, "systems of a compare run: nats, kafka, pulsar")
+	fs.StringVar(&c.KafkaHeap, "kafka-heap", c.KafkaHeap, "Apache Kafka's JVM heap (-Xms and -Xmx)")
+	fs.StringVar(&c.PulsarHeap, "pulsar-heap", c.PulsarHeap, "Apache Pulsar's JVM heap (-Xms and -Xmx)")
+	fs.StringVar(&c.PulsarDirectMemory, "pulsar-direct-memory", c.PulsarDirectMemory, "Apache Pulsar's -XX:MaxDirectMemorySize")
+	fs.DurationVar(&c.JVMWarmup, "jvm-warmup", c.JVMWarmup, "least warm-up of a JVM peer's blocks (the JIT compiles the hot paths first)")
+	fs.DurationVar(&c.JVMReadyTimeout, "jvm-ready-timeout", c.JVMReadyTimeout, "max wait for a JVM peer to become ready")
+	fs.StringVar(&f.scaleTopics, "scale-topics", f.scaleTopics, "S1: topic counts, at -scale-rate msg/s in total")
+	fs.StringVar(&f.scaleSubs, "scale-subs", f.scaleSubs, "S2: subscriptions per topic, one topic at -scale-fanout-rate msg/s")
+	fs.StringVar(&f.scaleProducers, "scale-producers", f.scaleProducers, "S3: producer connections, at -scale-rate msg/s in total")
+	fs.Float64Var(&c.ScaleRate, "scale-rate", c.ScaleRate, "S1 and S3 total publish rate (msg/s)")
+	fs.Float64Var(&c.ScaleFanoutRate, "scale-fanout-rate", c.ScaleFanoutRate, "S2 publish rate (msg/s)")
 	fs.StringVar(&c.NATSVersion, "nats-version", c.NATSVersion, "nats-server version installed from the Go module proxy")
 	fs.IntVar(&c.NATSPort, "nats-port", c.NATSPort, "NATS client port on 127.0.0.1 (0: a free port per start)")
 	fs.StringVar(&c.MagnetarBin, "magnetar-bin", c.MagnetarBin, "magnetar binary (relative to -repo)")
@@ -159,8 +205,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) *FlagSet {
 
 // FlagSet holds the string forms of list flags until Finish parses them.
 type FlagSet struct {
-	cfg                             *Config
-	workloads, durs, rates, backlog string
+	cfg                                    *Config
+	workloads, durs, rates, backlog, peers string
+	scaleTopics, scaleSubs, scaleProducers string
 }
 
 // Finish parses the list flags into the config and validates it.
@@ -174,7 +221,39 @@ func (f *FlagSet) Finish() error {
 		return fmt.Errorf("%w: backlog: %w", ErrConfig, err)
 	}
 	c.BacklogBytes = n
+	c.Peers = splitList(strings.ToLower(f.peers))
+	for _, l := range []struct {
+		name string
+		s    string
+		dst  *[]int
+	}{{"scale-topics", f.scaleTopics, &c.ScaleTopics}, {"scale-subs", f.scaleSubs, &c.ScaleSubs}, {"scale-producers", f.scaleProducers, &c.ScaleProducers}} {
+		v, err := parseInts(l.s)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrConfig, l.name, err)
+		}
+		*l.dst = v
+	}
 	return c.Validate()
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func splitList(s string) []string {
@@ -241,8 +320,38 @@ func (c *Config) Validate() error {
 	if c.NATSPort < 0 || c.NATSPort > 65535 {
 		bad("nats-port: out of range")
 	}
-	if c.Peer != "nats" && c.Peer != "kafka" && c.Peer != "magnetar" {
-		bad("peer: %q is not nats, kafka or magnetar", c.Peer)
+	if !slices.Contains([]string{"compare", "nats", "kafka", "magnetar"}, c.Peer) {
+		bad("peer: %q is not compare, nats, kafka or magnetar", c.Peer)
+	}
+	if c.Peer == "compare" && len(c.Peers) == 0 {
+		bad("peers: empty")
+	}
+	for _, p := range c.Peers {
+		if !slices.Contains(comparePeers, p) {
+			bad("peers: %q is not nats, kafka or pulsar", p)
+		}
+	}
+	for _, l := range []struct {
+		name string
+		v    []int
+		max  int
+	}{{"scale-topics", c.ScaleTopics, 200_000}, {"scale-subs", c.ScaleSubs, 1000}, {"scale-producers", c.ScaleProducers, 50_000}} {
+		for _, n := range l.v {
+			if n < 1 || n > l.max {
+				bad("%s: %d is not in [1,%d]", l.name, n, l.max)
+			}
+		}
+	}
+	if c.ScaleRate <= 0 || c.ScaleFanoutRate <= 0 {
+		bad("scale-rate, scale-fanout-rate: must be > 0")
+	}
+	for _, h := range []struct{ name, v string }{{"kafka-heap", c.KafkaHeap}, {"pulsar-heap", c.PulsarHeap}, {"pulsar-direct-memory", c.PulsarDirectMemory}} {
+		if !jvmSize.MatchString(h.v) {
+			bad("%s: %q is not a JVM size such as 512m or 2g", h.name, h.v)
+		}
+	}
+	if c.JVMWarmup < 0 || c.JVMReadyTimeout <= 0 {
+		bad("jvm-warmup, jvm-ready-timeout: must be >= 0 and > 0")
 	}
 	if (c.Peer == "magnetar") != (c.PeerBin != "") {
 		bad("peer-bin: set it exactly when -peer is magnetar")
@@ -254,6 +363,35 @@ func (c *Config) Validate() error {
 		bad("gomaxprocs: must be >= 1")
 	}
 	return errors.Join(errs...)
+}
+
+// comparePeers are the systems -peers may name.
+var comparePeers = []string{"nats", "kafka", "pulsar"}
+
+// jvmSize is what -Xmx and friends accept.
+var jvmSize = regexp.MustCompile(`^[0-9]+[kKmMgG]?$`)
+
+// activePeers are the peer systems of a compare run (nil in the other kinds of run).
+func (c *Config) activePeers() []string {
+	switch c.Peer {
+	case "compare":
+		return c.Peers
+	case "nats", "":
+		return []string{"nats"} // "" is a results.json from before Peer existed
+	}
+	return nil
+}
+
+// halfPeers are the systems whose max rate the half-rate workloads take (one variant per
+// system): the peers of a compare run, Apache Kafka, or the other build.
+func (c *Config) halfPeers() []string {
+	switch c.Peer {
+	case "kafka":
+		return []string{"kafka"}
+	case "magnetar":
+		return []string{magnetarBefore}
+	}
+	return c.activePeers()
 }
 
 // ParseBytes reads sizes such as 100, 100B, 1KiB, 1KB (=1024), 128MiB, 4GiB.

@@ -35,11 +35,12 @@ func TestFlags(t *testing.T) {
 	for _, s := range specs {
 		names = append(names, s.Name)
 	}
-	want := "W1-100B-D2-max,W3-1KiB-D2-500/s,W3-1KiB-D2-halfmax"
+	// One half-rate variant per peer, at half of that peer's max.
+	want := "W1-100B-D2-max,W3-1KiB-D2-500/s,W3-1KiB-D2-halfmax-nats,W3-1KiB-D2-halfmax-kafka,W3-1KiB-D2-halfmax-pulsar"
 	if got := strings.Join(names, ","); got != want {
 		t.Fatalf("specs %s, want %s", got, want)
 	}
-	if !specs[2].RateHalf || specs[2].RateOf != "W2-1KiB-D2-max" || specs[1].Rate != 500 {
+	if !specs[2].RateHalf || specs[2].RateOf != "W2-1KiB-D2-max" || specs[2].Versus != "nats" || specs[4].Versus != "pulsar" || specs[1].Rate != 500 {
 		t.Fatalf("rate specs %+v", specs[1:])
 	}
 }

@@ -24,15 +24,19 @@ type Env struct {
 	GoMaxProcs  int
 	GitSHA      string
 	NATSVersion string
-	// KafkaVersion describes the Apache Kafka peer of a -peer kafka run.
-	KafkaVersion string
-	NATSConfD1   string // sha256 prefix of the generated config
-	NATSConfD2   string
-	Load1        string
-	PSICPU       string
-	FsyncP50     string
-	FsyncP99     string
-	Magnetar     string // "available" or "not available (reason)"
+	// KafkaVersion and PulsarVersion describe the JVM peers (release, heap).
+	KafkaVersion, PulsarVersion string
+	// Peers is each compare peer's status: what runs, or "not available (reason)".
+	Peers map[string]string
+	// NoFile is the open-file limit the servers and the load generator run with.
+	NoFile     string
+	NATSConfD1 string // sha256 prefix of the generated config
+	NATSConfD2 string
+	Load1      string
+	PSICPU     string
+	FsyncP50   string
+	FsyncP99   string
+	Magnetar   string // "available" or "not available (reason)"
 }
 
 func readTrim(path string) string {
@@ -131,3 +135,27 @@ func absPath(base, p string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// scaleNoFile is the open-file limit the scaling workloads need: 10,000 producer
+// connections are 10,000 descriptors in the load generator and as many in the server,
+// and a franz-go client holds two connections.
+const scaleNoFile = 131072
+
+// raiseNoFile lifts RLIMIT_NOFILE (soft and, as root, hard) to want, for this process and
+// the servers it starts, and says what it is now.
+func raiseNoFile(want uint64) string {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	if lim.Cur < want {
+		next := syscall.Rlimit{Cur: want, Max: max(lim.Max, want)}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &next); err != nil {
+			// Not root: as far as the hard limit goes.
+			next = syscall.Rlimit{Cur: lim.Max, Max: lim.Max}
+			_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &next)
+		}
+		_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	return strconv.FormatUint(lim.Cur, 10)
+}

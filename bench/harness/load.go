@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,16 +176,16 @@ func (g *loadGen) produce(ctx context.Context, p Producer, parts []int, rate flo
 	} else {
 		// Open loop: message i is due at start + i/rate; it carries its due time, so waiting
 		// for a full window counts against the system under test.
-		start := nowNs()
 		interval := float64(time.Second) / rate
+		// A random phase: producers that start together at one message a second would
+		// otherwise all send in the same instant, every second.
+		start := nowNs() + rand.Int64N(int64(interval)+1)
 		for err == nil && ctx.Err() == nil && (maxMsgs <= 0 || int64(seq) < maxMsgs) {
 			due := start + int64(float64(seq)*interval)
 			if now := nowNs(); due > now {
-				d := time.Duration(due - now)
-				if d > time.Millisecond {
-					d = time.Millisecond // keep bursts small
-				}
-				t := time.NewTimer(d)
+				// Sleep until the message is due: 10,000 producers of one message a second
+				// each must not wake every millisecond.
+				t := time.NewTimer(time.Duration(due - now))
 				select {
 				case <-t.C:
 				case <-ctx.Done():
@@ -254,16 +255,19 @@ func (g *loadGen) Run(ctx context.Context, h hooks, dropCaches func() string) (L
 	defer stop()
 	errc := make(chan error, g.spec.Producers+g.spec.Consumers*g.spec.Subs)
 	var cwg, pwg sync.WaitGroup
-	var consumers []Consumer
-	for s := 0; s < g.spec.Subs; s++ {
-		for i := 0; i < g.spec.Consumers; i++ {
-			c, err := g.drv.NewConsumer(ctx, g.base, fmt.Sprintf("sub%d-c%d", s, i), assign(g.spec.Partitions, g.spec.Consumers, i))
-			if err != nil {
-				closeAll(consumers)
-				return LoadResult{}, fmt.Errorf("consumer: %w", err)
-			}
-			consumers = append(consumers, c)
-		}
+	// Clients are created setupParallelism at a time: the scaling workloads open thousands.
+	nc := g.spec.Subs * g.spec.Consumers
+	consumers := make([]Consumer, nc)
+	err := forEachParallel(nc, setupParallelism, func(k int) error {
+		s, i := k/g.spec.Consumers, k%g.spec.Consumers
+		c, err := g.drv.NewConsumer(ctx, g.base, fmt.Sprintf("sub%d-c%d", s, i), assign(g.spec.Partitions, g.spec.Consumers, i))
+		consumers[k] = c
+		return err
+	})
+	consumers = slices.DeleteFunc(consumers, func(c Consumer) bool { return c == nil })
+	if err != nil {
+		closeAll(consumers)
+		return LoadResult{}, fmt.Errorf("consumer: %w", err)
 	}
 	defer closeAll(consumers)
 	cctx, cstop := context.WithCancel(ctx)
@@ -272,14 +276,15 @@ func (g *loadGen) Run(ctx context.Context, h hooks, dropCaches func() string) (L
 		cwg.Add(1)
 		go func() { defer cwg.Done(); errc <- g.consume(cctx, c, nil) }()
 	}
-	var producers []Producer
-	for i := 0; i < g.spec.Producers; i++ {
+	producers := make([]Producer, g.spec.Producers)
+	err = forEachParallel(len(producers), setupParallelism, func(i int) error {
 		p, err := g.drv.NewProducer(ctx, g.base, assign(g.spec.Partitions, g.spec.Producers, i), ProducerOpts{NoBatching: g.spec.NoBatching})
-		if err != nil {
-			closeAll(producers)
-			return LoadResult{}, fmt.Errorf("producer: %w", err)
-		}
-		producers = append(producers, p)
+		producers[i] = p
+		return err
+	})
+	if err != nil {
+		closeAll(slices.DeleteFunc(producers, func(p Producer) bool { return p == nil }))
+		return LoadResult{}, fmt.Errorf("producer: %w", err)
 	}
 	defer closeAll(producers)
 	setup := time.Since(setupStart).Seconds()
@@ -386,6 +391,30 @@ func (g *loadGen) result(errc chan error) LoadResult {
 		}
 	}
 	return res
+}
+
+// setupParallelism bounds the clients, producers and consumers created at once.
+const setupParallelism = 16
+
+// forEachParallel runs f(0..n-1), at most par at a time, and returns the first error (the
+// others still finish).
+func forEachParallel(n, par int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	sem := make(chan struct{}, par)
+	for i := 0; i < n; i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(i); err != nil {
+				once.Do(func() { first = err })
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 func closeAll[T interface{ Close() }](xs []T) {

@@ -49,31 +49,42 @@ func (m *magnetarSystem) Start(ctx context.Context, d Durability, dir string) (*
 	if err != nil {
 		return nil, err
 	}
-	serviceURL, httpURL := expandPorts(m.serviceURL, ports), expandPorts(m.httpURL, ports)
+	statusURL := ""
+	if httpURL := expandPorts(m.httpURL, ports); httpURL != "" {
+		statusURL = strings.TrimRight(httpURL, "/") + "/status.html"
+	}
+	return startPulsarProtocol(ctx, m.bin, m.Args(d, filepath.Join(dir, "data"), ports), []string{"GOMAXPROCS=" + strconv.Itoa(m.gomaxprocs)},
+		dir, expandPorts(m.serviceURL, ports), statusURL, ports, m.window)
+}
+
+// startPulsarProtocol starts a server that speaks the Pulsar protocol at serviceURL and
+// returns once its port accepts, statusURL (if any) answers 200 and a first publish is
+// acknowledged; Ready counts from the process start.
+func startPulsarProtocol(ctx context.Context, bin string, args, env []string, dir, serviceURL, statusURL string, ports map[string]string, window int) (*Instance, error) {
 	u, err := url.Parse(serviceURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: magnetar-url: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: service URL: %w", ErrConfig, err)
 	}
 	if err := portFree(u.Host); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()
-	srv, err := startProcess(m.bin, m.Args(d, filepath.Join(dir, "data"), ports), dir, filepath.Join(dir, "server.log"), []string{"GOMAXPROCS=" + strconv.Itoa(m.gomaxprocs)})
+	srv, err := startProcess(bin, args, dir, filepath.Join(dir, "server.log"), env)
 	if err != nil {
-		return nil, fmt.Errorf("%w: start %s: %w", ErrUnavailable, m.bin, err)
+		return nil, fmt.Errorf("%w: start %s: %w", ErrUnavailable, bin, err)
 	}
 	inst := &Instance{srv: srv, ports: ports}
 	if err := waitPort(ctx, srv, u.Host); err != nil {
 		inst.Stop()
 		return nil, err
 	}
-	if httpURL != "" {
-		if err := waitHTTP(ctx, srv, strings.TrimRight(httpURL, "/")+"/status.html"); err != nil {
+	if statusURL != "" {
+		if err := waitHTTP(ctx, srv, statusURL); err != nil {
 			inst.Stop()
 			return nil, err
 		}
 	}
-	drv := &pulsarDriver{url: serviceURL, window: m.window}
+	drv := &pulsarDriver{url: serviceURL, window: window}
 	if err := pulsarFirstAck(ctx, drv, srv); err != nil {
 		drv.Close()
 		inst.Stop()
@@ -171,22 +182,32 @@ func topic(base string, p int) string {
 func (d *pulsarDriver) Prepare(context.Context, string, int) error { return nil }
 
 // Producer batching: 1 ms or 1,000 messages (performance.md §5.4), window = max pending.
+// The per-topic producers are created a few at a time in parallel: the scaling workloads
+// give one client thousands of topics, and one round trip after the other would make the
+// setup, not the run, the long part.
 func (d *pulsarDriver) NewProducer(ctx context.Context, base string, parts []int, opts ProducerOpts) (Producer, error) {
 	c, err := d.track()
 	if err != nil {
 		return nil, err
 	}
-	p := &pulsarProducer{prods: map[int]pulsar.Producer{}}
-	for _, part := range parts {
+	p := &pulsarProducer{prods: make(map[int]pulsar.Producer, len(parts))}
+	var mu sync.Mutex
+	err = forEachParallel(len(parts), setupParallelism, func(i int) error {
 		pr, err := c.CreateProducer(pulsar.ProducerOptions{
-			Topic: topic(base, part), BatchingMaxPublishDelay: time.Millisecond, BatchingMaxMessages: 1000,
+			Topic: topic(base, parts[i]), BatchingMaxPublishDelay: time.Millisecond, BatchingMaxMessages: 1000,
 			MaxPendingMessages: d.window, SendTimeout: 30 * time.Second, DisableBatching: opts.NoBatching,
 		})
 		if err != nil {
-			p.Close()
-			return nil, err
+			return err
 		}
-		p.prods[part] = pr
+		mu.Lock()
+		p.prods[parts[i]] = pr
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		p.Close()
+		return nil, err
 	}
 	return p, nil
 }

@@ -64,6 +64,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 		return nil, err
 	}
 	res := &Results{Config: cfg, Env: probeEnv(repo), Command: cfg.Command, Skipped: map[string]string{}}
+	res.Env.NoFile = raiseNoFile(scaleNoFile)
 	if p50, p99, err := fsyncProbe(work, 500); err == nil {
 		res.Env.FsyncP50, res.Env.FsyncP99 = p50.String(), p99.String()
 	}
@@ -71,34 +72,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	res.Env.NATSConfD1 = ConfigHash(NATSConfig(0, "js", D1))
 	res.Env.NATSConfD2 = ConfigHash(NATSConfig(0, "js", D2))
 
-	var nats, natsAtomic *natsSystem
-	if cfg.Peer == "nats" {
-		natsBin, err := EnsureNATS(ctx, cfg.CacheDir, cfg.NATSVersion)
-		if err != nil {
-			return nil, err
-		}
-		res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
-		nats = &natsSystem{bin: natsBin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
-		natsAtomic = &natsSystem{bin: natsBin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs}
-	}
-	var kafkaBin string
-	if cfg.Peer == "kafka" {
-		bin, version, err := EnsureKafkaServer(ctx, repo, cfg.CacheDir)
-		if err != nil {
-			return nil, err
-		}
-		kafkaBin = bin
-		res.Env.KafkaVersion = kafkaEnv(version, cfg.KafkaHeap)
-	}
 	mag := &magnetarSystem{bin: absPath(repo, cfg.MagnetarBin), baseArgs: cfg.MagnetarBaseArgs, extra: cfg.MagnetarArgs, serviceURL: cfg.MagnetarURL,
 		httpURL: cfg.MagnetarHTTP, noSync: cfg.MagnetarNoSyncFlag, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs}
-
-	var before *magnetarSystem
-	if cfg.Peer == "magnetar" {
-		b := *mag
-		b.name, b.bin = magnetarBefore, absPath(repo, cfg.PeerBin)
-		before = &b
-	}
 	r := &runner{cfg: cfg, log: log, work: work, res: res}
 	if cfg.MagnetarPprof != "" {
 		mag.extra = withPprofFlag(mag.extra)
@@ -106,13 +81,20 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 	}
 	magOK := r.probeMagnetar(ctx, mag)
 	log.Info("magnetar", "status", res.Env.Magnetar)
-	if before != nil {
-		after := res.Env.Magnetar
-		if !r.probeMagnetar(ctx, before) {
-			return nil, fmt.Errorf("%w: -peer-bin %s: %s", ErrConfig, before.bin, res.Env.Magnetar)
-		}
-		res.Env.Magnetar = after + "; magnetar-before: " + res.Env.Magnetar
+	peers, err := r.peerSystems(ctx, repo, mag)
+	if err != nil {
+		return nil, err
 	}
+	var all []System
+	if magOK {
+		all = append(all, mag)
+		if cfg.Peer == "kafka" {
+			pulsarSide := *mag
+			pulsarSide.name = "magnetar-pulsar"
+			all = []System{&magnetarKafkaSystem{m: mag}, &pulsarSide}
+		}
+	}
+	all = append(all, peers...)
 
 	res.Specs = Expand(cfg)
 	for _, spec := range res.Specs {
@@ -120,35 +102,19 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 			break
 		}
 		if spec.RateHalf {
-			peak := r.median(spec.RateOf, peerSystem(cfg), func(b Block) float64 { return b.MsgPerS })
+			peak := r.median(spec.RateOf, spec.Versus, func(b Block) float64 { return b.MsgPerS })
 			if peak <= 0 {
-				res.Skipped[spec.Name] = "needs " + spec.RateOf + " " + peerSystem(cfg) + " max rate from this run"
+				res.Skipped[spec.Name] = "needs " + spec.RateOf + " " + spec.Versus + " max rate from this run"
 				continue
 			}
 			spec.Rate = peak / 2
-		}
-		systems := []System{}
-		if cfg.Peer == "magnetar" {
-			if magOK {
-				systems = append(systems, mag)
-			}
-			systems = append(systems, before)
-		} else if cfg.Peer == "kafka" {
-			pulsarSide := *mag
-			pulsarSide.name = "magnetar-pulsar"
-			if magOK {
-				systems = append(systems, &magnetarKafkaSystem{m: mag}, &pulsarSide)
-			}
-			systems = append(systems, &kafkaSystem{bin: kafkaBin, window: cfg.Window, heap: cfg.KafkaHeap})
-		} else {
-			if magOK {
-				systems = append(systems, mag)
-			}
-			systems = append(systems, nats)
-			if spec.Durability == D1 && spec.MaxRate() && spec.Partitions == 1 && cfg.AtomicBatch > 0 {
-				systems = append(systems, natsAtomic)
+			for i := range res.Specs { // the report states the rate the variant ran at
+				if res.Specs[i].Name == spec.Name {
+					res.Specs[i].Rate = spec.Rate
+				}
 			}
 		}
+		systems := systemsFor(spec, all, cfg)
 		for pair := 0; pair < cfg.Pairs; pair++ {
 			order := slices.Clone(systems)
 			if pair%2 == 1 {
@@ -158,7 +124,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) (*Results, error) {
 				b := r.runBlock(ctx, spec, sys, pair)
 				log.Info("block", "spec", spec.Name, "system", b.System, "pair", pair, "msg/s", int(b.MsgPerS),
 					"pub_p99_us", int(b.PubP99), "e2e_p99_us", int(b.E2EP99), "catchup_msg/s", int(b.CatchupMsgPerS),
-					"errors", b.Errors, "failed", b.Failed)
+					"rss_mib", b.ServerHWMBytes>>20, "errors", b.Errors, "failed", b.Failed)
 				res.Blocks = append(res.Blocks, b)
 			}
 		}
@@ -220,13 +186,21 @@ func (r *runner) runBlock(ctx context.Context, spec Spec, sys System, pair int) 
 		return b
 	}
 	defer os.RemoveAll(dir) // backlogs can be GiBs; logs of failed blocks are quoted in Failed
-	budget := spec.Warmup + spec.Measure + 3*time.Minute
-	if spec.BacklogBytes > 0 {
+	readyTimeout := r.cfg.ReadyTimeout
+	if jvmSystem(sys.Name()) {
+		spec.Warmup = max(spec.Warmup, r.cfg.JVMWarmup)
+		readyTimeout = r.cfg.JVMReadyTimeout
+	}
+	budget := readyTimeout + spec.Warmup + spec.Measure + 3*time.Minute
+	switch {
+	case spec.BacklogBytes > 0:
 		budget = 20 * time.Minute
+	case spec.Sweep != "":
+		budget += 30 * time.Minute // thousands of topics or connections to set up first
 	}
 	bctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	sctx, scancel := context.WithTimeout(bctx, r.cfg.ReadyTimeout)
+	sctx, scancel := context.WithTimeout(bctx, readyTimeout)
 	inst, err := sys.Start(sctx, spec.Durability, dir)
 	scancel()
 	if err != nil {
@@ -361,6 +335,9 @@ func Render(res *Results, mdPath, pngPath string) error {
 	if err := Plot(res, pngPath); err != nil {
 		errs = append(errs, fmt.Errorf("plot: %w", err))
 	}
+	if err := PlotScaling(res, pngPath); err != nil {
+		errs = append(errs, fmt.Errorf("scaling plots: %w", err))
+	}
 	return errors.Join(errs...)
 }
 
@@ -380,10 +357,95 @@ func Load(path string) (*Results, error) {
 // magnetarBefore names the other build of an A/B run (-peer magnetar).
 const magnetarBefore = "magnetar-before"
 
-// peerSystem is the system the ratios and the half-rate workloads refer to.
+// peerSystem is the system the ratios and the half-rate workloads of a single-peer run
+// refer to.
 func peerSystem(cfg Config) string {
-	if cfg.Peer == "magnetar" {
-		return magnetarBefore
+	if hp := cfg.halfPeers(); len(hp) > 0 {
+		return hp[0]
 	}
 	return cfg.Peer
 }
+
+// peerSystems prepares every peer of the run (installing nats-server, building the JVM
+// helpers and fetching their jars). A peer that cannot be prepared is left out with its
+// reason in Env.Peers; the run goes on with the others.
+func (r *runner) peerSystems(ctx context.Context, repo string, mag *magnetarSystem) ([]System, error) {
+	cfg, res := r.cfg, r.res
+	res.Env.Peers = map[string]string{}
+	var out []System
+	switch cfg.Peer {
+	case "magnetar":
+		b := *mag
+		b.name, b.bin = magnetarBefore, absPath(repo, cfg.PeerBin)
+		after := res.Env.Magnetar
+		if !r.probeMagnetar(ctx, &b) {
+			return nil, fmt.Errorf("%w: -peer-bin %s: %s", ErrConfig, b.bin, res.Env.Magnetar)
+		}
+		res.Env.Magnetar = after + "; magnetar-before: " + res.Env.Magnetar
+		return []System{&b}, nil
+	case "kafka":
+		bin, version, err := EnsureKafkaServer(ctx, repo, cfg.CacheDir)
+		if err != nil {
+			return nil, err
+		}
+		res.Env.KafkaVersion = kafkaEnv(version, cfg.KafkaHeap)
+		return []System{&kafkaSystem{bin: bin, window: cfg.Window, heap: cfg.KafkaHeap}}, nil
+	}
+	for _, p := range cfg.activePeers() {
+		switch p {
+		case "nats":
+			bin, err := EnsureNATS(ctx, cfg.CacheDir, cfg.NATSVersion)
+			if err != nil {
+				res.Env.Peers[p] = "not available (" + err.Error() + ")"
+				continue
+			}
+			res.Env.NATSVersion = "nats-server " + cfg.NATSVersion
+			res.Env.Peers[p] = res.Env.NATSVersion
+			out = append(out, &natsSystem{bin: bin, name: "nats", port: cfg.NATSPort, window: cfg.Window, gomaxprocs: cfg.GoMaxProcs})
+			if cfg.AtomicBatch > 0 {
+				out = append(out, &natsSystem{bin: bin, name: "nats-atomic", port: cfg.NATSPort, window: cfg.Window, atomic: cfg.AtomicBatch, gomaxprocs: cfg.GoMaxProcs})
+			}
+		case "kafka":
+			bin, version, err := EnsureKafkaServer(ctx, repo, cfg.CacheDir)
+			if err != nil {
+				res.Env.Peers[p] = "not available (" + err.Error() + ")"
+				continue
+			}
+			res.Env.KafkaVersion = kafkaEnv(version, cfg.KafkaHeap)
+			res.Env.Peers[p] = res.Env.KafkaVersion
+			out = append(out, &kafkaSystem{bin: bin, window: cfg.Window, heap: cfg.KafkaHeap})
+		case "pulsar":
+			bin, version, err := EnsurePulsarServer(ctx, repo, cfg.CacheDir)
+			if err != nil {
+				res.Env.Peers[p] = "not available (" + err.Error() + ")"
+				continue
+			}
+			res.Env.PulsarVersion = pulsarEnv(version, cfg.PulsarHeap, cfg.PulsarDirectMemory)
+			res.Env.Peers[p] = res.Env.PulsarVersion
+			out = append(out, &pulsarSystem{bin: bin, heap: cfg.PulsarHeap, direct: cfg.PulsarDirectMemory, window: cfg.Window})
+		}
+		r.log.Info("peer", "system", p, "status", res.Env.Peers[p])
+	}
+	return out, nil
+}
+
+// systemsFor picks the systems of one variant: nats-atomic only where atomic batches are
+// what is compared (D1, one partition, max rate), and only Magnetar and the peer of a
+// half-rate variant.
+func systemsFor(spec Spec, all []System, cfg Config) []System {
+	var out []System
+	for _, s := range all {
+		name := s.Name()
+		if name == "nats-atomic" && !(spec.Durability == D1 && spec.MaxRate() && spec.Partitions == 1) {
+			continue
+		}
+		if spec.Versus != "" && cfg.Peer == "compare" && name != "magnetar" && name != spec.Versus {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// jvmSystem tells the JVM peers, whose blocks get -jvm-warmup and -jvm-ready-timeout.
+func jvmSystem(name string) bool { return name == "kafka" || name == "pulsar" }

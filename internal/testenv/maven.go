@@ -116,11 +116,16 @@ func listJars(lib string) ([]string, error) {
 }
 
 func pomFor(name string, artifacts []string) ([]byte, error) {
-	var deps strings.Builder
+	var deps, boms strings.Builder
 	for _, a := range artifacts {
-		p := strings.Split(a, ":")
-		if len(p) < 3 || len(p) > 4 {
-			return nil, fmt.Errorf("artifact %q: want groupId:artifactId:version[:classifier]", a)
+		bom := strings.HasPrefix(a, BOMPrefix)
+		p := strings.Split(strings.TrimPrefix(a, BOMPrefix), ":")
+		if len(p) < 3 || len(p) > 4 || bom && len(p) != 3 {
+			return nil, fmt.Errorf("artifact %q: want groupId:artifactId:version[:classifier] or %sgroupId:artifactId:version", a, BOMPrefix)
+		}
+		if bom {
+			fmt.Fprintf(&boms, "      <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version><type>pom</type><scope>import</scope></dependency>\n", p[0], p[1], p[2])
+			continue
 		}
 		fmt.Fprintf(&deps, "    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version>", p[0], p[1], p[2])
 		if len(p) == 4 {
@@ -128,17 +133,26 @@ func pomFor(name string, artifacts []string) ([]byte, error) {
 		}
 		deps.WriteString("</dependency>\n")
 	}
+	managed := ""
+	if boms.Len() > 0 {
+		managed = "  <dependencyManagement>\n    <dependencies>\n" + boms.String() + "    </dependencies>\n  </dependencyManagement>\n"
+	}
 	return fmt.Appendf(nil, `<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>io.magnetar.testenv</groupId>
   <artifactId>%s</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
-  <dependencies>
+%s  <dependencies>
 %s  </dependencies>
 </project>
-`, sanitize(name), deps.String()), nil
+`, sanitize(name), managed, deps.String()), nil
 }
+
+// BOMPrefix marks an artifact of FetchMaven whose dependencyManagement is imported (a
+// BOM, or a project's parent POM) rather than fetched: the versions its project was built
+// and tested with then win over Maven's nearest-first choice among transitive ones.
+const BOMPrefix = "bom:"
 
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {

@@ -14,8 +14,10 @@ const PulsarVersion = "4.2.4"
 // PulsarArtifacts are the Maven coordinates of Pulsar standalone: the broker, which holds
 // PulsarStandaloneStarter and pulls in BookKeeper, the RocksDB metadata store and the rest,
 // plus the log4j2 binding the distribution ships (pulsar-broker itself only needs
-// slf4j-api).
+// slf4j-api), with the versions of Pulsar's parent POM (without them Maven's nearest-first
+// choice mixes OpenTelemetry releases and the broker does not start).
 var PulsarArtifacts = []string{
+	BOMPrefix + "org.apache.pulsar:pulsar:" + PulsarVersion,
 	"org.apache.pulsar:pulsar-broker:" + PulsarVersion,
 	"org.apache.logging.log4j:log4j-core:2.25.4",
 	"org.apache.logging.log4j:log4j-slf4j2-impl:2.25.4",
@@ -74,10 +76,11 @@ var pulsarConfKeys = []string{
 	"allowAutoTopicCreationType=non-partitioned",
 	"maxUnackedMessagesPerConsumer=50000",
 	"transactionCoordinatorEnabled=false",
-	// Not shipped this way: the benchmark needs neither, and the WebSocket proxy and the
-	// status file would only add start-up work.
+	// Not shipped this way: the benchmark needs neither the WebSocket proxy nor the status
+	// file, and the bookie would listen on every interface.
 	"webSocketServiceEnabled=false",
 	"statusFilePath=",
+	"listeningInterface=lo",
 }
 
 // PulsarCommand fetches Apache Pulsar (once, from Maven Central into

@@ -23,9 +23,17 @@ func main() {
 	props := flag.String("props", "", "extra server.properties lines, comma-separated key=value")
 	production := flag.Bool("production-jvm", false, "run the JVM with bin/kafka-run-class.sh's G1 flags and -Xms equal to -heap (default: the tests' small-footprint flags)")
 	version := flag.Bool("version", false, "print the Apache Kafka version and exit")
+	fetch := flag.Bool("fetch", false, "fetch the jars from Maven Central and exit")
 	flag.Parse()
 	if *version {
 		fmt.Println(testenv.KafkaVersion)
+		return
+	}
+	if *fetch {
+		if _, err := testenv.FetchMaven("kafka-"+testenv.KafkaVersion, testenv.KafkaArtifacts...); err != nil {
+			fmt.Fprintln(os.Stderr, "kafka-server:", err)
+			os.Exit(1)
+		}
 		return
 	}
 	if *dir == "" || *port == 0 {
