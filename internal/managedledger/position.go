@@ -105,6 +105,11 @@ type EntryMeta struct {
 	// DeliverAt is the time before which the entry must not be dispatched (Unix ms), 0 for
 	// none; PublishTime is when the producer published it (Unix ms).
 	DeliverAt, PublishTime int64
+	// InTxn tells the entry belongs to transaction (TxnMost, TxnLeast); Marker is its marker
+	// type (0: a message; transaction markers are never dispatched: internal/txn).
+	InTxn             bool
+	TxnMost, TxnLeast uint64
+	Marker            int32
 }
 
 // InitialPosition says where a new durable cursor starts.

@@ -47,7 +47,7 @@ func (s *Subscription) ackSetFor(p Position, count int) []int64 {
 	if count <= 1 || s.cursor == nil || !s.t.s.cfg.Delivery.AcknowledgmentAtBatchIndexLevelEnabled {
 		return nil
 	}
-	bits := s.cursor.batchAckSet(p)
+	bits := s.txnMaskLocked(p, count, s.cursor.batchAckSet(p)) // txn.go
 	if bits == nil {
 		return nil
 	}

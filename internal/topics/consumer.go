@@ -43,6 +43,9 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 			}
 		}
 		sub = newSubscription(t, name, spec.Type, spec.Durable, cur)
+		if err := t.attachTxnLocked(ctx, sub); err != nil { // txn.go
+			return nil, err
+		}
 		t.subs[name] = sub
 	}
 	cs.sub = sub
@@ -113,11 +116,7 @@ func (c *Consumer) Ack(ctx context.Context, ids []AckID, cumulative bool) error 
 // AckTxn is Ack within a transaction when txn is not nil (Options.Transactions).
 func (c *Consumer) AckTxn(ctx context.Context, ids []AckID, cumulative bool, txn *TxnID) error {
 	if txn != nil {
-		s := c.sub.t.s
-		if s.txns == nil {
-			return fmt.Errorf("%w: transactions are not enabled", ErrTransactionsDisabled)
-		}
-		return s.txns.Ack(ctx, c, *txn, ids, cumulative)
+		return c.ackTxn(ctx, ids, cumulative, *txn) // txn.go
 	}
 	if !cumulative {
 		return c.sub.ackIndividual(ctx, ids)

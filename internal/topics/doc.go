@@ -47,8 +47,9 @@
 //   - Authorization (issue 16): every call that acts for a client takes a context carrying
 //     its principal (WithPrincipal); Options.Authorizer, when set, decides each action.
 //   - Transactions (issue 17): Message.Txn and Consumer.AckTxn carry a transaction id; with
-//     Options.Transactions nil they are refused (ErrTransactionsDisabled), otherwise handed
-//     to it (hooks.go).
+//     transactionCoordinatorEnabled off they are refused (ErrTransactionsDisabled),
+//     otherwise each persistent topic's internal/txn.TopicState takes them (txn.go), and
+//     EndTxnOnPartition / EndTxnOnSubscription end them.
 //   - Ownership: Options.Ownership (internal/ownership in a cluster) is asked before a topic
 //     loads; nil serves every topic (standalone).
 package topics

@@ -26,6 +26,10 @@ func MetaOf(md *pb.MessageMetadata) EntryMeta {
 		Key:         key,
 		DeliverAt:   md.GetDeliverAtTime(),
 		PublishTime: int64(md.GetPublishTime()),
+		InTxn:       md.TxnidMostBits != nil && md.TxnidLeastBits != nil,
+		TxnMost:     md.GetTxnidMostBits(),
+		TxnLeast:    md.GetTxnidLeastBits(),
+		Marker:      md.GetMarkerType(),
 	}
 }
 

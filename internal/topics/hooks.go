@@ -75,20 +75,3 @@ func (s *Service) authorize(ctx context.Context, action Action, topic Name) erro
 	}
 	return s.authz.Authorize(ctx, PrincipalFrom(ctx), action, topic)
 }
-
-// Transactions (issue 17). A transactional publish or acknowledgement names its transaction;
-// with Options.Transactions nil the service refuses it (ErrTransactionsDisabled), otherwise it
-// hands it over: the transaction buffer and pending acks are the hook's.
-
-// TxnID is a transaction id (Pulsar's TxnID: most and least significant bits).
-type TxnID struct{ Most, Least uint64 }
-
-// Transactions plugs transactions into the topic service.
-type Transactions interface {
-	// Publish stores a transactional message of p (typically appending it to the topic's log
-	// and recording it in the transaction buffer). Same contract as Producer.Publish.
-	Publish(p *Producer, m Message, done func(Position, error)) error
-	// Ack acknowledges ids on c's subscription within txn (pending acks); cumulative as
-	// for Consumer.Ack.
-	Ack(ctx context.Context, c *Consumer, txn TxnID, ids []AckID, cumulative bool) error
-}

@@ -237,7 +237,11 @@ func (s *Service) loadTopic(ctx context.Context, name Name, create bool) (*Topic
 			return nil, fmt.Errorf("%w: open %s: %w", wire.ErrPersistence, name, err)
 		}
 		t.log = l
-		if err := s.applyPolicies(ctx, t); err != nil {
+		err = s.applyPolicies(ctx, t)
+		if err == nil {
+			err = s.openTopicTxn(ctx, t) // txn.go
+		}
+		if err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 			_ = l.close(cctx)
 			cancel()

@@ -113,6 +113,9 @@ func (s *Service) DeleteTopic(ctx context.Context, name Name, force bool) error 
 		if err := l.destroy(ctx); err != nil {
 			return fmt.Errorf("delete %s: %w", name, err)
 		}
+		if err := s.deleteTopicTxn(ctx, name); err != nil { // txn.go
+			return err
+		}
 	}
 	if err := s.res.DeleteTopic(ctx, name.Domain, name.Tenant, name.Namespace, name.Local); err != nil && !errors.Is(err, resources.ErrNotFound) {
 		return fmt.Errorf("%w: delete %s: %w", wire.ErrMetadata, name, err)

@@ -79,16 +79,19 @@ var ErrDuplicate = errors.New("topics: duplicate message")
 // durable, or with an error. Per producer, done calls come in Publish order.
 func (p *Producer) Publish(m Message, done func(Position, error)) error {
 	t := p.t
-	if m.Txn != nil {
-		if t.s.txns == nil {
-			return fmt.Errorf("%w: transactions are not enabled", ErrTransactionsDisabled)
+	txn := m.Txn
+	if txn != nil {
+		var err error
+		if m, err = t.beforeTxnAppend(m); err != nil { // txn.go
+			return err
 		}
-		return t.s.txns.Publish(p, m, done)
 	}
 	switch t.dedup.check(p.name, m.SequenceID, m.HighestSequenceID) {
 	case dedupDuplicate:
+		t.txnNotAppended(txn)
 		return ErrDuplicate
 	case dedupUnknown:
+		t.txnNotAppended(txn)
 		return fmt.Errorf("%w: sequence id %d of producer %q is still being persisted", wire.ErrPersistence, m.SequenceID, p.name)
 	}
 	count, size := int64(msgCount(m.Meta)), int64(len(m.Data))
@@ -99,6 +102,7 @@ func (p *Producer) Publish(m Message, done func(Position, error)) error {
 	start := time.Now()
 	high := m.HighestSequenceID
 	t.publish(m.Data, m.Meta, func(pos Position, err error) {
+		t.txnAppended(txn, pos, err)
 		t.dedup.appended(p.name, high, pos, err)
 		if err == nil {
 			t.observePublish(start)

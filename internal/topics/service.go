@@ -48,8 +48,6 @@ type Options struct {
 	Ownership Ownership
 	// Authorizer decides what a principal may do (nil: everything is allowed; auth.go).
 	Authorizer Authorizer
-	// Transactions handles transactional publishes and acks (nil: refused; txn.go).
-	Transactions Transactions
 }
 
 // Service is the topic service of one broker process: it owns the topics loaded here.
@@ -66,7 +64,6 @@ type Service struct {
 	stop    context.CancelFunc // ends the dynamic-configuration watch
 	own     Ownership          // nil: standalone, serves every topic
 	authz   Authorizer
-	txns    Transactions
 
 	nameID      string // random per process, part of generated producer names
 	producerSeq atomic.Int64
@@ -110,7 +107,6 @@ func New(o Options) (*Service, error) {
 		dyn:     newDynamicConfig(&o.Config),
 		own:     o.Ownership,
 		authz:   o.Authorizer,
-		txns:    o.Transactions,
 	}
 	// Entries read back from bookies get their dispatch metadata parsed once, on the way
 	// into the cache; entries published here carry it from the publish.

@@ -229,7 +229,7 @@ func TestHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Txn = &TxnID{1, 2}
+	m.Txn = &TxnID{Most: 1, Least: 2}
 	if err := p.Publish(m, func(Position, error) { t.Error("done called for a refused publish") }); !errors.Is(err, ErrTransactionsDisabled) {
 		t.Fatalf("transactional publish: %v", err)
 	}
@@ -237,7 +237,7 @@ func TestHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.AckTxn(ctx, []AckID{{Position: Position{LedgerID: 1}}}, false, &TxnID{1, 2}); !errors.Is(err, ErrTransactionsDisabled) {
+	if err := c.AckTxn(ctx, []AckID{{Position: Position{LedgerID: 1}}}, false, &TxnID{Most: 1, Least: 2}); !errors.Is(err, ErrTransactionsDisabled) {
 		t.Fatalf("transactional ack: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -91,6 +92,9 @@ type Subscription struct {
 
 	wake   chan struct{}
 	stopCh chan struct{}
+
+	// txn holds the subscription's transactional acknowledgements (txn.go), nil without.
+	txn *txn.PendingAcks
 }
 
 func newSubscription(t *Topic, name string, typ SubType, durable bool, cur *logCursor) *Subscription {
@@ -455,6 +459,9 @@ func (s *Subscription) dispatchLocked(entries []Entry) int {
 			continue
 		}
 		if _, ok := s.pending[e.Position]; ok {
+			continue
+		}
+		if s.txnHeldLocked(e) { // txn.go
 			continue
 		}
 		m := metaOf(e)

@@ -74,7 +74,12 @@ func (s *Service) CreateSubscription(ctx context.Context, name Name, sub string,
 		t.mu.Unlock()
 		return fmt.Errorf("%w: create subscription %s on %s: %w", wire.ErrPersistence, sub, t.full, err)
 	}
-	t.subs[sub] = newSubscription(t, sub, Exclusive, true, cur)
+	ns := newSubscription(t, sub, Exclusive, true, cur)
+	if err := t.attachTxnLocked(ctx, ns); err != nil { // txn.go
+		t.mu.Unlock()
+		return err
+	}
+	t.subs[sub] = ns
 	t.mu.Unlock()
 	if at != Earliest && at != Latest {
 		return s.ResetSubscription(ctx, name, sub, &at, time.Time{})
@@ -103,6 +108,7 @@ func (s *Service) DeleteSubscription(ctx context.Context, name Name, sub string,
 	if err := t.log.deleteCursor(ctx, sub); err != nil {
 		return fmt.Errorf("delete subscription %s on %s: %w", sub, name, err)
 	}
+	t.txnRemoveSubscription(sub) // txn.go
 	return nil
 }
 

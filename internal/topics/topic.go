@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -25,6 +26,8 @@ type Topic struct {
 	// policies in effect (policies.go).
 	dedup *dedup
 	pol   topicPolicyState
+	// txn is the topic's transaction state (txn.go), nil without transactions.
+	txn *txn.TopicState
 
 	mu        sync.Mutex
 	producers map[string]*Producer // by producer name
@@ -343,6 +346,7 @@ func (t *Topic) closeResources(ctx context.Context) error {
 	for _, s := range subs {
 		s.stop()
 	}
+	t.closeTxn(ctx) // txn.go
 	t.dedup.close()
 	if t.log != nil {
 		if err := t.log.close(ctx); err != nil {

@@ -1,0 +1,188 @@
+package topics
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/wire"
+)
+
+func txnOn(c *config.BrokerConfig) { c.Transaction.CoordinatorEnabled = true }
+
+// publishTxn stores one message within transaction id.
+func publishTxn(t *testing.T, p *Producer, payload string, seq int64, id TxnID) Position {
+	t.Helper()
+	m, err := BuildMessage(MessageSpec{Payload: []byte(payload), ProducerName: p.Name(), SequenceID: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Txn = &id
+	done := make(chan error, 1)
+	var pos Position
+	if err := p.Publish(m, func(ps Position, err error) { pos = ps; done <- err }); err != nil {
+		t.Fatalf("transactional publish %s: %v", payload, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return pos
+}
+
+func expectAt(t *testing.T, cc *fakeConsumer, want ...Position) {
+	t.Helper()
+	for _, w := range want {
+		if d := cc.next(t); d.e.Position != w {
+			t.Fatalf("delivered %s, want %s", d.e.Position, w)
+		}
+	}
+}
+
+// The topic service's side of transactions, on the real managed ledger: a transaction's
+// entries (and everything after them) are invisible until its commit marker is durable;
+// an aborted transaction's entries are never delivered and hold no backlog; transactional
+// acknowledgements are held, conflict with other transactions', are applied by a commit
+// and released by an abort; a restart brings back an open transaction's hold.
+func TestTxnBufferAndPendingAcksOnTopics(t *testing.T) {
+	be := newMemBackend(t)
+	svc := be.start(t, txnOn)
+	ctx := ctxT(t)
+	name := mustName(t, "persistent://public/default/txn")
+	tp, err := svc.Topic(ctx, name, Load{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tp.AddProducer(ctx, ProducerSpec{ID: 1, Name: "p"}, &fakeProducer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := newFakeConsumer()
+	c, err := tp.Subscribe(ctx, ConsumerSpec{ID: 1, Name: "c", Subscription: "s", Type: Exclusive, Durable: true, InitialEarliest: true}, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Flow(1000)
+	a, b := TxnID{Most: 0, Least: 1}, TxnID{Most: 0, Least: 2}
+	m0 := publish(t, p, MessageSpec{Payload: []byte("m0"), ProducerName: "p", SequenceID: 0})
+	expectAt(t, cc, m0)
+	a1 := publishTxn(t, p, "a1", 1, a)
+	m1 := publish(t, p, MessageSpec{Payload: []byte("m1"), ProducerName: "p", SequenceID: 2})
+	cc.nothing(t) // a is open: a1 and everything after it wait
+	if err := svc.EndTxnOnPartition(ctx, name, a, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	expectAt(t, cc, a1, m1)
+
+	b1 := publishTxn(t, p, "b1", 3, b)
+	if err := svc.EndTxnOnPartition(ctx, name, b, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	m2 := publish(t, p, MessageSpec{Payload: []byte("m2"), ProducerName: "p", SequenceID: 4})
+	expectAt(t, cc, m2) // b1 and both markers are skipped
+	if err := c.Ack(ctx, []AckID{{Position: m0}, {Position: a1}, {Position: m1}}, false); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pending acknowledgements: c1 holds m2, c2 conflicts, c1's abort redelivers it; c3
+	// commits its acknowledgement.
+	c1, c2, c3 := TxnID{Most: 0, Least: 3}, TxnID{Most: 0, Least: 4}, TxnID{Most: 0, Least: 5}
+	if err := c.AckTxn(ctx, []AckID{{Position: m2}}, false, &c1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AckTxn(ctx, []AckID{{Position: m2}}, false, &c2); !errors.Is(err, wire.ErrTransactionConflict) {
+		t.Fatalf("conflicting acknowledgement: %v", err)
+	}
+	if err := svc.EndTxnOnSubscription(ctx, name, "s", c1, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	expectAt(t, cc, m2)
+	if err := c.AckTxn(ctx, []AckID{{Position: m2}}, true, &c3); err != nil {
+		t.Fatal(err)
+	}
+	if st := tp.Stats(); st.Subscriptions["s"].MsgBacklog == 0 {
+		t.Fatal("a pending acknowledgement acknowledged before its commit")
+	}
+	if err := svc.EndTxnOnSubscription(ctx, name, "s", c3, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "backlog 0 after the commit", func() bool { return tp.Stats().Subscriptions["s"].MsgBacklog == 0 })
+	if n := len(cc.got); n != 0 {
+		t.Fatalf("%d deliveries left; b1 at %s must never be one", n, b1)
+	}
+
+	// An open transaction survives a restart: its entry and what follows stay hidden.
+	d := TxnID{Most: 0, Least: 6}
+	d1 := publishTxn(t, p, "d1", 5, d)
+	m3 := publish(t, p, MessageSpec{Payload: []byte("m3"), ProducerName: "p", SequenceID: 6})
+	cc.nothing(t)
+	svc.stop()
+	svc = be.start(t, txnOn)
+	tp, err = svc.Topic(ctx, name, Load{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc = newFakeConsumer()
+	c, err = tp.Subscribe(ctx, ConsumerSpec{ID: 1, Name: "c", Subscription: "s", Type: Exclusive, Durable: true}, cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Flow(1000)
+	cc.nothing(t)
+	if err := svc.EndTxnOnPartition(ctx, name, d, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	expectAt(t, cc, d1, m3)
+	_ = c
+}
+
+func mustTxnMsg(t *testing.T, p *Producer, id TxnID) Message {
+	t.Helper()
+	m, err := BuildMessage(MessageSpec{Payload: []byte("late"), ProducerName: p.Name(), SequenceID: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Txn = &id
+	return m
+}
+
+// A late publish of an aborted transaction is refused (it would open a transaction nobody
+// ends); transactions on a service without them are refused as before.
+func TestTxnRefusals(t *testing.T) {
+	svc := newMemBackend(t).start(t, txnOn)
+	ctx := ctxT(t)
+	name := mustName(t, "persistent://public/default/txn-refuse")
+	tp, err := svc.Topic(ctx, name, Load{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tp.AddProducer(ctx, ProducerSpec{ID: 1, Name: "p"}, &fakeProducer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := TxnID{Most: 0, Least: 9}
+	publishTxn(t, p, "x", 0, id)
+	if err := svc.EndTxnOnPartition(ctx, name, id, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Publish(mustTxnMsg(t, p, id), func(Position, error) { t.Error("done called for a refused publish") })
+	if !errors.Is(err, wire.ErrNotAllowed) {
+		t.Fatalf("late publish of an aborted transaction: %v", err)
+	}
+	if err := svc.EndTxnOnPartition(ctx, name, id, true, 0); !errors.Is(err, wire.ErrNotAllowed) {
+		t.Fatalf("commit after abort: %v", err)
+	}
+	if err := svc.EndTxnOnSubscription(ctx, name, "nope", id, true, 0); !errors.Is(err, wire.ErrSubscriptionNotFound) {
+		t.Fatalf("end on a missing subscription: %v", err)
+	}
+	np, err := svc.Topic(ctx, mustName(t, "non-persistent://public/default/np"), Load{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	npp, err := np.AddProducer(ctx, ProducerSpec{ID: 2, Name: "q"}, &fakeProducer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := npp.Publish(mustTxnMsg(t, npp, id), nil); !errors.Is(err, wire.ErrNotAllowed) {
+		t.Fatalf("transaction on a non-persistent topic: %v", err)
+	}
+}
