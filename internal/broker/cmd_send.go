@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -37,6 +38,12 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 	_, entry, err := wire.SplitHeadersAndPayload(hp)
 	if err != nil {
 		return fmt.Errorf("%w: SEND: %w", errProtocol, err)
+	}
+	if len(entry) < 2 || binary.BigEndian.Uint16(entry) != wire.MagicCRC32C {
+		// ParseEntry would skip a (second) broker entry metadata block; the broker adds
+		// its own when storing, so a client's must not get into the log.
+		p.reject(seq, fmt.Errorf("%w: SEND payload does not start with the entry magic", wire.ErrNotAllowed))
+		return nil
 	}
 	e, err := wire.ParseEntry(entry, true)
 	if err != nil {

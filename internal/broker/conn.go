@@ -181,13 +181,14 @@ func (c *conn) handle(f wire.Frame) error {
 // which is a bug; it is logged and the frame dropped rather than sending what the client
 // would choke on.
 func (c *conn) send(cmd *pb.BaseCommand) {
-	c.sendPayload(cmd, nil)
+	c.sendPayload(cmd, nil, nil)
 }
 
-// sendPayload queues a payload command frame carrying a stored entry.
-func (c *conn) sendPayload(cmd *pb.BaseCommand, entry []byte) {
+// sendPayload queues a payload command frame carrying a stored entry (bem: the broker entry
+// metadata block to send before it, nil for none).
+func (c *conn) sendPayload(cmd *pb.BaseCommand, bem, entry []byte) {
 	c.wmu.Lock()
-	err := c.out.WritePayloadCommand(cmd, nil, entry)
+	err := c.out.WritePayloadCommand(cmd, bem, entry)
 	c.wmu.Unlock()
 	if err != nil {
 		c.log.Error("dropping an outgoing command that does not marshal (bug)", "type", cmd.GetType().String(), "err", err)

@@ -27,7 +27,16 @@ func (cs *consumer) Send(e topics.Entry, redeliveries uint32, _ int, ackSet []in
 		RedeliveryCount: proto.Uint32(redeliveries),
 		AckSet:          ackSet,
 	}}
-	cs.c.sendPayload(cmd, e.Data)
+	// Stored entries start with their broker entry metadata (topics/index.go): it goes to
+	// consumers that asked for it, the others get the entry alone.
+	bem, entry, err := wire.SplitHeadersAndPayload(e.Data)
+	if err != nil {
+		bem, entry = nil, e.Data // not ours: send it as stored, the client reports it
+	}
+	if !cs.c.bemSupported || !cs.c.s.cfg.ExposeBrokerEntryMetadata {
+		bem = nil
+	}
+	cs.c.sendPayload(cmd, bem, entry)
 }
 
 // ActiveChanged tells a Failover consumer whether it is the active one.

@@ -59,6 +59,13 @@ type BrokerConfig struct {
 	// aggregates them per namespace, for deployments with many topics. Dynamic.
 	ExposeTopicLevelMetricsInPrometheus bool `key:"exposeTopicLevelMetricsInPrometheus" help:"export per-topic metrics (false: per namespace only)"`
 
+	// ExposeBrokerEntryMetadata sends each stored entry's broker entry metadata (PIP-70:
+	// broker timestamp and index, internal/topics/index.go) to consumers that declared
+	// supports_broker_entry_metadata; others never get it. Pulsar's default is false
+	// because its entries carry the block only with interceptors configured; every entry
+	// of ours carries it, and the index is the message's Kafka offset.
+	ExposeBrokerEntryMetadata bool `key:"exposingBrokerEntryMetadataToClientEnabled" help:"send broker entry metadata (broker time, index) to consumers that support it"`
+
 	// MaxConnections bounds client connections; further ones are closed on accept.
 	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
 
@@ -99,6 +106,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		WebServicePort:                      8080,
 		MaxMessageSize:                      5 * 1024 * 1024,
 		AllowAutoTopicCreation:              true,
+		ExposeBrokerEntryMetadata:           true,
 		AllowAutoTopicCreationType:          "non-partitioned",
 		DefaultNumPartitions:                1,
 		KeepAliveIntervalSeconds:            30,

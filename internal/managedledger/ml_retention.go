@@ -30,6 +30,36 @@ func (ml *ManagedLedger) slowestMarkDelete() (Position, bool) {
 // reclaim their storage; a ledger is never deleted while listed. The current ledger is never
 // deleted. The factory's background pass calls Trim; the broker may call it after acks.
 func (ml *ManagedLedger) Trim(ctx context.Context) error {
+	return ml.trim(ctx, func(slowest Position, cfg Config, now time.Time, ledgers []ledgerInfo, remaining int64) int {
+		n := 0
+		for _, l := range ledgers {
+			consumed := l.LedgerID < slowest.LedgerID || (l.LedgerID == slowest.LedgerID && slowest.EntryID >= l.Entries-1)
+			if !consumed || !retentionExpired(cfg, l, remaining, now) {
+				break
+			}
+			n++
+			remaining -= l.Size
+		}
+		return n
+	})
+}
+
+// TrimBefore deletes the ledgers that lie entirely before pos whatever retention and the
+// cursors say (Kafka's DeleteRecords: the caller moves the cursors first). The current
+// ledger is never deleted.
+func (ml *ManagedLedger) TrimBefore(ctx context.Context, pos Position) error {
+	return ml.trim(ctx, func(_ Position, _ Config, _ time.Time, ledgers []ledgerInfo, _ int64) int {
+		n := 0
+		for n < len(ledgers) && ledgers[n].LedgerID < pos.LedgerID {
+			n++
+		}
+		return n
+	})
+}
+
+// trim removes the first pick(...) ledgers of the list but the current one, ledgers given
+// oldest first, remaining the log's size.
+func (ml *ManagedLedger) trim(ctx context.Context, pick func(slowest Position, cfg Config, now time.Time, ledgers []ledgerInfo, remaining int64) int) error {
 	ml.metaMu.Lock()
 	defer ml.metaMu.Unlock()
 	ml.mu.Lock()
@@ -42,18 +72,8 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 	slowest, _ := ml.slowestMarkDelete()
 
 	ml.mu.Lock()
-	now := ml.f.now()
-	cfg := ml.cfg
-	var del []ledgerInfo
-	remaining := ml.totalSize
-	for _, l := range ml.ledgers[:max(len(ml.ledgers)-1, 0)] {
-		consumed := l.LedgerID < slowest.LedgerID || (l.LedgerID == slowest.LedgerID && slowest.EntryID >= l.Entries-1)
-		if !consumed || !retentionExpired(cfg, l, remaining, now) {
-			break
-		}
-		del = append(del, l)
-		remaining -= l.Size
-	}
+	candidates := ml.ledgers[:max(len(ml.ledgers)-1, 0)]
+	del := append([]ledgerInfo(nil), candidates[:pick(slowest, ml.cfg, ml.f.now(), candidates, ml.totalSize)]...)
 	if len(del) == 0 {
 		ml.mu.Unlock()
 		return nil
@@ -271,11 +291,21 @@ func (ml *ManagedLedger) prevStored(p Position) Position {
 }
 
 // FindByPublishTime returns the first stored entry whose publish time (read by publishTime
-// from the entry data) is at or after t, or the end position if there is none. It binary
-// searches over the stored entries, reading O(log n) of them, so it assumes publish times
-// grow with position (they do within a producer; across producers it finds a boundary, as
-// Pulsar's reset-by-time does).
+// from the entry data) is at or after t, or the end position if there is none (Search: it
+// assumes publish times grow with position; they do within a producer; across producers it
+// finds a boundary, as Pulsar's reset-by-time does).
 func (ml *ManagedLedger) FindByPublishTime(ctx context.Context, t time.Time, publishTime func([]byte) (time.Time, error)) (Position, error) {
+	return ml.Search(ctx, func(data []byte) (bool, error) {
+		pt, err := publishTime(data)
+		return !pt.Before(t), err
+	})
+}
+
+// Search returns the first stored entry for which match (given the entry data) is true, or
+// the end position if it is true for none. match must be false for every entry before some
+// position and true from there on (publish times, broker entry indexes); the search is a
+// binary search over the stored entries and reads O(log n) of them.
+func (ml *ManagedLedger) Search(ctx context.Context, match func(data []byte) (bool, error)) (Position, error) {
 	ml.mu.Lock()
 	start := ml.firstLocked()
 	total := ml.countLocked(start, ml.lastConfirmedLocked())
@@ -294,14 +324,14 @@ func (ml *ManagedLedger) FindByPublishTime(ctx context.Context, t time.Time, pub
 		if len(es) != 1 {
 			return Position{}, fmt.Errorf("%w: %s: entry %v missing during search", ErrInvalidPosition, ml.name, p)
 		}
-		pt, err := publishTime(es[0].Data)
+		ok, err := match(es[0].Data)
 		if err != nil {
-			return Position{}, fmt.Errorf("managedledger: %s: publish time of %v: %w", ml.name, p, err)
+			return Position{}, fmt.Errorf("managedledger: %s: searching at %v: %w", ml.name, p, err)
 		}
-		if pt.Before(t) {
-			lo = mid + 1
-		} else {
+		if ok {
 			hi = mid
+		} else {
+			lo = mid + 1
 		}
 	}
 	if lo == total {

@@ -7,7 +7,9 @@
 //	/loadbalance/brokers/<host:port>        live broker, registered while its session lives:
 //	                                        {"pulsarServiceUrl","webServiceUrl","instance",
 //	                                         "load":{...}} (load report, loadreport.go, with
-//	                                         per-bundle "bundleStats", bundlestats.go)
+//	                                         per-bundle "bundleStats", bundlestats.go;
+//	                                         "protocols":{"kafka":"PLAINTEXT://host:port"}
+//	                                         when the broker serves Kafka too)
 //	/namespace/<tenant>/<ns>/<0xlo_0xhi>    bundle owner, ephemeral, created with NotExists:
 //	                                        {"nativeUrl","nativeUrlTls","httpUrl","httpUrlTls",
 //	                                         "disabled","instance"}

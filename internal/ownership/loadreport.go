@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"runtime/metrics"
 	"time"
@@ -120,11 +121,12 @@ func (m *Manager) publish(ctx context.Context) error {
 func (m *Manager) publishReport(ctx context.Context, r *LoadReport) error {
 	m.mu.Lock()
 	sess := m.sess
+	protocols := maps.Clone(m.protocols)
 	m.mu.Unlock()
 	if sess == nil {
 		return fmt.Errorf("%w: no metadata session", ErrNotOwner)
 	}
-	v, _ := json.Marshal(BrokerInfo{PulsarServiceURL: m.self.NativeURL, WebServiceURL: m.self.HTTPURL, Instance: m.self.Instance, Load: r})
+	v, _ := json.Marshal(BrokerInfo{PulsarServiceURL: m.self.NativeURL, WebServiceURL: m.self.HTTPURL, Instance: m.self.Instance, Load: r, Protocols: protocols})
 	if _, err := sess.PutEphemeral(ctx, m.key, v, metadata.AnyVersion); err != nil {
 		return fmt.Errorf("ownership: registering %s: %w", m.key, err)
 	}

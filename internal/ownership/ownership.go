@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -42,6 +43,9 @@ type BrokerInfo struct {
 	WebServiceURL    string      `json:"webServiceUrl"`
 	Instance         string      `json:"instance"`
 	Load             *LoadReport `json:"load,omitempty"`
+	// Protocols are the other protocols the broker serves, by name, with the address
+	// clients use (Pulsar's LocalBrokerData.protocols: "kafka" -> "PLAINTEXT://host:port").
+	Protocols map[string]string `json:"protocols,omitempty"`
 }
 
 // OwnerData is a bundle ownership value (Pulsar's NamespaceEphemeralData plus instance).
@@ -90,6 +94,9 @@ type Options struct {
 	// (nil: HTTP, assign.go; tests replace it).
 	AskLeader func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
 	Logger    *slog.Logger
+	// Protocols go into the registration (BrokerInfo.Protocols); SetProtocol adds one
+	// later, for a front end that learns its address only once it listens.
+	Protocols map[string]string
 }
 
 // Result answers a lookup.
@@ -118,18 +125,19 @@ type Manager struct {
 	score        ScoreConfig
 	askLeader    func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
 
-	mu       sync.Mutex
-	sess     metadata.Session // nil while lost and not yet renewed
-	renewed  chan struct{}    // signalled (buffer 1) when a new session replaced a lost one
-	owned    map[string]resources.Bundle
-	bounds   map[string][]uint32                // namespace -> boundaries (bundles are never split yet)
-	dialed   map[string]time.Time               // broker host:port -> last successful dial (reachable)
-	taking   map[resources.Bundle]chan struct{} // takes in progress, closed when done
-	unloader Unloader
-	closing  bool
-	released chan struct{} // closed when a graceful release has finished
-	leader   metadata.Leadership
-	assigned map[string]assignment // leader only: bundle -> broker it was recently assigned to
+	mu        sync.Mutex
+	protocols map[string]string
+	sess      metadata.Session // nil while lost and not yet renewed
+	renewed   chan struct{}    // signalled (buffer 1) when a new session replaced a lost one
+	owned     map[string]resources.Bundle
+	bounds    map[string][]uint32                // namespace -> boundaries (bundles are never split yet)
+	dialed    map[string]time.Time               // broker host:port -> last successful dial (reachable)
+	taking    map[resources.Bundle]chan struct{} // takes in progress, closed when done
+	unloader  Unloader
+	closing   bool
+	released  chan struct{} // closed when a graceful release has finished
+	leader    metadata.Leadership
+	assigned  map[string]assignment // leader only: bundle -> broker it was recently assigned to
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -166,7 +174,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),
 		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{}, taking: map[resources.Bundle]chan struct{}{},
-		score: o.Score, shed: o.Shed.withDefaults(), assigned: map[string]assignment{},
+		score: o.Score, shed: o.Shed.withDefaults(), assigned: map[string]assignment{}, protocols: maps.Clone(o.Protocols),
 		renewed: make(chan struct{}, 1), released: make(chan struct{}), stop: make(chan struct{}),
 	}
 	sess, err := m.store.NewSession(ctx, m.ttl)
@@ -181,6 +189,17 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 	m.wg.Add(1)
 	go m.watchSession(sess)
 	return m, nil
+}
+
+// SetProtocol adds a protocol to the registration (BrokerInfo.Protocols) from the next
+// publish on; call it before Register.
+func (m *Manager) SetProtocol(name, addr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.protocols == nil {
+		m.protocols = map[string]string{}
+	}
+	m.protocols[name] = addr
 }
 
 // SetUnloader tells the manager how to close topics whose bundle it lost.

@@ -506,3 +506,21 @@ func TestAutoSplitOfABundleWithTooManyTopics(t *testing.T) {
 		t.Fatalf("bundles %+v, want no split beyond 5", p.Bundles)
 	}
 }
+
+func TestRegistrationCarriesProtocols(t *testing.T) {
+	st, res := setup(t)
+	m, err := Start(context.Background(), Options{Store: st, Resources: res, BrokerURL: "pulsar://p:6650",
+		HTTPURL: "http://p:8080", TTL: time.Second, Probe: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetProtocol("kafka", "PLAINTEXT://p:9092")
+	if err := m.Register(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Release(context.Background()) })
+	live, err := m.LiveBrokers(context.Background())
+	if err != nil || live["p:6650"].Protocols["kafka"] != "PLAINTEXT://p:9092" {
+		t.Fatalf("live brokers %+v %v", live, err)
+	}
+}

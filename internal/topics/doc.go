@@ -29,8 +29,8 @@
 //
 // # Entries and their metadata
 //
-// An entry is the exact bytes a Pulsar producer sent from the 0x0e01 magic on (wire.AppendEntry
-// builds one; BuildMessage does it for front ends that do not speak Pulsar). What dispatch
+// An entry is the exact bytes a Pulsar producer sent from the 0x0e01 magic on, stored behind
+// a broker entry metadata block holding its index (index.go; wire.AppendEntry builds one; BuildMessage does it for front ends that do not speak Pulsar). What dispatch
 // needs from its metadata (message count, routing key, deliver-at and publish time: EntryMeta)
 // is parsed once, when the entry is published (MetaOf) or first read from a bookie (the
 // managed ledger's meta parser, ParseEntryMeta), and travels with the entry through the

@@ -78,6 +78,12 @@ var ErrDuplicate = errors.New("topics: duplicate message")
 // then never called); otherwise done is called exactly once, with m's position once it is
 // durable, or with an error. Per producer, done calls come in Publish order.
 func (p *Producer) Publish(m Message, done func(Position, error)) error {
+	return p.PublishIndexed(m, func(pos Position, _ int64, err error) { done(pos, err) })
+}
+
+// PublishIndexed is Publish for front ends that number messages by index (the Kafka
+// front end's offsets): done also gets the index of the entry's last message (index.go).
+func (p *Producer) PublishIndexed(m Message, done func(pos Position, index int64, err error)) error {
 	t := p.t
 	txn := m.Txn
 	if txn != nil {
@@ -101,13 +107,13 @@ func (p *Producer) Publish(m Message, done func(Position, error)) error {
 	t.counters.bytesIn.Add(size)
 	start := time.Now()
 	high := m.HighestSequenceID
-	t.publish(m.Data, m.Meta, func(pos Position, err error) {
+	t.publish(m.Data, m.Meta, func(pos Position, index int64, err error) {
 		t.txnAppended(txn, pos, err)
 		t.dedup.appended(p.name, high, pos, err)
 		if err == nil {
 			t.observePublish(start)
 		}
-		done(pos, err)
+		done(pos, index, err)
 	})
 	return nil
 }

@@ -14,8 +14,9 @@ import (
 // the managed ledger's type, so entries pass from storage to front ends without conversion.
 type Position = managedledger.Position
 
-// Entry is one stored entry: the exact bytes of a Pulsar SEND from the 0x0e01 magic on
-// (shared with caches: never modified) and its parsed metadata.
+// Entry is one stored entry: its broker entry metadata block (index.go) followed by the
+// exact bytes of a Pulsar SEND from the 0x0e01 magic on (shared with caches: never
+// modified; wire.ParseEntry skips the block) and its parsed metadata.
 type Entry = managedledger.Entry
 
 // EntryMeta is what dispatch needs from an entry's metadata, parsed once (ParseEntryMeta).
@@ -63,21 +64,21 @@ func (s *Service) openLog(ctx context.Context, name string) (*topicLog, error) {
 	if err != nil {
 		return nil, mlErr(err)
 	}
-	return &topicLog{ml}, nil
+	l := &topicLog{ml: ml}
+	if err := l.recoverIndex(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		_ = ml.Close(cctx)
+		cancel()
+		return nil, err
+	}
+	return l, nil
 }
 
-// topicLog is a persistent topic's append-only log.
+// topicLog is a persistent topic's append-only log; append (index.go) prefixes each entry
+// with its broker entry metadata.
 type topicLog struct {
-	ml *managedledger.ManagedLedger
-}
-
-// append stores data (which the log keeps; never modified afterwards) and calls done once
-// it is durable, or with an error. Callbacks come in append order. An error returned by
-// append itself means done is never called.
-func (l *topicLog) append(data []byte, meta EntryMeta, done func(Position, error)) error {
-	return mlErr(l.ml.AddEntryMeta(data, meta, func(p Position, err error) {
-		done(p, mlErr(err))
-	}))
+	ml  *managedledger.ManagedLedger
+	idx entryIndex
 }
 
 // lastConfirmed is the newest durable entry, or entry -1 when the log is empty.

@@ -222,8 +222,9 @@ func (t *Topic) disconnectProducers() {
 }
 
 // publish stores one entry (persistent) or hands it to connected consumers
-// (non-persistent) and calls done with its position.
-func (t *Topic) publish(data []byte, meta EntryMeta, done func(Position, error)) {
+// (non-persistent) and calls done with its position and index (index.go; -1 when not
+// persistent).
+func (t *Topic) publish(data []byte, meta EntryMeta, done func(Position, int64, error)) {
 	if t.log == nil {
 		t.mu.Lock()
 		pos := Position{LedgerID: 0, EntryID: t.npNext}
@@ -238,11 +239,11 @@ func (t *Topic) publish(data []byte, meta EntryMeta, done func(Position, error))
 		for _, s := range subs {
 			s.dispatchNonPersistent(Entry{Position: pos, Data: data, Meta: meta})
 		}
-		done(pos, nil)
+		done(pos, -1, nil)
 		return
 	}
 	batchIndex := lastBatchIndex(meta)
-	err := t.log.append(data, meta, func(pos Position, err error) {
+	err := t.log.append(data, meta, func(pos Position, index int64, err error) {
 		if err == nil {
 			t.mu.Lock()
 			if t.lastPos.Less(pos) {
@@ -256,13 +257,13 @@ func (t *Topic) publish(data []byte, meta EntryMeta, done func(Position, error))
 			// dead. Unload it so clients reconnect and the next use loads it afresh.
 			go t.unloadAfterFailure(err)
 		}
-		done(pos, err)
+		done(pos, index, err)
 	})
 	if err != nil {
 		if errors.Is(err, wire.ErrServiceNotReady) {
 			go t.unloadAfterFailure(err)
 		}
-		done(Position{}, err)
+		done(Position{}, -1, err)
 	}
 }
 

@@ -41,8 +41,15 @@ func SplitHeadersAndPayload(hp []byte) (bem, entry []byte, err error) {
 }
 
 // ParseEntry parses an entry and, if verify is set, checks its CRC32C (an error wrapping
-// ErrChecksum on mismatch).
+// ErrChecksum on mismatch). A stored entry's leading broker entry metadata block (bem.go) is
+// skipped; only one: a second one is not an entry.
 func ParseEntry(entry []byte, verify bool) (Entry, error) {
+	if len(entry) >= 2 && binary.BigEndian.Uint16(entry) == MagicBrokerEntryMetadata {
+		var err error
+		if _, entry, err = SplitHeadersAndPayload(entry); err != nil {
+			return Entry{}, err
+		}
+	}
 	if len(entry) < entryHeaderSize {
 		return Entry{}, fmt.Errorf("%w: entry of %d bytes is shorter than its header", ErrMalformed, len(entry))
 	}

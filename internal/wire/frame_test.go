@@ -260,7 +260,10 @@ func FuzzParseEntry(f *testing.F) {
 	withBEM := append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, MagicBrokerEntryMetadata), uint32(len(bem))), bem...)
 	f.Add(append(withBEM, testEntry(f, nil)...))
 	f.Add([]byte{0x0e, 0x01, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
+	f.Add(AppendBrokerEntryMetadata(nil, 5, 1<<40, testEntry(f, nil)))
 	f.Fuzz(func(t *testing.T, in []byte) {
+		_, _, _, _ = StoredIndex(in)
+		_, _ = ParseEntry(in, true)
 		b, entry, err := SplitHeadersAndPayload(in)
 		if err != nil {
 			return
@@ -339,5 +342,47 @@ func TestReadFrameAllocatesAsBytesArrive(t *testing.T) {
 	}
 	if grew := during.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Fatalf("reading 104 bytes of a frame declared as %d allocated %d bytes", declared, grew)
+	}
+}
+
+func TestStoredBrokerEntryMetadata(t *testing.T) {
+	md := &pb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(1), PublishTime: proto.Uint64(7)}
+	entry, err := AppendEntry(nil, md, []byte("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ts, index uint64 }{{0, 0}, {1764400000000, 41}, {^uint64(0), ^uint64(0) >> 1}} {
+		stored := AppendBrokerEntryMetadata(nil, c.ts, c.index, entry)
+		// What PutBrokerEntryMetadata wrote is what the protobuf decoder reads.
+		bem, rest, err := SplitHeadersAndPayload(stored)
+		if err != nil || !bytes.Equal(rest, entry) {
+			t.Fatalf("split: %v", err)
+		}
+		m, err := ParseBrokerEntryMetadata(bem)
+		if err != nil || m.GetBrokerTimestamp() != c.ts || m.GetIndex() != c.index {
+			t.Fatalf("proto decode of %+v: %v %v", c, m, err)
+		}
+		idx, ts, ok, err := StoredIndex(stored)
+		if err != nil || !ok || uint64(idx) != c.index || uint64(ts) != c.ts {
+			t.Fatalf("StoredIndex of %+v: %d %d %v %v", c, idx, ts, ok, err)
+		}
+		// Readers of stored entries see the entry behind the block, checksum and all.
+		e, err := ParseEntry(stored, true)
+		if err != nil || string(e.Payload) != "payload" {
+			t.Fatalf("ParseEntry: %v", err)
+		}
+		// Only one block is skipped.
+		if _, err := ParseEntry(AppendBrokerEntryMetadata(nil, 1, 2, stored), false); err == nil {
+			t.Fatal("an entry behind two blocks parsed")
+		}
+	}
+	// A block written by another encoder (protobuf, index only) reads the same.
+	raw, _ := proto.Marshal(&pb.BrokerEntryMetadata{Index: proto.Uint64(9)})
+	other := append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, MagicBrokerEntryMetadata), uint32(len(raw))), raw...)
+	if idx, _, ok, err := StoredIndex(append(other, entry...)); err != nil || !ok || idx != 9 {
+		t.Fatalf("protobuf-written block: %d %v %v", idx, ok, err)
+	}
+	if _, _, ok, err := StoredIndex(entry); ok || err != nil {
+		t.Fatalf("entry without a block: %v %v", ok, err)
 	}
 }

@@ -1,0 +1,142 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
+)
+
+// The Kafka protocol front end's records (internal/kafka):
+//
+//	/kafka/groups/{url-escaped group id}          KafkaGroupRecord: the partitions a
+//	                                              group committed offsets to (the offsets
+//	                                              themselves are its subscriptions' cursors)
+//	/kafka/producer-ids                           KafkaProducerIDs: the next producer id
+//	/kafka/log-start/{url-escaped partition}      KafkaLogStart: DeleteRecords' low watermark
+//	                                              of one partition (its full Pulsar name)
+//
+// Group ids are any string, hence the escaping: each is one key segment.
+const (
+	kafkaGroupsPrefix   = "/kafka/groups/"
+	kafkaProducerIDsKey = "/kafka/producer-ids"
+	kafkaLogStartPrefix = "/kafka/log-start/"
+)
+
+// KafkaGroupRecord is a Kafka group's durable record.
+type KafkaGroupRecord struct {
+	Partitions []KafkaTopicPartition `json:"partitions"`
+}
+
+// KafkaTopicPartition names a partition the way the Kafka client did.
+type KafkaTopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// KafkaProducerIDs is the producer-id counter.
+type KafkaProducerIDs struct {
+	Next int64 `json:"next"`
+}
+
+// KafkaLogStart is the first offset of a partition still readable after DeleteRecords, and
+// the ledger that held it: once the managed ledger no longer starts at or before that
+// ledger (trimmed since, or the topic deleted and made again) the record says nothing.
+type KafkaLogStart struct {
+	Offset   int64 `json:"offset"`
+	LedgerID int64 `json:"ledgerId"`
+}
+
+func kafkaGroupKey(group string) string { return kafkaGroupsPrefix + url.PathEscape(group) }
+
+// KafkaGroup returns a group's record; ErrNotFound if it has none.
+func (r *Resources) KafkaGroup(ctx context.Context, group string) (KafkaGroupRecord, error) {
+	var g KafkaGroupRecord
+	_, err := r.get(ctx, kafkaGroupKey(group), &g)
+	return g, err
+}
+
+// PutKafkaGroup writes a group's record (ErrInvalid for the empty group id, which Kafka
+// refuses too).
+func (r *Resources) PutKafkaGroup(ctx context.Context, group string, g KafkaGroupRecord) error {
+	if group == "" {
+		return fmt.Errorf("%w: empty group id", ErrInvalid)
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		return err
+	}
+	_, err = r.store.Put(ctx, kafkaGroupKey(group), b, metadata.AnyVersion)
+	return err
+}
+
+// DeleteKafkaGroup removes a group's record; ErrNotFound if it has none.
+func (r *Resources) DeleteKafkaGroup(ctx context.Context, group string) error {
+	return r.del(ctx, kafkaGroupKey(group))
+}
+
+// KafkaGroups lists the groups that have a record, sorted.
+func (r *Resources) KafkaGroups(ctx context.Context) ([]string, error) {
+	names, err := r.children(ctx, kafkaGroupsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if g, err := url.PathUnescape(n); err == nil {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// NextKafkaProducerIDs reserves n producer ids, unique in the cluster and across restarts,
+// and returns the first (ids start at 1000, leaving small ones to tests and tools).
+func (r *Resources) NextKafkaProducerIDs(ctx context.Context, n int64) (int64, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("%w: reserve %d producer ids", ErrInvalid, n)
+	}
+	if err := r.create(ctx, kafkaProducerIDsKey, KafkaProducerIDs{Next: 1000}); err != nil && !errors.Is(err, ErrAlreadyExists) {
+		return 0, err
+	}
+	var first int64
+	err := update(ctx, r, kafkaProducerIDsKey, func(c *KafkaProducerIDs) error {
+		first = c.Next
+		c.Next += n
+		return nil
+	})
+	return first, err
+}
+
+func kafkaLogStartKey(partition string) string {
+	return kafkaLogStartPrefix + url.PathEscape(strings.TrimPrefix(partition, "persistent://"))
+}
+
+// KafkaLogStart returns a partition's DeleteRecords record; ErrNotFound if it has none.
+func (r *Resources) KafkaLogStart(ctx context.Context, partition string) (KafkaLogStart, error) {
+	var s KafkaLogStart
+	_, err := r.get(ctx, kafkaLogStartKey(partition), &s)
+	return s, err
+}
+
+// PutKafkaLogStart writes a partition's DeleteRecords record.
+func (r *Resources) PutKafkaLogStart(ctx context.Context, partition string, s KafkaLogStart) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	_, err = r.store.Put(ctx, kafkaLogStartKey(partition), b, metadata.AnyVersion)
+	return err
+}
+
+// DeleteKafkaLogStart removes a partition's DeleteRecords record, if any.
+func (r *Resources) DeleteKafkaLogStart(ctx context.Context, partition string) error {
+	if err := r.del(ctx, kafkaLogStartKey(partition)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
