@@ -31,7 +31,11 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 		}
 		// A consumer reporting a corrupt message acknowledges it individually.
 		cumulative := cmd.GetAckType() == pb.CommandAck_Cumulative && cmd.ValidationError == nil
-		err = cs.tc.Ack(ctx, ids, cumulative)
+		var tx *topics.TxnID
+		if cmd.TxnidMostBits != nil || cmd.TxnidLeastBits != nil {
+			tx = &topics.TxnID{Most: cmd.GetTxnidMostBits(), Least: cmd.GetTxnidLeastBits()}
+		}
+		err = cs.tc.AckTxn(ctx, ids, cumulative, tx)
 	}
 	if err != nil {
 		c.log.Debug("ack failed", "err", err)
@@ -39,7 +43,8 @@ func (c *conn) handleAck(cmd *pb.CommandAck) {
 	if cmd.RequestId == nil {
 		return
 	}
-	resp := &pb.CommandAckResponse{ConsumerId: proto.Uint64(cmd.GetConsumerId()), RequestId: proto.Uint64(cmd.GetRequestId())}
+	resp := &pb.CommandAckResponse{ConsumerId: proto.Uint64(cmd.GetConsumerId()), RequestId: proto.Uint64(cmd.GetRequestId()),
+		TxnidMostBits: cmd.TxnidMostBits, TxnidLeastBits: cmd.TxnidLeastBits}
 	if err != nil {
 		code, _ := wire.ServerErrorFor(err)
 		resp.Error, resp.Message = code.Enum(), proto.String(err.Error())

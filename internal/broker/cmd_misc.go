@@ -82,22 +82,3 @@ func (c *conn) handleConsumerStats(cmd *pb.CommandConsumerStats) {
 	}
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CONSUMER_STATS_RESPONSE.Enum(), ConsumerStatsResponse: resp})
 }
-
-// handleTxn refuses transaction commands: transactions are not enabled. The Go client's
-// TestTransactionDisabled expects exactly this error.
-func (c *conn) handleTxn(cmd *pb.BaseCommand) {
-	var rid uint64
-	switch {
-	case cmd.TcClientConnectRequest != nil:
-		rid = cmd.GetTcClientConnectRequest().GetRequestId()
-	case cmd.NewTxn != nil:
-		rid = cmd.GetNewTxn().GetRequestId()
-	case cmd.AddPartitionToTxn != nil:
-		rid = cmd.GetAddPartitionToTxn().GetRequestId()
-	case cmd.AddSubscriptionToTxn != nil:
-		rid = cmd.GetAddSubscriptionToTxn().GetRequestId()
-	case cmd.EndTxn != nil:
-		rid = cmd.GetEndTxn().GetRequestId()
-	}
-	c.sendError(rid, fmt.Errorf("%w: transactions are not enabled", wire.ErrTransactionsDisabled))
-}

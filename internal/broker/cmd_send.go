@@ -81,7 +81,11 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 		entry = bytes.Clone(entry)
 	}
 	// The metadata decoded here travels with the entry, so dispatch never parses it again.
-	p.publish(seq, highest, topics.HighestSequence(seq, highest, md), entry, topics.MetaOf(md))
+	var tx *topics.TxnID
+	if cmd.TxnidMostBits != nil || cmd.TxnidLeastBits != nil {
+		tx = &topics.TxnID{Most: cmd.GetTxnidMostBits(), Least: cmd.GetTxnidLeastBits()}
+	}
+	p.publish(seq, highest, topics.HighestSequence(seq, highest, md), entry, topics.MetaOf(md), tx)
 	return nil
 }
 

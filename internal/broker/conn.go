@@ -57,6 +57,9 @@ type conn struct {
 	protoVersion  int32
 	bemSupported  bool
 
+	// txnSlots bounds the transaction requests in flight (txn.go).
+	txnSlots chan struct{}
+
 	mu        sync.Mutex
 	producers map[uint64]*producer
 	consumers map[uint64]*consumer
@@ -76,6 +79,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		publishMem: newByteLimiter(s.cfg.MaxPendingPublishBytesPerConnection),
 		producers:  map[uint64]*producer{},
 		consumers:  map[uint64]*consumer{},
+		txnSlots:   make(chan struct{}, maxTxnRequestsPerConn),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.log = s.log.With("remote", c.remote)
@@ -169,7 +173,8 @@ func (c *conn) handle(f wire.Frame) error {
 	case pb.BaseCommand_CONSUMER_STATS:
 		c.handleConsumerStats(cmd.GetConsumerStats())
 	case pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN,
-		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_END_TXN:
+		pb.BaseCommand_ADD_SUBSCRIPTION_TO_TXN, pb.BaseCommand_END_TXN, pb.BaseCommand_END_TXN_ON_PARTITION,
+		pb.BaseCommand_END_TXN_ON_SUBSCRIPTION:
 		c.handleTxn(cmd)
 	default:
 		return fmt.Errorf("%w: unexpected command %s from a client", errProtocol, t)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // Errors of the broker itself (protocol-level classes are wire.Err*).
@@ -44,6 +45,11 @@ type Server struct {
 	conns     map[*conn]struct{}
 	advertise string // host:port in lookups, fixed by the first Serve
 	wg        sync.WaitGroup
+
+	// txn are the transaction coordinators, txnPeers the connections to other brokers'
+	// transaction buffers (txn.go); nil with transactions off.
+	txn      *txn.Coordinators
+	txnPeers *peerPool
 }
 
 // Deps are the front end's collaborators.
@@ -82,6 +88,11 @@ func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
 		return nil, fmt.Errorf("broker: metrics: %w", err)
 	}
 	s.m = m
+	if cfg.Transaction.CoordinatorEnabled {
+		if err := s.startTxn(); err != nil { // txn.go
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -195,7 +206,7 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("broker: close: %w", ctx.Err())
 	}
-	return nil
+	return s.closeTxn(ctx) // txn.go
 }
 
 // Connections is the number of client connections open now.

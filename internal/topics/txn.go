@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/magnetar-io/magnetar/internal/managedledger"
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
@@ -410,4 +412,39 @@ func (t *Topic) TxnPendingAcks(sub string) *txn.PendingAcks {
 		return ss.txn
 	}
 	return nil
+}
+
+// TxnLedgers is the managed-ledger factory transaction coordinators keep their logs in.
+func (s *Service) TxnLedgers() *managedledger.Factory { return s.ledgers }
+
+// EnsureTxnSystem creates tenant "pulsar", namespace "pulsar/system" and the coordinator
+// assign topic with n partitions when they are missing (Pulsar's
+// initialize-transaction-coordinator-metadata), and returns the assign topic's partition
+// count (the one recorded first stays).
+func (s *Service) EnsureTxnSystem(ctx context.Context, n int) (int, error) {
+	steps := []func() error{
+		func() error {
+			return s.res.CreateTenant(ctx, "pulsar", resources.TenantInfo{AllowedClusters: []string{s.cfg.ClusterName}})
+		},
+		func() error {
+			return s.res.CreateNamespace(ctx, "pulsar", "system", resources.Policies{ReplicationClusters: []string{s.cfg.ClusterName}})
+		},
+		func() error {
+			return s.res.CreatePartitionedTopic(ctx, "persistent", "pulsar", "system", "transaction_coordinator_assign",
+				resources.PartitionedTopicMetadata{Partitions: n})
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil && !errors.Is(err, resources.ErrAlreadyExists) {
+			return 0, fmt.Errorf("%w: creating the transaction coordinator assign topic: %w", wire.ErrMetadata, err)
+		}
+	}
+	m, err := s.res.PartitionedTopic(ctx, "persistent", "pulsar", "system", "transaction_coordinator_assign")
+	if err != nil {
+		return 0, fmt.Errorf("%w: reading the transaction coordinator assign topic: %w", wire.ErrMetadata, err)
+	}
+	if m.Partitions <= 0 {
+		return 0, fmt.Errorf("%w: %s has %d partitions", wire.ErrMetadata, txn.AssignTopic, m.Partitions)
+	}
+	return m.Partitions, nil
 }

@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+)
+
+// Transactions end to end with the official Go client's transaction API (what its
+// pulsar/transaction_test.go TestTxn_* cover, against this broker).
+
+func txnOn(c *config.BrokerConfig) {
+	c.Transaction.CoordinatorEnabled = true
+	c.Transaction.NumCoordinators = 2
+}
+
+func newTxnClient(t *testing.T, url string) pulsar.Client {
+	t.Helper()
+	c, err := pulsar.NewClient(pulsar.ClientOptions{
+		URL: url, OperationTimeout: waitFor, ConnectionTimeout: 5 * time.Second,
+		Logger: quietLogger(), EnableTransaction: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// receiveNone fails if c receives anything within a short while (the broker holds what it
+// must, so nothing arrives however long one waits; the wait only bounds the test).
+func receiveNone(t *testing.T, c pulsar.Consumer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if m, err := c.Receive(ctx); err == nil {
+		t.Fatalf("received %q at %v", m.Payload(), m.ID())
+	}
+}
+
+func receiveN(t *testing.T, c pulsar.Consumer, n int) []pulsar.Message {
+	t.Helper()
+	out := make([]pulsar.Message, 0, n)
+	for len(out) < n {
+		m, err := c.Receive(ctxFor(t))
+		if err != nil {
+			t.Fatalf("after %d of %d messages: %v", len(out), n, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestTxnGoClientConsumeTransformProduce: a transaction consumes from one topic and
+// produces to another; until it commits, the output is invisible and the input not
+// acknowledged; after the commit both take effect together. An aborted transaction's
+// messages are never delivered and its acknowledgements are released for redelivery.
+func TestTxnGoClientConsumeTransformProduce(t *testing.T) {
+	b := startBrokerOn(t, false, txnOn)
+	client := newTxnClient(t, b.url)
+	ctx := ctxFor(t)
+	in, out := "persistent://public/default/txn-in", "persistent://public/default/txn-out"
+	inProd, err := client.CreateProducer(pulsar.ProducerOptions{Topic: in, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: in, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outProd, err := client.CreateProducer(pulsar.ProducerOptions{Topic: out, SendTimeout: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outCons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: out, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := inProd.Send(ctx, &pulsar.ProducerMessage{Payload: fmt.Appendf(nil, "in-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Round 1: aborted. Nothing reaches the output; the input comes back.
+	tx, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := receiveN(t, inCons, 10)
+	for _, m := range msgs {
+		if _, err := outProd.Send(ctx, &pulsar.ProducerMessage{Transaction: tx, Payload: append([]byte("out-"), m.Payload()...)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := inCons.AckWithTxn(m, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receiveNone(t, outCons)
+	if err := tx.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tx.GetState() != pulsar.TxnAborted {
+		t.Fatalf("state after abort: %v", tx.GetState())
+	}
+	receiveNone(t, outCons)
+	inCons.Close() // its unacknowledged messages (released by the abort) go to the next one
+	inCons, err = client.Subscribe(pulsar.ConsumerOptions{Topic: in, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Round 2: committed. The output holds each input once; the input is acknowledged.
+	tx, err = client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs = receiveN(t, inCons, 10)
+	for i, m := range msgs {
+		if want := fmt.Sprintf("in-%d", i); string(m.Payload()) != want {
+			t.Fatalf("redelivered %q, want %q", m.Payload(), want)
+		}
+		if _, err := outProd.Send(ctx, &pulsar.ProducerMessage{Transaction: tx, Payload: append([]byte("out-"), m.Payload()...)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := inCons.AckWithTxn(m, tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receiveNone(t, outCons)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range receiveN(t, outCons, 10) {
+		if want := fmt.Sprintf("out-in-%d", i); string(m.Payload()) != want {
+			t.Fatalf("output %d: %q, want %q", i, m.Payload(), want)
+		}
+		if err := outCons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receiveNone(t, outCons)
+	inCons.Close()
+	inCons, err = client.Subscribe(pulsar.ConsumerOptions{Topic: in, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiveNone(t, inCons) // the committed acknowledgements hold across a new consumer
+
+	// Ending twice: the transaction is gone (as TestTxn_ImplCommitOrAbort expects).
+	if err := tx.Commit(ctx); err == nil {
+		t.Fatal("a second commit succeeded")
+	}
+}
+
+// TestTxnGoClientTimeoutAborts: a transaction left open past its timeout is aborted by the
+// coordinator: its messages are never delivered, its acknowledgements released, and a
+// late commit fails. A second transaction acknowledging what the first holds conflicts.
+func TestTxnGoClientTimeoutAborts(t *testing.T) {
+	b := startBrokerOn(t, false, txnOn)
+	client := newTxnClient(t, b.url)
+	ctx := ctxFor(t)
+	topic := "persistent://public/default/txn-timeout"
+	prod, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("plain")}); err != nil {
+		t.Fatal(err)
+	}
+	m := receiveN(t, cons, 1)[0]
+	short, err := client.NewTransaction(2 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.AckWithTxn(m, short); err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cons.AckWithTxn(m, other); err == nil {
+		t.Fatal("a second transaction acknowledged a message the first holds")
+	}
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Transaction: short, Payload: []byte("never")}); err != nil {
+		t.Fatal(err)
+	}
+	// The timeout aborts it: the plain message comes back (its acknowledgement released)
+	// and "never" is never delivered.
+	cons.Close()
+	cons, err = client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := receiveN(t, cons, 1)[0]
+	if string(got.Payload()) != "plain" {
+		t.Fatalf("after the timeout: %q", got.Payload())
+	}
+	if err := cons.Ack(got); err != nil {
+		t.Fatal(err)
+	}
+	receiveNone(t, cons)
+	if err := short.Commit(ctx); err == nil {
+		t.Fatal("a timed-out transaction committed")
+	}
+	if st := other.GetState(); st != pulsar.TxnError {
+		t.Fatalf("the conflicting transaction is %v, want TxnError (the client's state after a failed op)", st)
+	}
+}
