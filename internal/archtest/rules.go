@@ -74,6 +74,8 @@ var parts = []part{
 	{path: "internal/topics", layer: layerTopics},
 
 	{path: "internal/txn", layer: layerOnTopics},
+	// Topic schemas as typed columns, shared by the SQL front end and the lakehouse writer.
+	{path: "internal/columns", layer: layerOnTopics},
 	{path: "internal/lakehouse", layer: layerOnTopics},
 
 	{path: "internal/broker", layer: layerFront, deny: frontEndDeny},
@@ -91,7 +93,10 @@ var parts = []part{
 	{path: "internal/functions/pkgstore", layer: layerDomain, onlyFrom: []string{"internal/standalone", "internal/brokerd", "internal/cli", "internal/functions"}},
 
 	{path: "internal/brokerd", layer: layerCompose},
-	{path: "internal/standalone", layer: layerCompose, allow: []string{"internal/brokerd"}},
+	{path: "internal/standalone", layer: layerCompose, allow: []string{"internal/brokerd", "internal/sqlworker"}},
+	// The SQL server's process: reads storage through managed-ledger snapshots; shares the
+	// broker's offloader construction.
+	{path: "internal/sqlworker", layer: layerCompose, allow: []string{"internal/brokerd"}},
 	{path: "internal/devcluster", layer: layerCompose},
 
 	{path: "internal/cli", layer: layerCLI},

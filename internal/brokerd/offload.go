@@ -12,11 +12,11 @@ import (
 	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
-// startOffloader builds the tiered storage of managedLedgerOffloadDriver (nil without one)
+// StartOffloader builds the tiered storage of managedLedgerOffloadDriver (nil without one)
 // and proves it works: a probe object is written, read back and deleted, so wrong
 // credentials or a missing bucket stop the broker at start instead of failing the first
 // offload hours later.
-func startOffloader(ctx context.Context, c config.OffloadConfig, log *slog.Logger, reg prometheus.Registerer) (offload.Offloader, error) {
+func StartOffloader(ctx context.Context, c config.OffloadConfig, log *slog.Logger, reg prometheus.Registerer) (offload.Offloader, error) {
 	if c.Driver == "" {
 		return nil, nil
 	}

@@ -100,7 +100,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}); err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
-	if s.offloader, err = startOffloader(ctx, o.Broker.Offload, o.Logger, o.Registry); err != nil {
+	if s.offloader, err = StartOffloader(ctx, o.Broker.Offload, o.Logger, o.Registry); err != nil {
 		return nil, err
 	}
 	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
@@ -163,6 +163,9 @@ func (s *Services) LoadStats() ownership.LoadStats {
 	st.Connections = s.Broker.Connections()
 	return st
 }
+
+// ManagedLedgers is the managed-ledger factory (the SQL server's read-only snapshots).
+func (s *Services) ManagedLedgers() *managedledger.Factory { return s.factory }
 
 // HTTPAddr is the HTTP listener's address.
 func (s *Services) HTTPAddr() string { return s.httpLn.Addr().String() }

@@ -19,6 +19,8 @@ func roles(a *app) []*cobra.Command {
 		a.proxyCmd(),
 		a.functionsWorkerCmd(),
 		a.functionsToolCmd(),
+		a.sqlWorkerCmd(),
+		a.sqlCmd(),
 		a.adminCmd(),
 		a.clientCmd(),
 		a.perfCmd(),

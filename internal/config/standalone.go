@@ -39,6 +39,9 @@ type StandaloneConfig struct {
 	FunctionsWorkerEnabled bool `key:"functionsWorkerEnabled" flag:"functions-worker" help:"run the functions worker (false: like pulsar standalone --no-functions-worker)"`
 	Functions              FunctionsWorkerConfig
 
+	// SQL serves SQL over topics on its own port (sqlEnabled, sqlServicePort).
+	SQL SQLConfig
+
 	// Broker includes the managed-ledger keys (Broker.ManagedLedger).
 	Broker  BrokerConfig
 	Storage BookieStorageConfig
@@ -60,7 +63,11 @@ func DefaultStandaloneConfig() StandaloneConfig {
 
 		FunctionsWorkerEnabled: true,
 		Functions:              DefaultFunctionsWorkerConfig(),
+		SQL:                    DefaultSQLConfig(),
 	}
+	// -1: 3306 when the broker is on its default port, else a free port (SQLPort), so tests
+	// and a second standalone on other ports do not all reach for 3306.
+	c.SQL.ServicePort = -1
 	c.Broker.ClusterName = "standalone"
 	// Transactions cost nothing until a client uses them; one coordinator serves one process.
 	c.Broker.Transaction.CoordinatorEnabled = true
@@ -168,5 +175,19 @@ func (c *StandaloneConfig) Validate() error {
 		c.Storage.Validate(),
 		c.Ledger.Validate(),
 		c.Functions.Validate(),
+		c.SQL.Validate(),
 	)
+}
+
+// SQLPort is the port the SQL server listens on: sqlServicePort, or for -1 the MySQL
+// default 3306 when the broker listens on its default 6650, else a free port (the ready
+// log line names it).
+func (c *StandaloneConfig) SQLPort() int {
+	if c.SQL.ServicePort >= 0 {
+		return c.SQL.ServicePort
+	}
+	if c.Broker.ServicePort != DefaultBrokerConfig().ServicePort {
+		return 0
+	}
+	return 3306
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/magnetar-io/magnetar/internal/ledger"
@@ -277,4 +279,24 @@ func (s *Snapshot) Close() error {
 	}
 	s.closed = true
 	return errors.Join(errs...)
+}
+
+// ListPrefix returns the names of the managed ledgers whose names start with prefix (a
+// namespace's topics: "tenant/ns/persistent/"), without listing every other log.
+func (f *Factory) ListPrefix(ctx context.Context, prefix string) ([]string, error) {
+	kvs, err := f.store.List(ctx, f.mlKey(prefix))
+	if err != nil {
+		return nil, fmt.Errorf("managedledger: listing %s: %w", prefix, err)
+	}
+	var names []string
+	for _, kv := range kvs {
+		rest := kv.Key[len(f.root)+1:]
+		if containsSlash(rest) {
+			continue // a cursor key
+		}
+		if n, err := url.PathUnescape(rest); err == nil && strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	return names, nil
 }

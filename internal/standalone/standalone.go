@@ -25,6 +25,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
 	"github.com/magnetar-io/magnetar/internal/metadata/localstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/sqlworker"
 )
 
 // Standalone is a running single-process Magnetar.
@@ -39,6 +40,7 @@ type Standalone struct {
 	bookie       *bookie.Bookie
 	svc          *brokerd.Services
 	fnw          *functions.Worker
+	sql          *sqlworker.Worker
 }
 
 // Start brings every component up and returns when the broker and HTTP server accept
@@ -102,11 +104,21 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		}
 		mount.Set(s.fnw)
 	}
+	if cfg.SQL.Enabled {
+		sqlCfg := cfg.SQL
+		sqlCfg.ServicePort = cfg.SQLPort()
+		if s.sql, err = sqlworker.Start(sqlworker.Options{
+			Config: sqlCfg, BindAddress: cfg.Broker.BindAddress, Store: s.store, Resources: res,
+			Schemas: s.svc.Topics.Schemas(), Logs: s.svc.ManagedLedgers(), Logger: logger, Registerer: s.registry,
+		}); err != nil {
+			return nil, fmt.Errorf("standalone: %w", err)
+		}
+	}
 	// The one readiness line. Its status text is the line Pulsar's standalone logs when it is
 	// ready, which the testcontainers Pulsar modules (Go, Java, .NET) wait for.
 	s.log.Info(ReadyMessage, "status", PulsarReadyText,
 		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(),
-		"dataDir", cfg.DataDir, "metadataStore", s.metadataKind, "startup", time.Since(began).Round(time.Millisecond))
+		"sql", s.SQLAddr(), "dataDir", cfg.DataDir, "metadataStore", s.metadataKind, "startup", time.Since(began).Round(time.Millisecond))
 	return s, nil
 }
 
@@ -213,6 +225,17 @@ func (s *Standalone) BrokerAddr() string { return s.svc.BrokerAddr() }
 // HTTPAddr is the admin/metrics HTTP address ("host:port").
 func (s *Standalone) HTTPAddr() string { return s.svc.HTTPAddr() }
 
+// SQLAddr is the SQL server's MySQL protocol address ("" when sqlEnabled is off).
+func (s *Standalone) SQLAddr() string {
+	if s.sql == nil {
+		return ""
+	}
+	return s.sql.Addr()
+}
+
+// SQL is the SQL server (nil when sqlEnabled is off).
+func (s *Standalone) SQL() *sqlworker.Worker { return s.sql }
+
 // Store is the metadata store client.
 func (s *Standalone) Store() metadata.Store { return s.store }
 
@@ -223,6 +246,9 @@ func (s *Standalone) Failed() <-chan error { return s.svc.Failed() }
 // and pending publishes complete while storage is still there.
 func (s *Standalone) Close(ctx context.Context) error {
 	var errs []error
+	if s.sql != nil {
+		errs = append(errs, s.sql.Close())
+	}
 	if s.fnw != nil {
 		errs = append(errs, s.fnw.Close())
 	}

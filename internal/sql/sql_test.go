@@ -1,0 +1,119 @@
+package sql
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/schema"
+)
+
+const ordersSchema = `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"item","type":["null","string"]},{"name":"qty","type":"int"},{"name":"price","type":"double"}]}`
+
+// ordersSource has public/default/orders: 3 partitions x 1000 JSON messages, batches of
+// 10, ledgers of 20 entries, publish times 1000 ms apart per message within a partition.
+func ordersSource(t *testing.T) *memSource {
+	src := newMemSource()
+	info := TopicInfo{Partitions: 3, Schema: schema.Schema{Type: schema.JSON, Data: []byte(ordersSchema)}}
+	for p := 0; p < 3; p++ {
+		var msgs []msg
+		for i := 0; i < 1000; i++ {
+			id := p*1000 + i
+			msgs = append(msgs, msg{payload: []byte(fmt.Sprintf(`{"id":%d,"item":"item-%d","qty":%d,"price":%d.5}`, id, id%7, id%5, id%3)),
+				key: fmt.Sprintf("k%d", id%4), pub: 1_700_000_000_000 + int64(i)*1000, props: map[string]string{"p": "v"}})
+		}
+		src.add(t, "public/default/orders", info, p, 10, 20, msgs)
+	}
+	items := TopicInfo{Schema: schema.Schema{Type: schema.String}}
+	var msgs []msg
+	for i := 0; i < 7; i++ {
+		msgs = append(msgs, msg{payload: []byte(fmt.Sprintf("item-%d", i)), key: fmt.Sprintf("name-%d", i), pub: 1_700_000_000_000})
+	}
+	src.add(t, "public/default/items", items, -1, 0, 3, msgs)
+	return src
+}
+
+func TestQueries(t *testing.T) {
+	s, db := serve(t, ordersSource(t), nil)
+	check := func(q string, want [][]string) {
+		t.Helper()
+		if got := queryRows(t, db, q); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s:\n got %v\nwant %v", q, got, want)
+		}
+	}
+	check("SHOW DATABASES LIKE 'public%'", [][]string{{"public/default"}})
+	check("SHOW TABLES FROM `public/default`", [][]string{{"items"}, {"orders"}})
+	check("SELECT count(*) FROM `public/default`.orders", [][]string{{"3000"}})
+	check("SELECT count(*), sum(qty) FROM `public/default`.orders WHERE item = 'item-3'", [][]string{{"429", "859"}})
+	check("SELECT __partition__, count(*) FROM `public/default`.orders GROUP BY __partition__ ORDER BY __partition__",
+		[][]string{{"0", "1000"}, {"1", "1000"}, {"2", "1000"}})
+	check("SELECT id, item FROM `public/default`.orders ORDER BY id DESC LIMIT 2", [][]string{{"2999", "item-3"}, {"2998", "item-2"}})
+	check("SELECT o.item, i.__key__, count(*) FROM `public/default`.orders o JOIN `public/default`.items i ON o.item = i.__value__ WHERE o.id < 14 GROUP BY o.item, i.__key__ ORDER BY o.item",
+		[][]string{{"item-0", "name-0", "2"}, {"item-1", "name-1", "2"}, {"item-2", "name-2", "2"}, {"item-3", "name-3", "2"}, {"item-4", "name-4", "2"}, {"item-5", "name-5", "2"}, {"item-6", "name-6", "2"}})
+	check("SELECT __message_id__, __sequence_id__, __key__, __properties__, __producer_name__, __event_time__ FROM `public/default`.orders WHERE id = 1012",
+		[][]string{{"(1101,1,2)", "12", "k0", `{"p":"v"}`, "p", "NULL"}})
+	check("USE `public/default`", nil)
+	check("SELECT __value__ FROM items WHERE __key__ = 'name-2'", [][]string{{"item-2"}})
+
+	// Time-range pushdown: 1% of a partition's messages, found by publish-time search.
+	check("SELECT count(*) FROM orders WHERE __partition__ = 1 AND __publish_time__ >= '2023-11-14 22:13:20' AND __publish_time__ < '2023-11-14 22:13:30'",
+		[][]string{{"10"}})
+	st, _ := lastStats(t, s, db)
+	if st.Entries > 2 || st.SearchReads == 0 || st.SearchReads > 40 {
+		t.Fatalf("time range read %+v: want at most 2 entries (one batch of 10) after a search", st)
+	}
+	// Message-id range pushdown.
+	check("SELECT count(*) FROM orders WHERE __message_id__ >= '(1101,0,0)' AND __message_id__ <= '(1101,1,4)'", [][]string{{"15"}})
+	if st, _ := lastStats(t, s, db); st.Entries != 2 {
+		t.Fatalf("message-id range read %+v, want 2 entries", st)
+	}
+	// LIMIT stops the scan early.
+	if got := queryRows(t, db, "SELECT id FROM orders WHERE __partition__ = 0 LIMIT 1"); len(got) != 1 {
+		t.Fatalf("LIMIT 1: %v", got)
+	}
+	if st, _ := lastStats(t, s, db); st.Entries > 300 {
+		t.Fatalf("LIMIT 1 read %+v", st)
+	}
+	// Errors: position of a syntax error, unknown table, unknown column.
+	for q, want := range map[string]string{
+		"SELEC 1":                            "syntax error at position",
+		"SELECT * FROM nope":                 "table not found: nope",
+		"SELECT nope FROM orders":            `column "nope" could not be found`,
+		"INSERT INTO orders (id) VALUES (1)": "doesn't support INSERT",
+	} {
+		if _, err := db.Exec(q); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", q, err, want)
+		}
+	}
+}
+
+func lastStats(t *testing.T, s *Server, db interface{ Ping() error }) (Stats, bool) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.stats {
+		return st, true
+	}
+	return Stats{}, false
+}
+
+func TestLimitsCancelQueries(t *testing.T) {
+	_, db := serve(t, ordersSource(t), func(c *config.SQLConfig) { c.MaxScannedRows = 500 })
+	_, err := db.Exec("SELECT count(*) FROM `public/default`.orders")
+	if err == nil || !strings.Contains(err.Error(), "sqlMaxScannedRows is 500") {
+		t.Fatalf("over the row limit: %v", err)
+	}
+	if got := queryRows(t, db, "SELECT count(*) FROM `public/default`.orders WHERE __partition__ = 2 AND __message_id__ < '(1201,5,0)'"); got[0][0] != "50" {
+		t.Fatalf("within the limit: %v", got)
+	}
+	_, db = serve(t, ordersSource(t), func(c *config.SQLConfig) { c.MaxScannedBytes = 1000 })
+	if _, err := db.Exec("SELECT count(*) FROM `public/default`.orders"); err == nil || !strings.Contains(err.Error(), "sqlMaxScannedBytes") {
+		t.Fatalf("over the byte limit: %v", err)
+	}
+	_, db = serve(t, ordersSource(t), func(c *config.SQLConfig) { c.MaxMemoryPerQueryMB = 1 })
+	if _, err := db.Exec("SELECT a.id FROM `public/default`.orders a JOIN `public/default`.orders b ON a.qty = b.qty ORDER BY a.item, b.item"); err == nil || !strings.Contains(err.Error(), "sqlMaxMemoryPerQueryMB") {
+		t.Fatalf("over the memory limit: %v", err)
+	}
+}
