@@ -3,8 +3,10 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -158,13 +160,13 @@ type backlogQuotaBody struct {
 
 func (s *server) registerPolicies(mux *http.ServeMux) {
 	const base = "/admin/v2/namespaces/{tenant}/{namespace}/"
-	for _, pol := range namespacePolicies {
+	for _, pol := range append(slices.Clip(namespacePolicies), moreNamespacePolicies...) {
 		mux.HandleFunc("GET "+base+pol.name, s.handle(func(ctx context.Context, r *http.Request) (any, error) {
 			p, err := s.namespacePolicies(ctx, r)
 			if err != nil {
 				return nil, err
 			}
-			return jsonOrNull(pol.get(&p)), nil
+			return unsetAsNil(pol.get(&p)), nil
 		}))
 		setter := s.handle(func(ctx context.Context, r *http.Request) (any, error) {
 			return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error { return pol.set(p, r) })
@@ -175,6 +177,10 @@ func (s *server) registerPolicies(mux *http.ServeMux) {
 			return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error { pol.remove(p); return nil })
 		}))
 	}
+	// Pulsar removes namespace offload policies at their own path.
+	mux.HandleFunc("DELETE "+base+"removeOffloadPolicies", s.handle(func(ctx context.Context, r *http.Request) (any, error) {
+		return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error { p.OffloadPolicies = nil; return nil })
+	}))
 	mux.HandleFunc("GET "+base+"backlogQuotaMap", s.handle(func(ctx context.Context, r *http.Request) (any, error) {
 		p, err := s.namespacePolicies(ctx, r)
 		if err != nil {
@@ -212,19 +218,29 @@ func (s *server) registerPolicies(mux *http.ServeMux) {
 	}))
 }
 
-// jsonOrNull turns a typed nil pointer into an untyped nil-free value: Pulsar answers an
-// unset policy with an empty body / null, which the client decodes as "not set".
-func jsonOrNull(v any) any {
+// unsetAsNil turns a typed nil pointer (an unset policy) into nil, which the handler answers
+// with 204 and no body, as Pulsar answers a null policy; clients decode that as "not set".
+func unsetAsNil(v any) any {
 	if b, _ := json.Marshal(v); string(b) == "null" {
-		return json.RawMessage("null")
+		return nil
 	}
 	return v
+}
+
+// namespaceErr names the namespace in err, except in a reason that is Pulsar's text
+// exactly (clients compare it). A missing namespace keeps our reason that names it rather
+// than Pulsar's "Namespace does not exist" (TestRESTInputRules).
+func namespaceErr(r *http.Request, err error) error {
+	if re := reasonError(""); errors.As(err, &re) {
+		return re
+	}
+	return fmt.Errorf("namespace %s/%s: %w", r.PathValue("tenant"), r.PathValue("namespace"), err)
 }
 
 func (s *server) namespacePolicies(ctx context.Context, r *http.Request) (resources.Policies, error) {
 	p, err := s.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
 	if err != nil {
-		return p, fmt.Errorf("namespace %s/%s: %w", r.PathValue("tenant"), r.PathValue("namespace"), err)
+		return p, namespaceErr(r, err)
 	}
 	return p, nil
 }
@@ -232,7 +248,7 @@ func (s *server) namespacePolicies(ctx context.Context, r *http.Request) (resour
 func (s *server) updatePolicies(ctx context.Context, r *http.Request, modify func(*resources.Policies) error) error {
 	err := s.res.UpdateNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"), modify)
 	if err != nil {
-		return fmt.Errorf("namespace %s/%s: %w", r.PathValue("tenant"), r.PathValue("namespace"), err)
+		return namespaceErr(r, err)
 	}
 	return nil
 }

@@ -2,9 +2,9 @@ package admin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
@@ -107,16 +107,21 @@ var topicPolicies = []topicPolicy{
 }
 
 func (s *server) registerTopicPolicies(mux *http.ServeMux) {
-	const t = "/admin/v2/persistent/{tenant}/{namespace}/{topic}/"
-	for _, pol := range topicPolicies {
+	for _, domain := range []string{"persistent", "non-persistent"} {
+		s.registerTopicPoliciesOf(mux, "/admin/v2/"+domain+"/{tenant}/{namespace}/{topic}/")
+	}
+}
+
+func (s *server) registerTopicPoliciesOf(mux *http.ServeMux, t string) {
+	for _, pol := range append(slices.Clip(topicPolicies), moreTopicPolicies...) {
 		mux.HandleFunc("GET "+t+pol.name, s.handle(func(ctx context.Context, r *http.Request) (any, error) {
 			tp, ns, err := s.topicPoliciesOf(ctx, r)
 			if err != nil {
 				return nil, err
 			}
-			v := jsonOrNull(pol.get(&tp))
-			if raw, unset := v.(json.RawMessage); unset && string(raw) == "null" && r.URL.Query().Get("applied") == "true" {
-				v = jsonOrNull(pol.applied(&ns))
+			v := unsetAsNil(pol.get(&tp))
+			if v == nil && r.URL.Query().Get("applied") == "true" {
+				v = unsetAsNil(pol.applied(&ns))
 			}
 			return v, nil
 		}))

@@ -224,6 +224,9 @@ func (ac *adminCLI) verb(use, short string, nargs int, run func(ctx context.Cont
 // get, put, post and del are call without the headers.
 func (ac *adminCLI) get(ctx context.Context, path string) ([]byte, error) {
 	b, _, err := ac.call(ctx, http.MethodGet, path, nil)
+	if err == nil && len(b) == 0 {
+		b = []byte("null") // an unset policy: Pulsar answers 204, pulsar-admin prints null
+	}
 	return b, err
 }
 

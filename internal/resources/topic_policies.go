@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
 // TopicPoliciesRoot is the prefix of topic-level policies (see doc.go). Pulsar keeps them
@@ -23,6 +24,27 @@ type TopicPolicies struct {
 	DeduplicationEnabled *bool                   `json:"deduplicationEnabled,omitempty"`
 	MaxProducerPerTopic  *int                    `json:"maxProducerPerTopic,omitempty"`
 	MaxConsumerPerTopic  *int                    `json:"maxConsumerPerTopic,omitempty"`
+
+	Persistence                          *PersistencePolicies              `json:"persistence,omitempty"`
+	MaxUnackedMessagesOnConsumer         *int                              `json:"maxUnackedMessagesOnConsumer,omitempty"`
+	MaxUnackedMessagesOnSubscription     *int                              `json:"maxUnackedMessagesOnSubscription,omitempty"`
+	MaxConsumersPerSubscription          *int                              `json:"maxConsumersPerSubscription,omitempty"`
+	MaxSubscriptionsPerTopic             *int                              `json:"maxSubscriptionsPerTopic,omitempty"`
+	MaxMessageSize                       *int                              `json:"maxMessageSize,omitempty"`
+	DeduplicationSnapshotIntervalSeconds *int                              `json:"deduplicationSnapshotIntervalSeconds,omitempty"`
+	SchemaValidationEnforced             *bool                             `json:"schemaValidationEnforced,omitempty"`
+	SchemaCompatibilityStrategy          *string                           `json:"schemaCompatibilityStrategy,omitempty"`
+	DelayedDelivery                      *DelayedDeliveryPolicies          `json:"delayedDelivery,omitempty"`
+	DispatchRate                         *DispatchRate                     `json:"dispatchRate,omitempty"`
+	SubscriptionDispatchRate             *DispatchRate                     `json:"subscriptionDispatchRate,omitempty"`
+	ReplicatorDispatchRate               *DispatchRate                     `json:"replicatorDispatchRate,omitempty"`
+	PublishRate                          *PublishRate                      `json:"publishRate,omitempty"`
+	SubscribeRate                        *SubscribeRate                    `json:"subscribeRate,omitempty"`
+	OffloadPolicies                      *offload.Policies                 `json:"offloadPolicies,omitempty"`
+	AutoSubscriptionCreation             *AutoSubscriptionCreationOverride `json:"autoSubscriptionCreation,omitempty"`
+	ReplicationClusters                  []string                          `json:"replicationClusters,omitempty"`
+	CompactionThreshold                  *int64                            `json:"compactionThreshold,omitempty"`
+	InactiveTopicPolicies                *InactiveTopicPolicies            `json:"inactiveTopicPolicies,omitempty"`
 }
 
 // TopicPoliciesKey is the key of a topic's policies: <root>/<tenant>/<ns>/<domain>/<topic>.

@@ -1,0 +1,79 @@
+package admin_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// TestMorePolicyEndpoints drives the policy endpoints that pulsaradmin's own tests found
+// missing (docs/compatibility.md) through pulsaradmin: unset reads back as nil / the
+// client's default, a value set reads back, removal reads back as unset, and refusals carry
+// Pulsar's reason text where the client compares it.
+func TestMorePolicyEndpoints(t *testing.T) {
+	a := adminClient(t)
+	topic := topicName(t, "persistent://public/default/more-policy-endpoints")
+	must(t, "create", a.Topics().Create(*topic, 2))
+
+	if p, err := a.Topics().GetPersistence(*topic); err != nil || p != nil {
+		t.Fatalf("unset topic persistence = %+v, %v", p, err)
+	}
+	must(t, "set persistence", a.Topics().SetPersistence(*topic, utils.PersistenceData{BookkeeperEnsemble: 1, BookkeeperWriteQuorum: 1, BookkeeperAckQuorum: 1}))
+	if p, err := a.Topics().GetPersistence(*topic); err != nil || p == nil || p.BookkeeperEnsemble != 1 {
+		t.Fatalf("topic persistence = %+v, %v", p, err)
+	}
+	if err := a.Topics().SetPersistence(*topic, utils.PersistenceData{BookkeeperEnsemble: 1, BookkeeperWriteQuorum: 2, BookkeeperAckQuorum: 1}); err == nil {
+		t.Fatal("E1/Qw2 accepted")
+	}
+	must(t, "remove persistence", a.Topics().RemovePersistence(*topic))
+	if p, err := a.Topics().GetPersistence(*topic); err != nil || p != nil {
+		t.Fatalf("removed topic persistence = %+v, %v", p, err)
+	}
+
+	must(t, "set dispatch rate", a.Topics().SetDispatchRate(*topic, utils.DispatchRateData{DispatchThrottlingRateInMsg: 100, RatePeriodInSecond: 1}))
+	if d, err := a.Topics().GetDispatchRate(*topic); err != nil || d == nil || d.DispatchThrottlingRateInMsg != 100 {
+		t.Fatalf("dispatch rate = %+v, %v", d, err)
+	}
+	must(t, "set max subscriptions", a.Topics().SetMaxSubscriptionsPerTopic(*topic, 3))
+	if n, err := a.Topics().GetMaxSubscriptionsPerTopic(*topic); err != nil || n != 3 {
+		t.Fatalf("max subscriptions = %d, %v", n, err)
+	}
+	must(t, "set offload policies", a.Topics().SetOffloadPolicies(*topic, utils.OffloadPolicies{ManagedLedgerOffloadThresholdInBytes: 1 << 30}))
+	if o, err := a.Topics().GetOffloadPolicies(*topic); err != nil || o == nil || o.ManagedLedgerOffloadThresholdInBytes != 1<<30 {
+		t.Fatalf("offload policies = %+v, %v", o, err)
+	}
+
+	ns, _ := utils.GetNamespaceName("public/default")
+	if p, err := a.Namespaces().GetPersistence("public/default"); err != nil || p != nil {
+		t.Fatalf("unset namespace persistence = %+v, %v", p, err)
+	}
+	if g, err := a.Namespaces().GetBookieAffinityGroup("public/default"); err != nil || g != nil {
+		t.Fatalf("unset bookie affinity = %+v, %v", g, err)
+	}
+	if v, err := a.Namespaces().GetOffloadThreshold(*ns); err != nil || v != -1 {
+		t.Fatalf("unset offload threshold = %d, %v", v, err)
+	}
+	if v, err := a.Namespaces().GetMaxTopicsPerNamespace(*ns); err != nil || v != 0 {
+		t.Fatalf("unset max topics = %d, %v", v, err)
+	}
+	for what, err := range map[string]error{
+		"Invalid value for subscription expiration time": a.Namespaces().SetSubscriptionExpirationTime(*ns, -60),
+		"maxTopicsPerNamespace must be 0 or more":        a.Namespaces().SetMaxTopicsPerNamespace(*ns, -1),
+		"Invalid value for offloadThresholdInSecond":     a.Namespaces().SetOffloadThresholdInSeconds(*ns, -60),
+	} {
+		var re rest.Error
+		if !errors.As(err, &re) || re.Code != 400 || re.Reason != what {
+			t.Errorf("refusal %q: %v", what, err)
+		}
+	}
+	must(t, "set deletion lag", a.Namespaces().SetOffloadDeleteLag(*ns, 1000))
+	if v, err := a.Namespaces().GetOffloadDeleteLag(*ns); err != nil || v != 1000 {
+		t.Fatalf("deletion lag = %d, %v", v, err)
+	}
+	must(t, "clear deletion lag", a.Namespaces().ClearOffloadDeleteLag(*ns))
+	if v, err := a.Namespaces().GetOffloadDeleteLag(*ns); err != nil || v != -1 {
+		t.Fatalf("cleared deletion lag = %d, %v", v, err)
+	}
+}
