@@ -6,6 +6,7 @@ package builtin
 import (
 	"github.com/magnetar-io/magnetar/internal/io/connector"
 	"github.com/magnetar-io/magnetar/internal/io/datagen"
+	"github.com/magnetar-io/magnetar/internal/io/debezium/mysql"
 	"github.com/magnetar-io/magnetar/internal/io/debezium/postgres"
 	"github.com/magnetar-io/magnetar/internal/io/file"
 	"github.com/magnetar-io/magnetar/internal/io/jdbc"
@@ -18,6 +19,7 @@ func Definitions() []*connector.Definition {
 		postgres.Definition(),
 		file.Definition(),
 	}
+	defs = append(defs, mysql.Definitions()...)
 	return append(defs, jdbc.Definitions()...)
 }
 

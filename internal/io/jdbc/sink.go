@@ -229,9 +229,19 @@ func (s *sink) writeBatch(ctx context.Context, recs []*connector.Record) error {
 	if err == nil {
 		return nil
 	}
-	if s.d.permanent(err) {
-		s.metaLoaded = false // maybe the table changed: read it again before the next try
-		return connector.Permanent(err)
+	if connector.IsPermanent(err) || s.d.permanent(err) {
+		// Maybe the table changed (an ALTER TABLE the records follow): read its columns
+		// again and try once more before a record is declared bad.
+		if lerr := s.loadMeta(ctx); lerr != nil {
+			s.metaLoaded = false
+			return lerr
+		}
+		if err = s.apply(ctx, changes); err == nil {
+			return nil
+		}
+		if connector.IsPermanent(err) || s.d.permanent(err) {
+			return connector.Permanent(err)
+		}
 	}
 	return err
 }
