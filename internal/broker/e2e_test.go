@@ -771,6 +771,34 @@ func TestMaxMessageSize(t *testing.T) {
 	}
 }
 
+// TestUnackedLimitIsForSharedOnly: an Exclusive consumer that never acknowledges keeps
+// receiving past maxUnackedMessagesPerConsumer, as in Pulsar, where the limit bounds shared
+// subscriptions only.
+func TestUnackedLimitIsForSharedOnly(t *testing.T) {
+	b := startBroker(t, func(c *config.BrokerConfig) {
+		c.MaxUnackedMessagesPerConsumer = 5
+		c.MaxUnackedMessagesPerSubscription = 7
+	})
+	client := newClient(t, b.url)
+	topic := "persistent://public/default/unacked-exclusive"
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	produce(t, p, "x", 30)
+	// Subscriptions from the earliest position read the backlog without acknowledging.
+	for _, typ := range []pulsar.SubscriptionType{pulsar.Exclusive, pulsar.Failover} {
+		c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: fmt.Sprint("s", typ), Type: typ,
+			SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		receive(t, c, 30, false)
+		c.Close()
+	}
+}
+
 // TestUnackedLimit: a Shared consumer that never acknowledges stops receiving at
 // maxUnackedMessagesPerConsumer; the rest goes to the consumer that does.
 func TestUnackedLimit(t *testing.T) {

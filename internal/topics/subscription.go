@@ -537,8 +537,13 @@ func (s *Subscription) dropPendingLocked(p Position) {
 
 // canReceiveLocked tells whether cs may be sent an entry now: it has permits and neither
 // it nor the subscription is at its unacknowledged-message limit (Pulsar's
-// maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit).
+// maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit). As in Pulsar the
+// limits bound Shared and Key_Shared subscriptions only: an Exclusive or Failover consumer
+// that reads a backlog without acknowledging (a replay, a seek) must not stall at 50,000.
 func (s *Subscription) canReceiveLocked(cs *Consumer) bool {
+	if s.typ == Exclusive || s.typ == Failover {
+		return cs.permits > 0
+	}
 	perConsumer, perSub := s.t.s.dyn.maxUnackedConsumer(), s.t.s.dyn.maxUnackedSub()
 	return cs.permits > 0 &&
 		(perConsumer <= 0 || cs.unacked < perConsumer) &&
