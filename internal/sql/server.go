@@ -200,12 +200,17 @@ func (h *handler) run(ctx context.Context, c *mysql.Conn, fn func(context.Contex
 	ctx, cancel := context.WithTimeout(withQuery(ctx, q), time.Duration(s.cfg.QueryTimeoutSeconds)*time.Second)
 	defer cancel()
 	err := fn(ctx)
-	if qerr := q.failure(); qerr != nil && err != nil {
+	// The engine turns errors into text on their way out, so what stopped the statement is
+	// read from its state (query.fail) to pick the MySQL error code.
+	qerr := q.failure()
+	switch {
+	case err == nil:
+	case qerr != nil && errors.Is(qerr, ErrPermission):
+		err = mysql.NewSQLError(erTableAccessDenied, "42000", "%v", qerr)
+	case qerr != nil:
 		err = mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "%v", qerr)
-	} else if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		err = mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "%v: sqlQueryTimeoutSeconds is %d", ErrTimeout, s.cfg.QueryTimeoutSeconds)
-	} else if err != nil && errors.Is(err, ErrPermission) {
-		err = mysql.NewSQLError(erTableAccessDenied, mysql.SSClientError, "%v", err)
 	}
 	st := q.stats()
 	s.mu.Lock()

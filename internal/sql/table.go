@@ -106,7 +106,7 @@ func (t *table) PartitionRows(ctx *gms.Context, _ gms.Partition) (gms.RowIter, e
 		return nil, err
 	}
 	if err := t.db.srv.authorize(ctx, t.db.name, t.name); err != nil {
-		return nil, err
+		return nil, q.fail(err)
 	}
 	// Constant filters were evaluated when the plan was built; NOW() and parameters are
 	// evaluated again here, in the statement's own context.
@@ -134,7 +134,10 @@ func (s *Server) authorize(ctx *gms.Context, namespace, topic string) error {
 	p := principalOf(ctx)
 	err := s.authz.Topic(ctx, p, auth.Topic{Tenant: tenant, Namespace: ns, Name: "persistent://" + namespace + "/" + topic}, auth.TopicConsume, "")
 	if err != nil {
-		return fmt.Errorf("%w: %s may not read persistent://%s/%s (consume permission needed): %w", ErrPermission, p.Role, namespace, topic, errors.Unwrap(err))
+		if !errors.Is(err, auth.ErrAuthorization) {
+			return err // the permissions could not be read
+		}
+		return fmt.Errorf("%w: role %q may not read persistent://%s/%s (consume permission needed)", ErrPermission, p.Role, namespace, topic)
 	}
 	return nil
 }
