@@ -151,7 +151,7 @@ bench-startup: build
 # Kafka KRaft helper itself (internal/testenv). The first run fetches ~55 MB of jars.
 .PHONY: kafka-compat
 kafka-compat:
-	$(GO) test -tags $(TAGS),kafkacompat -count=1 -timeout 30m -run 'Kafka|Connect' ./internal/kafka/... ./internal/testenv/...
+	$(GO) test -tags $(TAGS),kafkacompat -count=1 -timeout 30m -run 'Kafka|Connect' ./internal/kafka/... ./internal/testenv/... ./tests/e2e/
 
 # Kafka comparison (issue 19): Magnetar over its Kafka listener (franz-go), the same
 # standalone over the Pulsar protocol, and Apache Kafka (Maven Central, KRaft, one JVM) on

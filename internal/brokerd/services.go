@@ -19,6 +19,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/broker"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/console"
+	"github.com/magnetar-io/magnetar/internal/kafka"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -60,13 +61,16 @@ type Services struct {
 	// offloader is tiered storage (nil: no managedLedgerOffloadDriver).
 	offloader offload.Offloader
 	// Topics is the topic service; Broker the Pulsar protocol front end over it.
-	Topics   *topics.Service
-	Broker   *broker.Server
-	brokerLn net.Listener
-	http     *http.Server
-	httpLn   net.Listener
-	ready    atomic.Bool
-	served   chan error
+	Topics *topics.Service
+	Broker *broker.Server
+	// Kafka is the Kafka protocol front end (nil: kafkaListeners empty); kafka.go.
+	Kafka     *kafka.Server
+	kafkaAddr string
+	brokerLn  net.Listener
+	http      *http.Server
+	httpLn    net.Listener
+	ready     atomic.Bool
+	served    chan error
 }
 
 // StartServices builds bookie client -> ledger client -> managed-ledger factory -> topic
@@ -77,12 +81,6 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		// The keys are read (internal/config/security.go) but the broker does not enforce
 		// them yet: refusing beats running without the protection asked for.
 		return nil, errors.New("authenticationEnabled, authorizationEnabled and TLS ports are not enforced by this build's broker yet: turn them off")
-	}
-	if o.Broker.Kafka.Enabled() {
-		// The Kafka front end (internal/kafka) is built and tested on its own; its Backend
-		// on the topic service is not wired yet (issue 19). Refusing beats a listener the
-		// operator asked for that never opens.
-		return nil, errors.New("kafkaListeners: the Kafka protocol is not served by this build's broker yet: leave kafkaListeners empty")
 	}
 	s := &Services{log: o.Logger, served: make(chan error, 2), brokerLn: o.BrokerLn, httpLn: o.HTTPLn}
 	defer func() {
@@ -126,6 +124,11 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	if s.httpLn == nil {
 		if s.httpLn, err = net.Listen("tcp", bind(o.Broker.WebServicePort)); err != nil {
 			return nil, fmt.Errorf("HTTP listen (webServicePort): %w", err)
+		}
+	}
+	if o.Broker.Kafka.Enabled() {
+		if err := s.startKafka(o); err != nil {
+			return nil, err
 		}
 	}
 	go func() { s.served <- s.Broker.Serve(s.brokerLn) }()
@@ -183,6 +186,9 @@ func (s *Services) Close(ctx context.Context) error {
 		shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		errs = append(errs, ignoreClosed(s.http.Shutdown(shutCtx)))
 		cancel()
+	}
+	if s.Kafka != nil {
+		errs = append(errs, s.Kafka.Close())
 	}
 	if s.Broker != nil {
 		errs = append(errs, s.Broker.Close(ctx))

@@ -40,6 +40,7 @@ var (
 	ErrTimeout              = kerr.RequestTimedOut
 	ErrNotEnoughReplicas    = kerr.NotEnoughReplicas
 	ErrUnknownServer        = kerr.UnknownServerError
+	ErrOffsetMetadataTooBig = kerr.OffsetMetadataTooLarge
 )
 
 // errorRow maps one Go error class that comes from below this package (the topic service,

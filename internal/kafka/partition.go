@@ -84,10 +84,7 @@ func (s *Server) partition(ctx context.Context, name string) (*partition, error)
 	p := s.logs[name]
 	s.mu.Unlock()
 	if p != nil {
-		p.mu.Lock()
-		broken := p.broken
-		p.mu.Unlock()
-		if broken == nil {
+		if p.ok() {
 			return p, nil
 		}
 		s.dropPartition(p)
@@ -102,20 +99,34 @@ func (s *Server) partition(ctx context.Context, name string) (*partition, error)
 	}
 	s.mu.Lock()
 	if cur := s.logs[name]; cur != nil {
-		p = cur // another request opened it first
-	} else {
-		s.logs[name] = p
+		s.mu.Unlock()
+		if c, ok := l.(closableLog); ok {
+			c.Close()
+		}
+		return cur, nil // another request opened it first
 	}
+	s.logs[name] = p
 	s.mu.Unlock()
 	return p, nil
 }
 
 func (s *Server) dropPartition(p *partition) {
 	s.mu.Lock()
-	if s.logs[p.name] == p {
+	dropped := s.logs[p.name] == p
+	if dropped {
 		delete(s.logs, p.name)
 	}
 	s.mu.Unlock()
+	if c, ok := p.log.(closableLog); ok && dropped {
+		c.Close()
+	}
+}
+
+// closableLog is a Log that holds resources (the topic service's producer and readers)
+// and can tell when it went stale (its topic was unloaded from this broker).
+type closableLog interface {
+	Live() bool
+	Close()
 }
 
 // recover reads the log's tail and records the idempotent producers' batches found there.

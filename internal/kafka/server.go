@@ -193,5 +193,14 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.groups.Close()
 	s.wg.Wait()
+	s.mu.Lock()
+	logs := s.logs
+	s.logs = map[string]*partition{}
+	s.mu.Unlock()
+	for _, p := range logs {
+		if c, ok := p.log.(closableLog); ok {
+			c.Close()
+		}
+	}
 	return nil
 }

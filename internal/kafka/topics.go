@@ -90,8 +90,12 @@ func (s *Server) openPartition(ctx context.Context, topic string, i int32) (*par
 
 func (p *partition) ok() bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.broken == nil
+	broken := p.broken
+	p.mu.Unlock()
+	if c, ok := p.log.(closableLog); ok && !c.Live() {
+		return false
+	}
+	return broken == nil
 }
 
 // topicID is the Kafka topic id Metadata reports: derived from the Pulsar name, so every

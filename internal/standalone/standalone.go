@@ -53,6 +53,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		logger = slog.New(slog.DiscardHandler)
 	}
 	began := time.Now()
+	applyKafkaDefault(&cfg)
 	s := &Standalone{cfg: cfg, log: logger.With("component", "standalone"), registry: prometheus.NewRegistry()}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	defer func() {
@@ -117,10 +118,27 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	// The one readiness line. Its status text is the line Pulsar's standalone logs when it is
 	// ready, which the testcontainers Pulsar modules (Go, Java, .NET) wait for.
 	s.log.Info(ReadyMessage, "status", PulsarReadyText,
-		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(),
+		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(), "kafka", s.svc.KafkaAddr(),
 		"sql", s.SQLAddr(), "dataDir", cfg.DataDir, "metadataStore", s.metadataKind, "startup", time.Since(began).Round(time.Millisecond))
 	return s, nil
 }
+
+// DefaultKafkaListener is where a standalone on Pulsar's default ports serves Kafka when
+// kafkaListeners is not set.
+const DefaultKafkaListener = "PLAINTEXT://127.0.0.1:9092"
+
+// applyKafkaDefault turns the Kafka protocol on in a standalone that runs on the default
+// Pulsar port (6650) without kafkaListeners: the Pulsar-and-Kafka-on-one-laptop case. A
+// standalone moved to other ports (tests, several on one machine) serves Kafka only where
+// kafkaListeners says, so it never takes 9092 behind its user's back.
+func applyKafkaDefault(cfg *config.StandaloneConfig) {
+	if !cfg.Broker.Kafka.Enabled() && cfg.Broker.ServicePort == config.DefaultBrokerConfig().ServicePort {
+		cfg.Broker.Kafka.Listeners = DefaultKafkaListener
+	}
+}
+
+// KafkaAddr is the advertised Kafka listener ("" when Kafka is off).
+func (s *Standalone) KafkaAddr() string { return s.svc.KafkaAddr() }
 
 // The readiness line: message and the status attribute it carries.
 const (

@@ -28,6 +28,12 @@ func (s *Service) autoCreation(ctx context.Context, name Name) (allow bool, part
 	return o.AllowAutoTopicCreation, max(o.DefaultNumPartitions, 1)
 }
 
+// AutoCreation is autoCreation for front ends that create topics themselves (the Kafka
+// front end's Metadata with allow_auto_topic_creation).
+func (s *Service) AutoCreation(ctx context.Context, name Name) (allow bool, partitions int) {
+	return s.autoCreation(ctx, name)
+}
+
 // autoCreateAllowed tells whether a missing topic of name's namespace may be created on use.
 func (s *Service) autoCreateAllowed(ctx context.Context, name Name) bool {
 	allow, _ := s.autoCreation(ctx, name)

@@ -280,3 +280,41 @@ func (t *Topic) SubscriptionState(sub string) (markDelete Position, props map[st
 	}
 	return c.MarkDeletePosition(), c.Properties(), true
 }
+
+// IndexAtTime is the index of the first message of the first entry the broker stored at or
+// after ms (Unix milliseconds; the broker entry metadata's time, which grows with position,
+// so it is a bounded search), or the high watermark if there is none. It is Kafka's
+// ListOffsets by timestamp, at entry granularity.
+func (t *Topic) IndexAtTime(ctx context.Context, ms int64) (int64, error) {
+	if t.log == nil {
+		return 0, fmt.Errorf("%w: %s is not persistent", wire.ErrNotAllowed, t.full)
+	}
+	hw := t.HighWatermark()
+	p, err := t.log.ml.Search(ctx, func(data []byte) (bool, error) {
+		_, bt, ok, err := wire.StoredIndex(data)
+		return ok && bt >= ms, err
+	})
+	if err != nil {
+		return 0, mlErr(err)
+	}
+	if t.log.ml.LastConfirmedEntry().Less(p) {
+		return hw, nil
+	}
+	e, err := t.log.readAt(ctx, p)
+	if err != nil {
+		return 0, err
+	}
+	last, _, ok := EntryIndex(e)
+	if !ok {
+		return hw, nil
+	}
+	return last - int64(msgCount(metaOf(e))) + 1, nil
+}
+
+// FirstPosition is the position of the oldest stored entry (the end position when none).
+func (t *Topic) FirstPosition() Position {
+	if t.log == nil {
+		return Position{}
+	}
+	return t.log.ml.FirstPosition()
+}

@@ -96,6 +96,14 @@ func (s *Service) CreateTopic(ctx context.Context, name Name, partitions int) er
 	return nil
 }
 
+// TopicExists tells whether a non-partitioned topic or a partition is recorded.
+func (s *Service) TopicExists(ctx context.Context, name Name) (bool, error) {
+	if err := s.authorize(ctx, ActionLookup, name); err != nil {
+		return false, err
+	}
+	return s.topicExists(ctx, name)
+}
+
 // topicExists tells whether a non-partitioned topic or partition is recorded. A partition
 // of an existing partitioned topic exists.
 func (s *Service) topicExists(ctx context.Context, name Name) (bool, error) {
