@@ -39,6 +39,13 @@ type PoliciesConfig struct {
 	// of the same name (0: unlimited).
 	MaxProducersPerTopic int `key:"maxProducersPerTopic" help:"most producers per topic (0: unlimited)"`
 	MaxConsumersPerTopic int `key:"maxConsumersPerTopic" help:"most consumers per topic (0: unlimited)"`
+	// MaxConsumersPerSubscription, MaxSubscriptionsPerTopic and MaxTopicsPerNamespace are
+	// the defaults of the policies of the same name (0: unlimited). Each subscription and
+	// topic holds broker memory (a cursor, its dispatcher, its ledger list), so a client
+	// that creates them in a loop is bounded by these, as Pulsar bounds it.
+	MaxConsumersPerSubscription int `key:"maxConsumersPerSubscription" help:"most consumers per subscription (0: unlimited)"`
+	MaxSubscriptionsPerTopic    int `key:"maxSubscriptionsPerTopic" help:"most subscriptions per topic (0: unlimited)"`
+	MaxTopicsPerNamespace       int `key:"maxTopicsPerNamespace" help:"most topics per namespace, partitions counted one by one (0: unlimited)"`
 }
 
 // DefaultPoliciesConfig returns Pulsar's broker.conf defaults.
@@ -68,5 +75,8 @@ func (c *PoliciesConfig) Validate() error {
 		OneOf("backlogQuotaDefaultRetentionPolicy", c.BacklogQuotaDefaultRetentionPolicy, "producer_request_hold", "producer_exception", "consumer_backlog_eviction"),
 		AtLeast("maxProducersPerTopic", c.MaxProducersPerTopic, 0),
 		AtLeast("maxConsumersPerTopic", c.MaxConsumersPerTopic, 0),
+		AtLeast("maxConsumersPerSubscription", c.MaxConsumersPerSubscription, 0),
+		AtLeast("maxSubscriptionsPerTopic", c.MaxSubscriptionsPerTopic, 0),
+		AtLeast("maxTopicsPerNamespace", c.MaxTopicsPerNamespace, 0),
 	)
 }

@@ -79,6 +79,9 @@ func (s *Service) CheckNamespace(ctx context.Context, name Name) error {
 // CreateTopic records a topic: partitioned with n partitions when n > 0, else
 // non-partitioned. It wraps resources.ErrAlreadyExists if it already exists.
 func (s *Service) CreateTopic(ctx context.Context, name Name, partitions int) error {
+	if err := s.checkTopicQuota(ctx, name, max(partitions, 1)); err != nil { // policies.go
+		return err
+	}
 	if partitions > 0 {
 		if name.Partition >= 0 {
 			return fmt.Errorf("%w: a partition cannot be partitioned", wire.ErrNotAllowed)
@@ -240,7 +243,7 @@ func (s *Service) loadTopic(ctx context.Context, name Name, create bool) (*Topic
 	}
 	t := newTopic(s, name)
 	if name.Persistent() {
-		l, err := s.openLog(ctx, name.ManagedLedgerName())
+		l, err := s.openLog(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("%w: open %s: %w", wire.ErrPersistence, name, err)
 		}

@@ -106,7 +106,7 @@ func (s *Service) DeleteTopic(ctx context.Context, name Name, force bool) error 
 		}
 	}
 	if name.Persistent() {
-		l, err := s.openLog(ctx, name.ManagedLedgerName())
+		l, err := s.openLog(ctx, name)
 		if err != nil {
 			return fmt.Errorf("%w: delete %s: %w", wire.ErrPersistence, name, err)
 		}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
@@ -38,6 +40,14 @@ type effectivePolicies struct {
 	quota        managedledger.BacklogQuota // zero limits: none
 	maxProducers int                        // 0: unlimited
 	maxConsumers int
+
+	maxConsumersPerSub int // 0: unlimited
+	maxSubscriptions   int // 0: unlimited
+	// maxUnackedConsumer / maxUnackedSub: -1 when no policy sets them (the broker's
+	// dynamic maxUnackedMessagesPerConsumer / PerSubscription apply); 0: unlimited.
+	maxUnackedConsumer, maxUnackedSub int
+	persistence                       *resources.PersistencePolicies // nil: the broker's E/Qw/Qa
+	offload                           offload.Trigger
 }
 
 // topicPolicyState is a topic's applied policies and last quota verdict.
@@ -45,6 +55,10 @@ type topicPolicyState struct {
 	mu          sync.Mutex
 	eff         effectivePolicies
 	quotaExceed bool // last check: over a producer-policy quota
+
+	// The unacked limits of eff plus one, read on the dispatch path without the lock
+	// (0, the zero value: unset, also for topics whose policies never applied).
+	unackedConsumer, unackedSub atomic.Int64
 }
 
 func (ps *topicPolicyState) get() effectivePolicies {
@@ -93,6 +107,14 @@ func (s *Service) resolvePolicies(ctx context.Context, name Name) (effectivePoli
 	}
 	pick(ns.MaxProducersPerTopic, tp.MaxProducerPerTopic, &eff.maxProducers)
 	pick(ns.MaxConsumersPerTopic, tp.MaxConsumerPerTopic, &eff.maxConsumers)
+	eff.maxConsumersPerSub, eff.maxSubscriptions = pc.MaxConsumersPerSubscription, pc.MaxSubscriptionsPerTopic
+	pick(ns.MaxConsumersPerSub, tp.MaxConsumersPerSubscription, &eff.maxConsumersPerSub)
+	pick(ns.MaxSubscriptionsPerTopic, tp.MaxSubscriptionsPerTopic, &eff.maxSubscriptions)
+	eff.maxUnackedConsumer, eff.maxUnackedSub = -1, -1
+	pick(ns.MaxUnackedPerConsumer, tp.MaxUnackedMessagesOnConsumer, &eff.maxUnackedConsumer)
+	pick(ns.MaxUnackedPerSubscription, tp.MaxUnackedMessagesOnSubscription, &eff.maxUnackedSub)
+	eff.persistence = firstNonNil(tp.Persistence, ns.Persistence)
+	eff.offload = s.resolveOffload(&ns, &tp)
 	eff.retention = firstNonNil(tp.RetentionPolicies, ns.RetentionPolicies)
 	quotas := ns.BacklogQuotaMap
 	if len(tp.BackLogQuotaMap) > 0 {
@@ -134,13 +156,9 @@ func (s *Service) applyPolicies(ctx context.Context, t *Topic) error {
 	}
 	if l := t.log; l != nil {
 		cfg := l.ml.Config()
-		cfg.RetentionTime, cfg.RetentionSizeBytes = 0, 0
-		if r := eff.retention; r != nil {
-			cfg.RetentionTime = retentionValue(int64(r.RetentionTimeInMinutes), time.Minute)
-			cfg.RetentionSizeBytes = retentionValue[int64](r.RetentionSizeInMB, 1<<20)
-		}
+		s.policyLogConfig(&cfg, eff)
 		if err := l.ml.SetConfig(cfg); err != nil {
-			return fmt.Errorf("%w: retention of %s: %w", wire.ErrNotAllowed, t.full, err)
+			return fmt.Errorf("%w: storage policies of %s: %w", wire.ErrNotAllowed, t.full, err)
 		}
 	}
 	if t.dedup == nil {
@@ -150,8 +168,106 @@ func (s *Service) applyPolicies(ctx context.Context, t *Topic) error {
 	// Recorded after deduplication switched, so eff reads as what is in force.
 	t.pol.mu.Lock()
 	t.pol.eff = eff
+	t.pol.unackedConsumer.Store(int64(eff.maxUnackedConsumer) + 1)
+	t.pol.unackedSub.Store(int64(eff.maxUnackedSub) + 1)
 	t.pol.mu.Unlock()
+	if t.log != nil {
+		t.pokeSubscriptions() // a raised unacked limit may let consumers receive again
+	}
 	return err
+}
+
+// policyLogConfig sets the parts of a managed-ledger config that policies decide:
+// persistence (E/Qw/Qa of the ledgers created from now on, the cursor mark-delete rate),
+// retention and offload. Unset, each falls back to the broker's default.
+func (s *Service) policyLogConfig(cfg *managedledger.Config, eff effectivePolicies) {
+	def := s.ledgers.DefaultConfig()
+	cfg.EnsembleSize, cfg.WriteQuorum, cfg.AckQuorum = def.EnsembleSize, def.WriteQuorum, def.AckQuorum
+	cfg.MarkDeleteRateLimit = def.MarkDeleteRateLimit
+	if p := eff.persistence; p != nil {
+		cfg.EnsembleSize, cfg.WriteQuorum, cfg.AckQuorum = p.BookkeeperEnsemble, p.BookkeeperWriteQuorum, p.BookkeeperAckQuorum
+		if p.ManagedLedgerMaxMarkDeleteRate > 0 {
+			cfg.MarkDeleteRateLimit = p.ManagedLedgerMaxMarkDeleteRate
+		}
+	}
+	cfg.RetentionTime, cfg.RetentionSizeBytes = 0, 0
+	if r := eff.retention; r != nil {
+		cfg.RetentionTime = retentionValue(int64(r.RetentionTimeInMinutes), time.Minute)
+		cfg.RetentionSizeBytes = retentionValue[int64](r.RetentionSizeInMB, 1<<20)
+	}
+	cfg.Offload = eff.offload
+}
+
+// logConfig is the managed-ledger config a topic's log opens with: the broker defaults
+// with its policies applied, so even the first ledger has the namespace's persistence.
+func (s *Service) logConfig(ctx context.Context, name Name) (managedledger.Config, error) {
+	cfg := s.ledgers.DefaultConfig()
+	eff, err := s.resolvePolicies(ctx, name)
+	if err != nil {
+		return cfg, err
+	}
+	s.policyLogConfig(&cfg, eff)
+	return cfg, nil
+}
+
+// resolveOffload merges the offload policies: the topic's offloadPolicies over the
+// namespace's offload_policies over its legacy offload_threshold(_in_seconds) and
+// offload_deletion_lag_ms fields over the broker's keys (the factory's defaults).
+// The policies' driver settings are stored but not applied: every topic offloads with
+// the broker's driver (internal/offload has one offloader per broker).
+func (s *Service) resolveOffload(ns *resources.Policies, tp *resources.TopicPolicies) offload.Trigger {
+	legacy := offload.Policies{ThresholdInBytes: ns.OffloadThreshold, ThresholdInSeconds: ns.OffloadThresholdInSeconds,
+		DeletionLagInMillis: ns.OffloadDeletionLagMs}
+	p := legacy
+	if ns.OffloadPolicies != nil {
+		p = ns.OffloadPolicies.Merge(p)
+	}
+	if tp.OffloadPolicies != nil {
+		p = tp.OffloadPolicies.Merge(p)
+	}
+	t := s.ledgers.DefaultConfig().Offload
+	if p.ThresholdInBytes != nil {
+		t.ThresholdBytes = *p.ThresholdInBytes
+	}
+	if p.ThresholdInSeconds != nil {
+		t.ThresholdSeconds = *p.ThresholdInSeconds
+	}
+	if p.DeletionLagInMillis != nil {
+		t.DeletionLagMillis = *p.DeletionLagInMillis
+	}
+	if p.ReadPriority != nil && *p.ReadPriority != "" {
+		t.ReadPriority = *p.ReadPriority
+	}
+	return t
+}
+
+// pokeSubscriptions wakes every subscription's dispatcher (a limit changed).
+func (t *Topic) pokeSubscriptions() {
+	t.mu.Lock()
+	subs := make([]*Subscription, 0, len(t.subs))
+	for _, s := range t.subs {
+		subs = append(subs, s)
+	}
+	t.mu.Unlock()
+	for _, s := range subs {
+		s.poke()
+	}
+}
+
+// maxUnackedPerConsumer / maxUnackedPerSubscription are the unacked-message limits in
+// force (policy, else the broker's dynamic setting; 0: none). Read on the dispatch path.
+func (t *Topic) maxUnackedPerConsumer() int {
+	if v := t.pol.unackedConsumer.Load(); v > 0 {
+		return int(v - 1)
+	}
+	return t.s.dyn.maxUnackedConsumer()
+}
+
+func (t *Topic) maxUnackedPerSubscription() int {
+	if v := t.pol.unackedSub.Load(); v > 0 {
+		return int(v - 1)
+	}
+	return t.s.dyn.maxUnackedSub()
 }
 
 // retentionValue maps Pulsar's retention number (-1 infinite, 0 none, n units) to the
@@ -202,21 +318,80 @@ func (e quotaHoldError) ServerError() pb.ServerError {
 }
 func (e quotaHoldError) Unwrap() error { return e.error }
 
-// admitConsumerLocked applies max consumers and reserved names. Caller holds t.mu.
+// admitConsumerLocked applies reserved names, max consumers per topic and per
+// subscription, and (for a subscription not yet attached) max subscriptions per topic.
+// Caller holds t.mu.
 func (t *Topic) admitConsumerLocked(sub string) error {
 	if isSystemCursor(sub) {
 		return fmt.Errorf("%w: subscription name %q is reserved", wire.ErrNotAllowed, sub)
 	}
 	eff := t.pol.get()
-	if eff.maxConsumers <= 0 {
+	if eff.maxConsumers > 0 {
+		n := 0
+		for _, s := range t.subs {
+			n += len(s.consumersSnapshot())
+		}
+		if n >= eff.maxConsumers {
+			return fmt.Errorf("%w: topic %s reached max consumers %d", wire.ErrConsumerBusy, t.full, eff.maxConsumers)
+		}
+	}
+	if s := t.subs[sub]; s != nil {
+		if eff.maxConsumersPerSub > 0 && len(s.consumersSnapshot()) >= eff.maxConsumersPerSub {
+			return fmt.Errorf("%w: subscription %s of %s reached max consumers per subscription %d", wire.ErrConsumerBusy, sub, t.full, eff.maxConsumersPerSub)
+		}
 		return nil
 	}
-	n := 0
-	for _, s := range t.subs {
-		n += len(s.consumersSnapshot())
+	return t.admitSubscriptionLocked(sub, eff)
+}
+
+// admitSubscriptionLocked applies max subscriptions per topic to a subscription about to
+// be created or attached (Pulsar counts durable and non-durable ones; NotAllowed, as
+// Pulsar's "Topic reached max subscriptions limit"). Caller holds t.mu.
+func (t *Topic) admitSubscriptionLocked(sub string, eff effectivePolicies) error {
+	if eff.maxSubscriptions <= 0 {
+		return nil
 	}
-	if n >= eff.maxConsumers {
-		return fmt.Errorf("%w: topic %s reached max consumers %d", wire.ErrConsumerBusy, t.full, eff.maxConsumers)
+	names := make(map[string]struct{}, len(t.subs))
+	for n := range t.subs {
+		names[n] = struct{}{}
+	}
+	if t.log != nil {
+		for _, c := range t.log.ml.Cursors() {
+			if !isSystemCursor(c.Name()) {
+				names[c.Name()] = struct{}{}
+			}
+		}
+	}
+	if _, ok := names[sub]; ok {
+		return nil // a stored durable subscription being attached again
+	}
+	if len(names) >= eff.maxSubscriptions {
+		return fmt.Errorf("%w: topic %s reached max subscriptions limit %d", wire.ErrNotAllowed, t.full, eff.maxSubscriptions)
+	}
+	return nil
+}
+
+// checkTopicQuota applies max topics per namespace to the creation of n topics (a
+// partitioned topic counts its partitions), Pulsar's "Exceed maximum number of topics in
+// namespace".
+func (s *Service) checkTopicQuota(ctx context.Context, name Name, n int) error {
+	max := s.cfg.Policies.MaxTopicsPerNamespace
+	ns, err := s.res.Namespace(ctx, name.Tenant, name.Namespace)
+	if err != nil && !errors.Is(err, resources.ErrNotFound) {
+		return fmt.Errorf("%w: policies of %s: %w", wire.ErrMetadata, name.NamespaceName(), err)
+	}
+	if ns.MaxTopicsPerNamespace != nil {
+		max = *ns.MaxTopicsPerNamespace
+	}
+	if max <= 0 {
+		return nil
+	}
+	have, err := s.ListTopics(ctx, name.NamespaceName(), "")
+	if err != nil {
+		return err
+	}
+	if len(have)+n > max {
+		return fmt.Errorf("%w: Exceed maximum number of topics in namespace %s (%d)", wire.ErrNotAllowed, name.NamespaceName(), max)
 	}
 	return nil
 }

@@ -58,9 +58,14 @@ func mlErr(err error) error {
 	return fmt.Errorf("%w: %w", wire.ErrPersistence, err)
 }
 
-// openLog opens (creating if needed) the managed ledger called name.
-func (s *Service) openLog(ctx context.Context, name string) (*topicLog, error) {
-	ml, err := s.ledgers.Open(ctx, name, s.ledgers.DefaultConfig())
+// openLog opens (creating if needed) the log of topic name, configured by its policies
+// (policies.go:logConfig).
+func (s *Service) openLog(ctx context.Context, name Name) (*topicLog, error) {
+	cfg, err := s.logConfig(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	ml, err := s.ledgers.Open(ctx, name.ManagedLedgerName(), cfg)
 	if err != nil {
 		return nil, mlErr(err)
 	}

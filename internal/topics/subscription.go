@@ -530,7 +530,7 @@ func (s *Subscription) dropPendingLocked(p Position) {
 	s.releaseSlotLocked(pa.slot) // may unblock held-back Key_Shared entries
 	pa.c.unacked -= pa.n
 	s.unacked -= pa.n
-	if pa.c.unacked+pa.n >= s.t.s.dyn.maxUnackedConsumer() || s.unacked+pa.n >= s.t.s.dyn.maxUnackedSub() {
+	if pa.c.unacked+pa.n >= s.t.maxUnackedPerConsumer() || s.unacked+pa.n >= s.t.maxUnackedPerSubscription() {
 		s.poke()
 	}
 }
@@ -544,7 +544,7 @@ func (s *Subscription) canReceiveLocked(cs *Consumer) bool {
 	if s.typ == Exclusive || s.typ == Failover {
 		return cs.permits > 0
 	}
-	perConsumer, perSub := s.t.s.dyn.maxUnackedConsumer(), s.t.s.dyn.maxUnackedSub()
+	perConsumer, perSub := s.t.maxUnackedPerConsumer(), s.t.maxUnackedPerSubscription()
 	return cs.permits > 0 &&
 		(perConsumer <= 0 || cs.unacked < perConsumer) &&
 		(perSub <= 0 || s.unacked < perSub)

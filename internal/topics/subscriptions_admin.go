@@ -69,6 +69,10 @@ func (s *Service) CreateSubscription(ctx context.Context, name Name, sub string,
 		t.mu.Unlock()
 		return fmt.Errorf("%w: %s on %s", ErrSubscriptionExists, sub, t.full)
 	}
+	if err := t.admitSubscriptionLocked(sub, t.pol.get()); err != nil { // policies.go
+		t.mu.Unlock()
+		return err
+	}
 	cur, err := t.log.openCursor(ctx, sub, at == Earliest)
 	if err != nil {
 		t.mu.Unlock()
