@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/broker"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/functions"
+	"github.com/magnetar-io/magnetar/internal/functions/pkgstore"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/connect"
 	"github.com/magnetar-io/magnetar/internal/ownership"
@@ -28,6 +31,7 @@ type Broker struct {
 	store metadata.Store
 	own   *ownership.Manager
 	svc   *Services
+	fnw   *functions.Worker
 }
 
 // Start connects to the metadata store, creates the cluster's default tenant and namespace
@@ -88,15 +92,34 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The functions paths go to the worker (503 until it runs, or always without
+	// functionsWorkerEnabled); the rest to ownership's redirects and the admin API.
+	mount := &functions.Mount{}
+	wrap := func(h http.Handler) http.Handler { return mount.Wrap(b.own.Handler(h)) }
 	if b.svc, err = StartServices(ctx, ServicesOptions{
 		Store: b.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: reg, Logger: logger,
-		Ownership: b.own, WrapHTTP: b.own.Handler, BrokerLn: brokerLn, HTTPLn: httpLn, DeferReady: true,
+		Ownership: b.own, WrapHTTP: wrap, BrokerLn: brokerLn, HTTPLn: httpLn, DeferReady: true,
 	}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b.own.SetUnloader(b.svc.Topics)
 	if err := b.own.Register(ctx, b.svc.LoadStats); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
+	}
+	if cfg.FunctionsWorkerEnabled {
+		self := b.own.Self()
+		brokerURL, webURL := self.NativeURL, self.HTTPURL
+		if u := cfg.Functions.PulsarServiceURL; u != "" {
+			brokerURL = u
+		}
+		if b.fnw, err = functions.Start(ctx, functions.Options{
+			Config: cfg.Functions, Store: b.store, Resources: res, ClusterName: cfg.Broker.ClusterName,
+			Packages:         &pkgstore.Ledgers{Client: b.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas},
+			BrokerServiceURL: brokerURL, WebServiceURL: webURL, DataDir: cfg.FunctionsDataDir, Logger: logger,
+		}); err != nil {
+			return nil, fmt.Errorf("broker: functions worker: %w", err)
+		}
+		mount.Set(b.fnw)
 	}
 	b.svc.MarkReady()
 	b.log.Info("magnetar broker ready", "broker", b.own.Self().NativeURL, "http", b.own.Self().HTTPURL,
@@ -121,6 +144,10 @@ func (b *Broker) Failed() <-chan error { return b.svc.Failed() }
 // the services and the metadata client.
 func (b *Broker) Close(ctx context.Context) error {
 	var errs []error
+	if b.fnw != nil {
+		// First, while the broker still serves: instances flush and checkpoint through it.
+		errs = append(errs, b.fnw.Close())
+	}
 	if b.own != nil {
 		errs = append(errs, b.own.Release(ctx))
 	}

@@ -87,6 +87,14 @@ type BrokerRoleConfig struct {
 	Cluster ClusterConfig
 	// MetadataTLS is how the broker reaches etcd over TLS (metadataStoreConfigPath).
 	MetadataTLS MetadataClientTLSConfig
+
+	// FunctionsWorkerEnabled runs a Pulsar Functions worker (functions, sources, sinks) in
+	// the broker, as Pulsar's broker.conf functionsWorkerEnabled; off by default as there.
+	FunctionsWorkerEnabled bool `key:"functionsWorkerEnabled" flag:"functions-worker" help:"run a functions worker in the broker (functions, sources, sinks)"`
+	// FunctionsDataDir holds the worker's packages, virtualenvs and logs when
+	// downloadDirectory is empty (ours).
+	FunctionsDataDir string `key:"functionsWorkerDataDir" help:"directory of the in-broker functions worker's packages and logs when downloadDirectory is empty (ours)"`
+	Functions        FunctionsWorkerConfig
 }
 
 // DefaultBrokerRoleConfig returns the broker role defaults (Pulsar's broker.conf: cluster
@@ -97,6 +105,8 @@ func DefaultBrokerRoleConfig() BrokerRoleConfig {
 		Broker:           DefaultBrokerConfig(),
 		Ledger:           DefaultLedgerClientConfig(),
 		Cluster:          DefaultClusterConfig(),
+		FunctionsDataDir: "./data/broker",
+		Functions:        DefaultFunctionsWorkerConfig(),
 	}
 }
 
@@ -105,6 +115,9 @@ func (c *BrokerRoleConfig) Validate() error {
 	var errs []error
 	if u := c.MetadataStoreURL; !strings.HasPrefix(u, "etcd://") && !strings.HasPrefix(u, "memory://") {
 		errs = append(errs, &FieldError{Key: "metadataStoreUrl", Value: u, Reason: "must start with etcd:// or memory://"})
+	}
+	if c.FunctionsWorkerEnabled {
+		errs = append(errs, NotEmpty("functionsWorkerDataDir", c.FunctionsDataDir), c.Functions.Validate())
 	}
 	return errors.Join(append(errs, c.Broker.Validate(), c.Ledger.Validate(), c.Cluster.Validate())...)
 }

@@ -197,7 +197,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		args := append([]string{"broker", "--metadata-url", c.MetadataURL, "--bind-address", bind,
 			"--advertised-address", advertised, "--port", port, "--http-port", httpPort,
 			"--managed-ledger-default-ensemble-size", "2", "--managed-ledger-default-write-quorum", "2",
-			"--managed-ledger-default-ack-quorum", "2"}, o.BrokerArgs...)
+			"--managed-ledger-default-ack-quorum", "2",
+			// Used only with --functions-worker: the in-broker worker's packages and logs.
+			"--functions-worker-data-dir", filepath.Join(o.Dir, name)}, o.BrokerArgs...)
 		p := c.proc(name, addr, httpAddr, args...)
 		c.Brokers = append(c.Brokers, p)
 		if err := p.Start(); err != nil {
