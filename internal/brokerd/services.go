@@ -20,6 +20,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/console"
 	"github.com/magnetar-io/magnetar/internal/kafka"
+	"github.com/magnetar-io/magnetar/internal/lakehouse"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -66,6 +67,8 @@ type Services struct {
 	// Kafka is the Kafka protocol front end (nil: kafkaListeners empty); kafka.go.
 	Kafka     *kafka.Server
 	kafkaAddr string
+	// Lakehouse writes topics into Iceberg tables (nil: icebergEnabled off).
+	Lakehouse *lakehouse.Service
 	brokerLn  net.Listener
 	http      *http.Server
 	httpLn    net.Listener
@@ -131,6 +134,13 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 			return nil, err
 		}
 	}
+	if o.Broker.Iceberg.Enabled {
+		if s.Lakehouse, err = lakehouse.New(lakehouse.Options{
+			Config: o.Broker.Iceberg, Topics: s.Topics, Resources: o.Resources, Logger: o.Logger, Registerer: o.Registry,
+		}); err != nil {
+			return nil, fmt.Errorf("lakehouse: %w", err)
+		}
+	}
 	go func() { s.served <- s.Broker.Serve(s.brokerLn) }()
 	var h http.Handler = admin.Handler(admin.Config{
 		Resources: o.Resources, Gatherer: o.Registry, Logger: o.Logger, Ready: s.ready.Load,
@@ -140,6 +150,11 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	})
 	if o.Broker.Console.Enabled {
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})
+	}
+	if s.Lakehouse != nil {
+		// Authentication is refused above until the broker enforces it; when it does, the
+		// catalog and the iceberg admin endpoints take its Authorize hook.
+		h = s.Lakehouse.Mount(h, lakehouse.HTTPOptions{})
 	}
 	if o.WrapHTTP != nil {
 		h = o.WrapHTTP(h)
@@ -192,6 +207,9 @@ func (s *Services) Close(ctx context.Context) error {
 	}
 	if s.Broker != nil {
 		errs = append(errs, s.Broker.Close(ctx))
+	}
+	if s.Lakehouse != nil {
+		errs = append(errs, s.Lakehouse.Close())
 	}
 	if s.Topics != nil {
 		errs = append(errs, s.Topics.Close(ctx))

@@ -94,6 +94,8 @@ type BrokerConfig struct {
 	Console ConsoleConfig
 	// Transaction is Pulsar transactions (transaction.go: transactionCoordinatorEnabled, ...).
 	Transaction TransactionConfig
+	// Iceberg is the lakehouse: topics as Iceberg tables, the REST catalog (iceberg.go).
+	Iceberg IcebergConfig
 }
 
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
@@ -126,6 +128,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Console:                             DefaultConsoleConfig(),
 		Offload:                             DefaultOffloadConfig(),
 		Transaction:                         DefaultTransactionConfig(),
+		Iceberg:                             DefaultIcebergConfig(),
 	}
 }
 
@@ -160,5 +163,6 @@ func (c *BrokerConfig) Validate() error {
 		c.Security.Validate(),
 		c.Offload.Validate(),
 		c.Transaction.Validate(),
+		c.Iceberg.Validate(),
 	)
 }

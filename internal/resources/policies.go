@@ -43,6 +43,9 @@ type Policies struct {
 	ClusterSubscribeRate     map[string]SubscribeRate `json:"clusterSubscribeRate,omitempty"`
 	Properties               map[string]string        `json:"properties,omitempty"`
 	Deleted                  bool                     `json:"deleted"`
+	// IcebergPolicies is ours (the lakehouse, internal/lakehouse): whether the namespace's
+	// topics with a schema are also Iceberg tables, and how.
+	IcebergPolicies *IcebergPolicies `json:"iceberg_policies,omitempty"`
 }
 
 // BundlesData is the namespace's split of the 32-bit topic-name hash ring.

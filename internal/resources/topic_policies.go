@@ -45,6 +45,8 @@ type TopicPolicies struct {
 	ReplicationClusters                  []string                          `json:"replicationClusters,omitempty"`
 	CompactionThreshold                  *int64                            `json:"compactionThreshold,omitempty"`
 	InactiveTopicPolicies                *InactiveTopicPolicies            `json:"inactiveTopicPolicies,omitempty"`
+	// IcebergPolicies override the namespace's field by field (ours; internal/lakehouse).
+	IcebergPolicies *IcebergPolicies `json:"icebergPolicies,omitempty"`
 }
 
 // TopicPoliciesKey is the key of a topic's policies: <root>/<tenant>/<ns>/<domain>/<topic>.

@@ -1,0 +1,201 @@
+package lakehouse
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// rowBuffer collects rows for one table schema in Arrow builders until they are written
+// as data files. Values are the Go values of internal/columns (nil is NULL); a value that
+// does not fit its column's type (a type change Iceberg does not allow) is NULL, or the
+// type's zero value in a required column.
+type rowBuffer struct {
+	schema *arrow.Schema
+	b      *array.RecordBuilder
+	rows   int
+	bytes  int64 // an estimate of the rows' size in memory
+	// index by column name of the table schema
+	index  map[string]int
+	filled []bool // per column, scratch of appendRow
+}
+
+func newRowBuffer(sc *iceberg.Schema) (*rowBuffer, error) {
+	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
+	if err != nil {
+		return nil, fmt.Errorf("lakehouse: arrow schema: %w", err)
+	}
+	rb := &rowBuffer{schema: as, b: array.NewRecordBuilder(memory.DefaultAllocator, as), index: map[string]int{}}
+	for i, f := range as.Fields() {
+		rb.index[f.Name] = i
+	}
+	return rb, nil
+}
+
+// slot returns the builder index of a column, or -1.
+func (rb *rowBuffer) slot(name string) int {
+	if i, ok := rb.index[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// appendRow appends one row: vals[i] goes to column slots[i]; columns not named get NULL.
+func (rb *rowBuffer) appendRow(slots []int, vals []any) {
+	if rb.filled == nil {
+		rb.filled = make([]bool, len(rb.schema.Fields()))
+	}
+	filled := rb.filled
+	clear(filled)
+	for i, s := range slots {
+		if s < 0 {
+			continue
+		}
+		filled[s] = true
+		rb.bytes += rb.appendValue(s, vals[i])
+	}
+	for s, ok := range filled {
+		if !ok {
+			rb.appendValue(s, nil)
+		}
+	}
+	rb.rows++
+}
+
+func (rb *rowBuffer) appendValue(s int, v any) int64 {
+	f := rb.schema.Field(s)
+	bld := rb.b.Field(s)
+	if v == nil {
+		if f.Nullable {
+			bld.AppendNull()
+		} else {
+			bld.AppendEmptyValue()
+		}
+		return 1
+	}
+	ok := true
+	n := int64(8)
+	switch b := bld.(type) {
+	case *array.BooleanBuilder:
+		x, isBool := v.(bool)
+		ok = isBool
+		if ok {
+			b.Append(x)
+		}
+	case *array.Int32Builder:
+		switch x := v.(type) {
+		case int32:
+			b.Append(x)
+		case int64:
+			if ok = x >= math.MinInt32 && x <= math.MaxInt32; ok {
+				b.Append(int32(x))
+			}
+		default:
+			ok = false
+		}
+	case *array.Int64Builder:
+		switch x := v.(type) {
+		case int64:
+			b.Append(x)
+		case int32:
+			b.Append(int64(x))
+		default:
+			ok = false
+		}
+	case *array.Float32Builder:
+		switch x := v.(type) {
+		case float32:
+			b.Append(x)
+		default:
+			ok = false
+		}
+	case *array.Float64Builder:
+		switch x := v.(type) {
+		case float64:
+			b.Append(x)
+		case float32:
+			b.Append(float64(x))
+		case int32:
+			b.Append(float64(x))
+		case int64:
+			b.Append(float64(x))
+		default:
+			ok = false
+		}
+	case *array.StringBuilder:
+		switch x := v.(type) {
+		case string:
+			b.Append(x)
+			n += int64(len(x))
+		case []byte:
+			b.Append(string(x))
+			n += int64(len(x))
+		default:
+			b.Append(fmt.Sprint(x))
+		}
+	case *array.BinaryBuilder:
+		switch x := v.(type) {
+		case []byte:
+			b.Append(x)
+			n += int64(len(x))
+		case string:
+			b.AppendString(x)
+			n += int64(len(x))
+		default:
+			ok = false
+		}
+	case *array.TimestampBuilder:
+		x, isTime := v.(time.Time)
+		if ok = isTime; ok {
+			b.Append(arrow.Timestamp(x.UnixMicro()))
+		}
+	case *array.Date32Builder:
+		x, isTime := v.(time.Time)
+		if ok = isTime; ok {
+			b.Append(arrow.Date32FromTime(x))
+		}
+	case *array.Time64Builder:
+		x, isDur := v.(time.Duration)
+		if ok = isDur; ok {
+			b.Append(arrow.Time64(x.Microseconds()))
+		}
+	case *array.Decimal128Builder:
+		dt := f.Type.(*arrow.Decimal128Type)
+		x, isStr := v.(string)
+		if ok = isStr; ok {
+			d, err := decimal128.FromString(x, dt.Precision, dt.Scale)
+			if ok = err == nil; ok {
+				b.Append(d)
+			}
+		}
+	default:
+		ok = false
+	}
+	if !ok {
+		if f.Nullable {
+			bld.AppendNull()
+		} else {
+			bld.AppendEmptyValue()
+		}
+	}
+	return n
+}
+
+// take returns the buffered rows as a record and empties the buffer (nil when empty).
+func (rb *rowBuffer) take() arrow.RecordBatch {
+	if rb.rows == 0 {
+		return nil
+	}
+	rec := rb.b.NewRecordBatch()
+	rb.rows, rb.bytes = 0, 0
+	return rec
+}
+
+func (rb *rowBuffer) release() { rb.b.Release() }
