@@ -24,7 +24,7 @@ import (
 )
 
 // testDeadline bounds waits that only catch hangs.
-var testDeadline = 45 * time.Second
+var testDeadline = 3 * time.Minute
 
 var quiet = plog.NewLoggerWithSlog(slog.New(slog.DiscardHandler))
 
