@@ -73,6 +73,13 @@ type RawMessage struct {
 	ID          MessageID
 	PublishTime int64 // ms
 	Properties  map[string]string
+	// Key is the partition key, EventTime the producer's timestamp (ms, 0: none), and
+	// ProducerName/SequenceID who published it (X-Pulsar-partition-key, -event-time,
+	// -producer-name, -sequence-id, as Pulsar's peek answers).
+	Key          string
+	EventTime    int64
+	ProducerName string
+	SequenceID   int64
 	// NumBatch is num_messages_in_batch when the entry is a batch (the payload is then the
 	// batch body), 0 otherwise.
 	NumBatch int

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,8 @@ type Config struct {
 	WebServiceAddr string
 	// Pprof serves Go's profiler under /debug/pprof/ (enablePprof).
 	Pprof bool
+	// MaxMessageSize bounds a REST-produced message (maxMessageSize; 0: Pulsar's 5 MiB).
+	MaxMessageSize int
 	// Schemas is the broker's schema registry; nil: one over Resources' store with the
 	// default schema configuration.
 	Schemas *schema.Registry
@@ -54,6 +57,7 @@ type Config struct {
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready,
 		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas, dynamic: cfg.Dynamic}
+	s.maxMessageSize = cmp.Or(cfg.MaxMessageSize, 5<<20)
 	if cfg.Topics != nil {
 		s.broker = topicsAPI{svc: cfg.Topics, serviceURL: cfg.ServiceURL}
 	}
@@ -98,6 +102,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerTopicPolicies(mux)
 	s.registerBrokers(mux)
 	s.registerSchemas(mux)
+	s.registerProduce(mux) // produce.go
 	s.registerPermissions(mux)
 	s.registerClusters(mux)
 	s.registerNamespaceSubscriptions(mux)
@@ -150,6 +155,8 @@ type server struct {
 	rates          rateTracker
 	schemas        *schema.Registry
 	dynamic        DynamicConfig
+	// maxMessageSize bounds REST-produced messages.
+	maxMessageSize int
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

@@ -797,6 +797,16 @@ func (m rawResponse) writeTo(w http.ResponseWriter) {
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("X-Pulsar-Message-ID", strconv.FormatInt(m.ID.LedgerID, 10)+":"+strconv.FormatInt(m.ID.EntryID, 10))
 	h.Set("X-Pulsar-Publish-Time", time.UnixMilli(m.PublishTime).UTC().Format("2006-01-02T15:04:05.000Z"))
+	if m.EventTime > 0 {
+		h.Set("X-Pulsar-Event-Time", time.UnixMilli(m.EventTime).UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	if m.Key != "" {
+		h.Set("X-Pulsar-Partition-Key", m.Key)
+	}
+	if m.ProducerName != "" {
+		h.Set("X-Pulsar-Producer-Name", m.ProducerName)
+		h.Set("X-Pulsar-Sequence-Id", strconv.FormatInt(m.SequenceID, 10))
+	}
 	if m.NumBatch > 0 {
 		h.Set("X-Pulsar-Num-Batch-Message", strconv.Itoa(m.NumBatch))
 	}

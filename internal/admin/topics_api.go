@@ -247,7 +247,8 @@ func rawMessage(n topics.Name, e topics.Entry) (RawMessage, error) {
 	if err != nil {
 		return RawMessage{}, fmt.Errorf("entry %s of %s: %w", p, n, err)
 	}
-	m := RawMessage{ID: messageID(n, p), PublishTime: int64(md.GetPublishTime()), Properties: map[string]string{}, Payload: pe.Payload}
+	m := RawMessage{ID: messageID(n, p), PublishTime: int64(md.GetPublishTime()), Properties: map[string]string{}, Payload: pe.Payload,
+		Key: md.GetPartitionKey(), EventTime: int64(md.GetEventTime()), ProducerName: md.GetProducerName(), SequenceID: int64(md.GetSequenceId())}
 	if md.NumMessagesInBatch != nil {
 		m.NumBatch = int(md.GetNumMessagesInBatch())
 	}

@@ -15,9 +15,10 @@ import (
 )
 
 // Handler wraps the admin HTTP handler for a cluster broker:
-//   - topic endpoints (/admin/v2/{persistent|non-persistent}/t/ns/topic/...) and the HTTP
-//     lookup (/lookup/v2/topic/...) of a topic served by another broker answer 307 to that
-//     broker's HTTP URL (same path, authoritative=true), so the request runs on the owner;
+//   - topic endpoints (/admin/v2/{persistent|non-persistent}/t/ns/topic/...), the HTTP
+//     lookup (/lookup/v2/topic/...) and the REST producer (/topics/...) of a topic served by
+//     another broker answer 307 to that broker's HTTP URL (same path, authoritative=true), so
+//     the request runs on the owner;
 //   - the broker list, the leader and the bundle owners come from the metadata store;
 //   - PUT /admin/v2/namespaces/{t}/{ns}/{bundle}/unload releases an owned bundle, .../split
 //     splits it in two (split.go), PUT .../{ns}/unload releases every bundle of a namespace.
@@ -29,6 +30,8 @@ func (m *Manager) Handler(next http.Handler) http.Handler {
 	for _, d := range []string{"persistent", "non-persistent"} {
 		mux.HandleFunc("/admin/v2/"+d+"/{tenant}/{namespace}/{topic}/", m.topicRoute(next, d))
 		mux.HandleFunc("/admin/v2/"+d+"/{tenant}/{namespace}/{topic}", m.topicRoute(next, d))
+		mux.HandleFunc("POST /topics/"+d+"/{tenant}/{namespace}/{topic}", m.restProduceRoute(next, d))
+		mux.HandleFunc("POST /topics/"+d+"/{tenant}/{namespace}/{topic}/partitions/{partition}", m.restProduceRoute(next, d))
 	}
 	mux.HandleFunc("GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}", func(w http.ResponseWriter, r *http.Request) {
 		m.topicRoute(next, r.PathValue("domain"))(w, r)
@@ -71,25 +74,43 @@ func (m *Manager) topicRoute(next http.Handler, domain string) http.HandlerFunc 
 			return
 		}
 		topic := domain + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic")
-		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-		defer cancel()
-		res, err := m.Lookup(ctx, topic, r.URL.Query().Get("authoritative") == "true")
-		if err != nil {
-			if errors.Is(err, resources.ErrNotFound) || errors.Is(err, resources.ErrInvalid) {
-				next.ServeHTTP(w, r) // the admin layer words "no such namespace" itself
-				return
-			}
-			writeErr(w, http.StatusServiceUnavailable, err)
-			return
-		}
-		if res.Self {
-			next.ServeHTTP(w, r)
-			return
-		}
-		q := r.URL.Query()
-		q.Set("authoritative", "true")
-		http.Redirect(w, r, strings.TrimSuffix(res.HTTPURL, "/")+r.URL.Path+"?"+q.Encode(), http.StatusTemporaryRedirect)
+		m.toOwner(next, w, r, topic)
 	}
+}
+
+// restProduceRoute sends a REST produce (POST /topics/..., admin/produce.go) to the owner of
+// its topic or of the partition in its path.
+func (m *Manager) restProduceRoute(next http.Handler, domain string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		topic := domain + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic")
+		if p := r.PathValue("partition"); p != "" {
+			topic += "-partition-" + p
+		}
+		m.toOwner(next, w, r, topic)
+	}
+}
+
+// toOwner serves r here when this broker owns topic, and otherwise answers 307 to the owner
+// (authoritative=true).
+func (m *Manager) toOwner(next http.Handler, w http.ResponseWriter, r *http.Request, topic string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	res, err := m.Lookup(ctx, topic, r.URL.Query().Get("authoritative") == "true")
+	if err != nil {
+		if errors.Is(err, resources.ErrNotFound) || errors.Is(err, resources.ErrInvalid) {
+			next.ServeHTTP(w, r) // the admin layer words "no such namespace" itself
+			return
+		}
+		writeErr(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if res.Self {
+		next.ServeHTTP(w, r)
+		return
+	}
+	q := r.URL.Query()
+	q.Set("authoritative", "true")
+	http.Redirect(w, r, strings.TrimSuffix(res.HTTPURL, "/")+r.URL.Path+"?"+q.Encode(), http.StatusTemporaryRedirect)
 }
 
 func (m *Manager) jsonRoute(f func(context.Context, *http.Request) (any, error)) http.HandlerFunc {

@@ -107,6 +107,17 @@ await page.fill("#find-id", id);
 await page.locator("#find-by-id").click();
 await page.locator(".message b", { hasText: id }).waitFor();
 
+step("message browser: produce a message (REST producer, the topic's JSON schema)");
+await page.fill("#produce-key", "from-console");
+await page.fill("#produce-payload", '{"order": 4242}');
+await page.locator("#produce").click();
+await page.getByText(/^produced \d+:\d+:-1$/).waitFor();
+const produced = (await page.locator("#browse-status").textContent()).replace("produced ", "").split(":");
+await page.fill("#find-id", `${produced[0]}:${produced[1]}`);
+await page.locator("#find-by-id").click();
+await page.locator(".payload", { hasText: '"order": 4242' }).waitFor();
+await page.getByText("key from-console").waitFor();
+
 step("functions, sources and sinks");
 await page.goto(`${base}/ui/#/functions`);
 await page.getByRole("heading", { name: "Functions, sources and sinks" }).waitFor();
@@ -126,6 +137,9 @@ if (process.env.READONLY_BASE) {
   for (const b of ["Reset to time", "Clear backlog", "Delete", "Skip"]) {
     assert.equal(await page.getByRole("button", { name: b }).count(), 0, `read-only console shows "${b}"`);
   }
+  await page.goto(`${process.env.READONLY_BASE}/ui/#/topic/persistent/public/default/orders/messages`);
+  await page.locator("#peek").waitFor();
+  assert.equal(await page.locator("#produce").count(), 0, "read-only console shows Produce");
   await page.goto(`${process.env.READONLY_BASE}/ui/#/ns/public/default`);
   await page.getByRole("link", { name: "orders" }).waitFor();
   assert.equal(await page.getByRole("button", { name: "Save retention" }).count(), 0);

@@ -590,6 +590,8 @@ async function messagesTab(path, tenant, ns, topic, st) {
   const idIn = h("input", { placeholder: "ledger:entry", id: "find-id" });
   const timeIn = h("input", { type: "datetime-local", step: 1, id: "find-time" });
   const keyIn = h("input", { placeholder: "key", id: "find-key" });
+  const prodKey = h("input", { placeholder: "key (optional)", id: "produce-key" });
+  const prodPayload = h("textarea", { placeholder: schema && schema.type !== "STRING" ? `${schema.type} payload as JSON` : "payload", id: "produce-payload", rows: 3, style: "width:100%" });
   const show = (msgs) => out.replaceChildren(...msgs.map((m) => messageView(m, schema)));
   const fetchAt = async (url) => {
     const resp = await api(url, { raw: true });
@@ -633,6 +635,16 @@ async function messagesTab(path, tenant, ns, topic, st) {
       show(found);
       status.textContent = `${found.length} messages with key "${keyIn.value}" in ${progress.value} scanned (at most ${MAX_SCAN})`;
     }) }, "Search by key"), progress),
+    // Produce through Pulsar's REST producer (POST /topics/...), with the topic's schema.
+    can(tenant) ? h("div", { class: "row" }, prodKey, prodPayload, h("button", { id: "produce", onclick: run(async () => {
+      const body = { producerName: `console-${Date.now()}`, messages: [{ payload: prodPayload.value }] };
+      if (prodKey.value) body.messages[0].key = prodKey.value;
+      if (schema) body.valueSchema = JSON.stringify({ name: "", type: schema.type, schema: btoa(unescape(encodeURIComponent(schema.data || ""))), properties: schema.properties || {} });
+      const acks = await api(`/topics/${path}`, { method: "POST", json: body });
+      const r = acks.messagePublishResults[0];
+      if (r.errorCode) throw new Error(r.error || `error code ${r.errorCode}`);
+      status.textContent = `produced ${r.messageId}`;
+    }) }, "Produce")) : null,
     status,
     h("p", { class: "muted" }, schema ? `schema: ${schema.type} v${schema.version}` : "no schema: payloads shown as text, JSON or hex"),
     out,
