@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
 // The Kafka protocol served by a real `magnetar standalone` process, with franz-go and the
@@ -274,3 +277,92 @@ func TestKafkaOnStandalone(t *testing.T) {
 }
 
 func hostPort(host string, port int32) string { return host + ":" + strconv.Itoa(int(port)) }
+
+// Kafka's own tools (kafka-topics, kafka-console-producer/-consumer, kafka-consumer-groups,
+// kafka-producer-perf-test, from Maven Central on this machine's Java) against a real
+// standalone.
+func TestKafkaCLIToolsOnStandalone(t *testing.T) {
+	_, _, _, kafkaAddr := startKafkaStandalone(t, t.TempDir(), 0)
+	testenv.KafkaToolsSuite(t, kafkaAddr)
+}
+
+// A standalone SIGKILLed while an idempotent producer with acks=all streams into it, then
+// restarted on the same data and port: every acknowledged record is there, none twice.
+func TestKafkaSIGKILLKeepsAckedRecords(t *testing.T) {
+	dir := t.TempDir()
+	port := testenv.FreePort(t)
+	p, _, _, kafkaAddr := startKafkaStandalone(t, dir, port)
+	ctx := ctxFor(t, 5*time.Minute)
+	adm := kadm.NewClient(kafkaClient(t, kafkaAddr))
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	prod := kafkaClient(t, kafkaAddr, kgo.DefaultProduceTopic("crash"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(3*time.Minute), kgo.ProducerLinger(2*time.Millisecond))
+	const total = 4000
+	var mu sync.Mutex
+	acked := map[string]bool{}
+	failed := 0
+	var wg sync.WaitGroup
+	killAt := make(chan struct{})
+	for i := 0; i < total; i++ {
+		if i == total/3 {
+			// Kill with about a third acked and more in flight.
+			go func() {
+				for {
+					mu.Lock()
+					n := len(acked)
+					mu.Unlock()
+					if n >= total/4 {
+						close(killAt)
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+		}
+		if i == total/2 {
+			<-killAt
+			p.kill()
+			p, _, _, _ = startKafkaStandalone(t, dir, port)
+		}
+		v := "r" + strconv.Itoa(i)
+		wg.Add(1)
+		prod.Produce(ctx, &kgo.Record{Key: []byte(v), Value: []byte(v)}, func(r *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				return
+			}
+			acked[string(r.Value)] = true
+		})
+	}
+	wg.Wait()
+	t.Logf("%d acked, %d failed", len(acked), failed)
+	if len(acked) < total/2 {
+		t.Fatalf("only %d of %d acknowledged", len(acked), total)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { stored += o.Offset })
+	cons := kafkaClient(t, kafkaAddr, kgo.ConsumeTopics("crash"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]int{}
+	for _, r := range consumeKafka(t, cons, int(stored)) {
+		seen[string(r.Value)]++
+	}
+	for v := range acked {
+		if seen[v] == 0 {
+			t.Errorf("acknowledged record %s lost", v)
+		}
+	}
+	for v, n := range seen {
+		if n > 1 {
+			t.Errorf("record %s stored %d times", v, n)
+		}
+	}
+}
