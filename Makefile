@@ -197,3 +197,10 @@ OFFLOAD_BENCH_FLAGS ?= -offload-backlog-mb 256
 .PHONY: bench-offload
 bench-offload:
 	$(GO) test -tags $(TAGS) -timeout 2h -run '^$$' -bench BenchmarkRealOffload -benchtime 1x ./internal/managedledger/realtest/ $(OFFLOAD_BENCH_FLAGS)
+
+# IO connectors against servers that take long to start (issue 21): Apache Kafka from Maven
+# Central for the kafka source and sink, the S3-compatible server for the S3 sink. The
+# databases, Redis and HTTP tests run in make test.
+.PHONY: io-compat
+io-compat:
+	$(GO) test -tags $(TAGS),iocompat -count=1 -timeout 30m ./internal/io/...

@@ -10,6 +10,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/io/debezium/postgres"
 	"github.com/magnetar-io/magnetar/internal/io/file"
 	"github.com/magnetar-io/magnetar/internal/io/jdbc"
+	"github.com/magnetar-io/magnetar/internal/io/kafka"
 )
 
 // Definitions returns every built-in connector.
@@ -18,6 +19,7 @@ func Definitions() []*connector.Definition {
 		datagen.Definition(),
 		postgres.Definition(),
 		file.Definition(),
+		kafka.Definition(),
 	}
 	defs = append(defs, mysql.Definitions()...)
 	return append(defs, jdbc.Definitions()...)
