@@ -204,3 +204,12 @@ bench-offload:
 .PHONY: io-compat
 io-compat:
 	$(GO) test -tags $(TAGS),iocompat -count=1 -timeout 30m ./internal/io/...
+
+# SQL over topics (issue 22): SQL_BENCH_MESSAGES JSON messages (the issue's figure: 10
+# million) in a standalone process; count(*) and a filtered aggregation against a Go reader
+# client, the share of entries a 1% time range reads, publish p99 during a scan. Results go
+# in docs/benchmarks.md.
+SQL_BENCH_MESSAGES ?= 10000000
+.PHONY: bench-sql
+bench-sql:
+	SQL_BENCH_MESSAGES=$(SQL_BENCH_MESSAGES) $(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkSQL -benchtime 1x -timeout 3h -v ./tests/e2e/

@@ -47,7 +47,7 @@ func DefaultSQLConfig() SQLConfig {
 		QueryTimeoutSeconds:      300,
 		MaxConcurrentQueries:     8,
 		MaxMemoryPerQueryMB:      256,
-		MaxEntriesPerSplit:       10_000,
+		MaxEntriesPerSplit:       1_000,
 		ReadBatchEntries:         100,
 		AllowCleartextWithoutTLS: true,
 	}

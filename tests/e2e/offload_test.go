@@ -169,7 +169,7 @@ type internalStatsJSON struct {
 	} `json:"ledgers"`
 }
 
-func internalStats(t *testing.T, httpAddr, topic string) internalStatsJSON {
+func internalStats(t testing.TB, httpAddr, topic string) internalStatsJSON {
 	t.Helper()
 	resp, err := http.Get("http://" + httpAddr + "/admin/v2/" + strings.Replace(topic, "://", "/", 1) + "/internalStats")
 	if err != nil {

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 
 // proc is a running magnetar process whose JSON log we watch.
 type proc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	lines  []string
@@ -49,7 +49,7 @@ type proc struct {
 
 // startStandalone runs `magnetar standalone` on free loopback ports with data in dir and
 // waits for its "ready" log line, which carries the broker and HTTP addresses.
-func startStandalone(t *testing.T, dir string, extra ...string) (*proc, string, string) {
+func startStandalone(t testing.TB, dir string, extra ...string) (*proc, string, string) {
 	t.Helper()
 	args := append([]string{"standalone", "--log-format", "json", "--data-dir", dir,
 		"--metadata-listen", "http://127.0.0.1:0", "--metadata-peer", "http://127.0.0.1:0",
