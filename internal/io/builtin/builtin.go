@@ -11,6 +11,8 @@ import (
 	"github.com/magnetar-io/magnetar/internal/io/file"
 	"github.com/magnetar-io/magnetar/internal/io/jdbc"
 	"github.com/magnetar-io/magnetar/internal/io/kafka"
+	"github.com/magnetar-io/magnetar/internal/io/redis"
+	"github.com/magnetar-io/magnetar/internal/io/webhook"
 )
 
 // Definitions returns every built-in connector.
@@ -20,7 +22,9 @@ func Definitions() []*connector.Definition {
 		postgres.Definition(),
 		file.Definition(),
 		kafka.Definition(),
+		redis.Definition(),
 	}
+	defs = append(defs, webhook.Definitions()...)
 	defs = append(defs, mysql.Definitions()...)
 	return append(defs, jdbc.Definitions()...)
 }
