@@ -294,6 +294,9 @@ func (t *Topic) LastMessageID(ctx context.Context) (Position, int32, error) {
 		defer t.mu.Unlock()
 		return t.lastPos, -1, nil
 	}
+	if p, bi, ok, err := t.txnLastMessageID(ctx); ok { // txn.go
+		return p, bi, err
+	}
 	lc := t.log.lastConfirmed()
 	t.mu.Lock()
 	if t.lastPos == lc && t.lastBatchIndex != -2 {

@@ -448,3 +448,33 @@ func (s *Service) EnsureTxnSystem(ctx context.Context, n int) (int, error) {
 	}
 	return m.Partitions, nil
 }
+
+// maxLastMessageScan bounds how far back GET_LAST_MESSAGE_ID looks for a deliverable entry.
+const maxLastMessageScan = 100
+
+// txnLastMessageID is the last message consumers can be given on a topic with
+// transactions (ok false: the topic has none): the newest entry at or before the buffer's
+// max-read position that is neither a marker nor of an aborted transaction. A reader's
+// HasNext compares against it, so it must not name what dispatch never delivers.
+func (t *Topic) txnLastMessageID(ctx context.Context) (Position, int32, bool, error) {
+	if t.txn == nil || !t.txn.Used() {
+		return Position{}, 0, false, nil
+	}
+	b := t.txn.Buffer()
+	p := b.MaxRead()
+	for range maxLastMessageScan {
+		if p.EntryID < 0 {
+			break
+		}
+		e, err := t.log.readAt(ctx, p)
+		if err != nil {
+			return Position{}, 0, true, fmt.Errorf("%w: read entry %s of %s: %w", wire.ErrPersistence, p, t.full, err)
+		}
+		m := metaOf(e)
+		if m.Marker == 0 && (!m.InTxn || !b.Aborted(TxnID{Most: m.TxnMost, Least: m.TxnLeast})) {
+			return p, lastBatchIndex(m), true, nil
+		}
+		p.EntryID--
+	}
+	return p, -1, true, nil
+}

@@ -79,6 +79,9 @@ func TestTxnBufferAndPendingAcksOnTopics(t *testing.T) {
 	}
 	m2 := publish(t, p, MessageSpec{Payload: []byte("m2"), ProducerName: "p", SequenceID: 4})
 	expectAt(t, cc, m2) // b1 and both markers are skipped
+	if last, _, err := tp.LastMessageID(ctx); err != nil || last != m2 {
+		t.Fatalf("last message id %s (%v), want %s", last, err, m2)
+	}
 	if err := c.Ack(ctx, []AckID{{Position: m0}, {Position: a1}, {Position: m1}}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +118,9 @@ func TestTxnBufferAndPendingAcksOnTopics(t *testing.T) {
 	d1 := publishTxn(t, p, "d1", 5, d)
 	m3 := publish(t, p, MessageSpec{Payload: []byte("m3"), ProducerName: "p", SequenceID: 6})
 	cc.nothing(t)
+	if last, _, err := tp.LastMessageID(ctx); err != nil || !last.Less(d1) {
+		t.Fatalf("last message id %s (%v) while %s is open", last, err, d1)
+	}
 	svc.stop()
 	svc = be.start(t, txnOn)
 	tp, err = svc.Topic(ctx, name, Load{})

@@ -161,6 +161,10 @@ func (st *TopicState) Buffer() *Buffer { return st.buf }
 // prepared tells whether the state log is ready for the buffer's and pending acks' records.
 func (st *TopicState) prepared() bool { return st.ready.Load() }
 
+// Used tells whether the topic has seen transactional work (its state log exists): only
+// then may its log hold markers and transactional entries.
+func (st *TopicState) Used() bool { return st.ready.Load() }
+
 // Prepare makes the topic ready for transactional publishes and acknowledgements: it
 // creates the state log with a first snapshot if the topic has none. It may block on
 // storage; callers run it before the first transactional operation, outside the topic's

@@ -1,0 +1,5 @@
+//go:build soak
+
+package e2e
+
+const txnCrashRounds = 120
