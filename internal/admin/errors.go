@@ -8,6 +8,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
 	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // errNotFound is a 404 for things that are not metadata records (a cluster name in a path).
@@ -24,7 +25,7 @@ func statusFor(err error) int {
 	switch {
 	case errors.Is(err, resources.ErrNotFound), errors.Is(err, schema.ErrNotFound),
 		errors.Is(err, topics.ErrTopicNotFound), errors.Is(err, topics.ErrSubscriptionNotFound),
-		errors.Is(err, topics.ErrMessageNotFound):
+		errors.Is(err, topics.ErrMessageNotFound), errors.Is(err, txn.ErrNotFound), errors.Is(err, txn.ErrCoordinatorNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, schema.ErrIncompatible):
 		return http.StatusConflict // Pulsar's IncompatibleSchemaException

@@ -19,6 +19,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
 	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // maxBodyBytes bounds every request body the admin API reads.
@@ -51,12 +52,15 @@ type Config struct {
 	// nil lists no dynamic keys. Its TopicLevelMetrics also switches this API's per-topic
 	// series to per-namespace ones.
 	Dynamic DynamicConfig
+	// Transactions are the transaction coordinators this broker serves
+	// (/admin/v3/transactions, transactions.go); nil answers those endpoints 503.
+	Transactions *txn.Coordinators
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready,
-		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas, dynamic: cfg.Dynamic}
+		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions}
 	s.maxMessageSize = cmp.Or(cfg.MaxMessageSize, 5<<20)
 	if cfg.Topics != nil {
 		s.broker = topicsAPI{svc: cfg.Topics, serviceURL: cfg.ServiceURL}
@@ -106,6 +110,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerPermissions(mux)
 	s.registerClusters(mux)
 	s.registerNamespaceSubscriptions(mux)
+	s.registerTransactions(mux) // transactions.go
 	return cleanPath(mux)
 }
 
@@ -157,6 +162,7 @@ type server struct {
 	dynamic        DynamicConfig
 	// maxMessageSize bounds REST-produced messages.
 	maxMessageSize int
+	txn            *txn.Coordinators
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

@@ -89,7 +89,7 @@ func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
 	}
 	s.m = m
 	if cfg.Transaction.CoordinatorEnabled {
-		if err := s.startTxn(); err != nil { // txn.go
+		if err := s.startTxn(deps.Registerer); err != nil { // txn.go
 			return nil, err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/magnetar-io/magnetar/internal/topics"
@@ -31,7 +32,7 @@ const maxTxnRequestsPerConn = 1000
 
 // startTxn creates the assign topic if it is missing and starts the coordinators
 // (transactionCoordinatorEnabled).
-func (s *Server) startTxn() error {
+func (s *Server) startTxn(reg prometheus.Registerer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	n, err := s.topics.EnsureTxnSystem(ctx, s.cfg.Transaction.NumCoordinators)
@@ -50,6 +51,12 @@ func (s *Server) startTxn() error {
 		return fmt.Errorf("broker: transactions: %w", err)
 	}
 	s.txnPeers = newPeerPool(s)
+	if reg != nil {
+		if err := reg.Register(s.txn.Collector(s.cfg.ClusterName)); err != nil {
+			_ = s.txn.Close(ctx)
+			return fmt.Errorf("broker: transaction metrics: %w", err)
+		}
+	}
 	return nil
 }
 

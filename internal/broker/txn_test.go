@@ -162,6 +162,22 @@ func TestTxnGoClientConsumeTransformProduce(t *testing.T) {
 	if err := tx.Commit(ctx); err == nil {
 		t.Fatal("a second commit succeeded")
 	}
+
+	// pulsar_txn_* with Pulsar's names, per coordinator.
+	mfs, err := b.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[mf.GetName()] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	if got["pulsar_txn_created_total"] != 2 || got["pulsar_txn_committed_total"] != 1 || got["pulsar_txn_aborted_total"] != 1 ||
+		got["pulsar_txn_active_count"] != 0 || got["pulsar_txn_append_log_total"] < 4 {
+		t.Fatalf("transaction metrics: %v", got)
+	}
 }
 
 // TestTxnGoClientTimeoutAborts: a transaction left open past its timeout is aborted by the

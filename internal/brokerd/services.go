@@ -147,7 +147,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		Topics: s.Topics, ServiceURL: s.Broker.ServiceURL,
 		Cluster: o.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(), Pprof: o.Broker.EnablePprof,
 		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
-		MaxMessageSize: o.Broker.MaxMessageSize,
+		MaxMessageSize: o.Broker.MaxMessageSize, Transactions: s.Broker.Coordinators(),
 	})
 	if o.Broker.Console.Enabled {
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})
