@@ -14,6 +14,14 @@ import (
 // ownership), so the answer is always Connect to our advertised URL, authoritative, with
 // proxy_through_service_url false.
 func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
+	release, ok := c.s.lookupSlot()
+	if !ok {
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_LOOKUP_RESPONSE.Enum(), LookupTopicResponse: &pb.CommandLookupTopicResponse{
+			RequestId: proto.Uint64(cmd.GetRequestId()), Response: pb.CommandLookupTopicResponse_Failed.Enum(),
+			Error: pb.ServerError_TooManyRequests.Enum(), Message: proto.String(errTooManyLookups.Error())}})
+		return
+	}
+	defer release()
 	if c.s.topics.Ownership() != nil {
 		c.handleClusterLookup(cmd)
 		return
@@ -39,6 +47,14 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 func (c *conn) handlePartitionedMetadata(cmd *pb.CommandPartitionedTopicMetadata) {
 	rid := cmd.GetRequestId()
 	resp := &pb.CommandPartitionedTopicMetadataResponse{RequestId: proto.Uint64(rid)}
+	release, ok := c.s.lookupSlot()
+	if !ok {
+		resp.Response = pb.CommandPartitionedTopicMetadataResponse_Failed.Enum()
+		resp.Error, resp.Message = pb.ServerError_TooManyRequests.Enum(), proto.String(errTooManyLookups.Error())
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_PARTITIONED_METADATA_RESPONSE.Enum(), PartitionMetadataResponse: resp})
+		return
+	}
+	defer release()
 	ctx, cancel := c.opContext()
 	defer cancel()
 	var n int

@@ -71,6 +71,11 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 		c.publishMem.release(size)
 		return nil
 	}
+	if !c.publishReqs.acquire(1) { // maxPendingPublishRequestsPerConnection
+		c.publishMem.release(size)
+		c.s.publishMem.release(size)
+		return nil
+	}
 	highest := cmd.GetHighestSequenceId()
 	if highest < seq {
 		highest = seq

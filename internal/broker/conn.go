@@ -49,7 +49,15 @@ type conn struct {
 
 	lastRead atomic.Int64 // unix nanos of the last frame received
 
-	publishMem *byteLimiter // this connection's pending publish bytes
+	publishMem  *byteLimiter // this connection's pending publish bytes
+	publishReqs *byteLimiter // this connection's pending SENDs (counted, not bytes)
+
+	// pendingWrite is what is queued or being written to the client; over
+	// maxPendingWriteBytesPerConnection the connection is not writable (limits.go).
+	pendingWrite atomic.Int64
+	writeBlocked atomic.Bool // someone saw it not writable and waits for wrote's wake-up
+	writableMu   sync.Mutex
+	writableCond *sync.Cond
 
 	// Set by CONNECT (connected is also read by keepAlive).
 	connected     atomic.Bool
@@ -71,17 +79,19 @@ const writeTimeout = 60 * time.Second
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{
-		s:          s,
-		nc:         nc,
-		remote:     nc.RemoteAddr().String(),
-		wsig:       make(chan struct{}, 1),
-		closed:     make(chan struct{}),
-		publishMem: newByteLimiter(s.cfg.MaxPendingPublishBytesPerConnection),
-		producers:  map[uint64]*producer{},
-		consumers:  map[uint64]*consumer{},
-		txnSlots:   make(chan struct{}, maxTxnRequestsPerConn),
+		s:           s,
+		nc:          nc,
+		remote:      nc.RemoteAddr().String(),
+		wsig:        make(chan struct{}, 1),
+		closed:      make(chan struct{}),
+		publishMem:  newByteLimiter(s.cfg.MaxPendingPublishBytesPerConnection),
+		publishReqs: newByteLimiter(int64(s.cfg.MaxPendingPublishRequestsPerConnection)),
+		producers:   map[uint64]*producer{},
+		consumers:   map[uint64]*consumer{},
+		txnSlots:    make(chan struct{}, maxTxnRequestsPerConn),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.writableCond = sync.NewCond(&c.writableMu)
 	c.log = s.log.With("remote", c.remote)
 	c.lastRead.Store(time.Now().UnixNano())
 	return c
@@ -112,6 +122,7 @@ func (c *conn) serve() {
 			c.close(err.Error())
 			break
 		}
+		c.waitWritable() // a client that does not read gets no more answers queued (limits.go)
 	}
 	c.cleanup()
 }
@@ -193,7 +204,9 @@ func (c *conn) send(cmd *pb.BaseCommand) {
 // metadata block to send before it, nil for none).
 func (c *conn) sendPayload(cmd *pb.BaseCommand, bem, entry []byte) {
 	c.wmu.Lock()
+	before := c.out.Len()
 	err := c.out.WritePayloadCommand(cmd, bem, entry)
+	c.pendingWrite.Add(int64(c.out.Len() - before))
 	c.wmu.Unlock()
 	if err != nil {
 		c.log.Error("dropping an outgoing command that does not marshal (bug)", "type", cmd.GetType().String(), "err", err)
@@ -219,8 +232,10 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		n := c.spare.Len()
 		_, err := c.spare.WriteTo(c.nc)
 		c.spare.Reset()
+		c.wrote(int64(n)) // limits.go
 		if err != nil {
 			c.close("write: " + err.Error())
 			return
@@ -261,6 +276,10 @@ func (c *conn) close(reason string) {
 		c.cancel()
 		_ = c.nc.Close()
 		c.publishMem.close()
+		c.publishReqs.close()
+		c.writableMu.Lock()
+		c.writableCond.Broadcast()
+		c.writableMu.Unlock()
 	})
 }
 

@@ -92,6 +92,9 @@ func (p *producer) flush() {
 	for _, op := range ready {
 		p.c.publishMem.release(op.size)
 		p.c.s.publishMem.release(op.size)
+		if op.size > 0 { // it went through handleSend's limiters (a rejected op did not)
+			p.c.publishReqs.release(1)
+		}
 		if op.err != nil {
 			code, _ := wire.ServerErrorFor(op.err)
 			if op.size > 0 {

@@ -37,7 +37,8 @@ type Server struct {
 	m      *metrics
 
 	maxFrame   int
-	publishMem *byteLimiter // broker-wide pending publish bytes
+	publishMem *byteLimiter  // broker-wide pending publish bytes
+	lookups    chan struct{} // slots of maxConcurrentLookupRequest (limits.go)
 
 	mu        sync.Mutex
 	closed    bool
@@ -81,6 +82,7 @@ func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
 		log:        logger.With("component", "broker"),
 		maxFrame:   cfg.MaxMessageSize + 10*1024,
 		publishMem: newByteLimiter(cfg.MaxMessagePublishBufferSizeMB << 20),
+		lookups:    make(chan struct{}, cfg.MaxConcurrentLookupRequest),
 		conns:      map[*conn]struct{}{},
 	}
 	m, err := newMetrics(deps.Registerer)
@@ -156,8 +158,12 @@ func (s *Server) advertisedAddr(a net.Addr) string { return AdvertisedAddr(s.cfg
 func (s *Server) accept(nc net.Conn) {
 	s.mu.Lock()
 	if s.closed || (s.cfg.MaxConnections > 0 && len(s.conns) >= s.cfg.MaxConnections) {
+		closed := s.closed
 		s.mu.Unlock()
 		s.log.Warn("refusing connection", "remote", nc.RemoteAddr().String(), "reason", "closed or too many connections")
+		if !closed {
+			refuseConnection(nc) // limits.go
+		}
 		_ = nc.Close()
 		return
 	}

@@ -20,12 +20,14 @@ func (ac *adminCLI) addTopicPolicyVerbs(admin *cobra.Command) {
 	for _, c := range admin.Commands() {
 		if c.Name() == "topics" {
 			c.AddCommand(ac.topicPolicyVerbs()...)
+			c.AddCommand(ac.moreTopicPolicyVerbs()...)
 			c.AddCommand(ac.topicPermissionVerbs()...)
 			c.AddCommand(ac.topicExtraVerbs()...) // admin_topic_extras.go
 		}
 	}
 	group := &cobra.Command{Use: "topic-policies", Aliases: []string{"topicPolicies"}, Short: "Operations about topic-level policies"}
 	group.AddCommand(ac.topicPolicyVerbs()...)
+	group.AddCommand(ac.moreTopicPolicyVerbs()...)
 	admin.AddCommand(group)
 }
 

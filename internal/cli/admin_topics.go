@@ -110,6 +110,8 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		setDedup,
 	)
 	cmd.AddCommand(ac.namespacePolicyVerbs(nsVerb)...)
+	cmd.AddCommand(ac.scalarVerbs(namespaceScalarPolicies, nsVerb)...)        // admin_policy_verbs.go
+	cmd.AddCommand(ac.offloadPolicyVerbs(nsVerb, "removeOffloadPolicies")...) // admin_policy_verbs.go
 	return cmd
 }
 

@@ -66,8 +66,22 @@ type BrokerConfig struct {
 	// of ours carries it, and the index is the message's Kafka offset.
 	ExposeBrokerEntryMetadata bool `key:"exposingBrokerEntryMetadataToClientEnabled" help:"send broker entry metadata (broker time, index) to consumers that support it"`
 
-	// MaxConnections bounds client connections; further ones are closed on accept.
+	// MaxConnections bounds client connections; a further one is answered ERROR NotAllowed
+	// and closed. Bounded by default (Pulsar's default is unlimited): every connection holds
+	// buffers and goroutines, and a client opening them in a loop must not exhaust memory.
 	MaxConnections int `key:"brokerMaxConnections" help:"most client connections (0: unlimited)"`
+	// MaxConcurrentLookupRequest bounds LOOKUP and PARTITIONED_METADATA requests in progress
+	// across the broker; beyond it they fail with TooManyRequests (clients retry them).
+	MaxConcurrentLookupRequest int `key:"maxConcurrentLookupRequest" help:"lookups and partitioned-metadata requests in progress at once; beyond it they fail with TooManyRequests"`
+	// MaxPendingPublishRequestsPerConnection bounds SENDs read but not yet stored per
+	// connection; at the limit the broker stops reading from the connection (TCP pushes
+	// back), as Pulsar does.
+	MaxPendingPublishRequestsPerConnection int `key:"maxPendingPublishRequestsPerConnection" help:"SENDs in flight to storage per connection before reading pauses"`
+	// MaxPendingWriteBytesPerConnection bounds what the broker has queued for a client that
+	// does not read: at the limit the connection stops reading commands and dispatch to its
+	// consumers pauses until the client has read below it (our key; Pulsar relies on Netty's
+	// write-buffer watermarks). A client that reads nothing for 60 s is disconnected.
+	MaxPendingWriteBytesPerConnection int64 `key:"maxPendingWriteBytesPerConnection" help:"bytes queued for a client before its commands and deliveries pause"`
 
 	// EnablePprof serves Go's profiler under /debug/pprof/ on the HTTP port, for finding where
 	// the time goes during a benchmark. Off by default: profiles expose internals.
@@ -101,34 +115,37 @@ type BrokerConfig struct {
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
 func DefaultBrokerConfig() BrokerConfig {
 	return BrokerConfig{
-		ShutdownTimeoutMs:                   60_000,
-		ClusterName:                         "standalone",
-		BindAddress:                         "0.0.0.0",
-		ServicePort:                         6650,
-		WebServicePort:                      8080,
-		MaxMessageSize:                      5 * 1024 * 1024,
-		AllowAutoTopicCreation:              true,
-		ExposeBrokerEntryMetadata:           true,
-		AllowAutoTopicCreationType:          "non-partitioned",
-		DefaultNumPartitions:                1,
-		KeepAliveIntervalSeconds:            30,
-		MaxPendingPublishBytesPerConnection: 32 << 20,
-		MaxMessagePublishBufferSizeMB:       512,
-		DispatcherMaxReadBatchSize:          100,
-		MaxUnackedMessagesPerConsumer:       50000,
-		MaxUnackedMessagesPerSubscription:   200000,
-		MaxConnections:                      0,
-		ExposeTopicLevelMetricsInPrometheus: true,
-		ManagedLedger:                       DefaultManagedLedgerConfig(),
-		Schema:                              DefaultSchemaConfig(),
-		Policies:                            DefaultPoliciesConfig(),
-		Delivery:                            DefaultDeliveryConfig(),
-		Kafka:                               DefaultKafkaConfig(),
-		Security:                            DefaultSecurityConfig(),
-		Console:                             DefaultConsoleConfig(),
-		Offload:                             DefaultOffloadConfig(),
-		Transaction:                         DefaultTransactionConfig(),
-		Iceberg:                             DefaultIcebergConfig(),
+		ShutdownTimeoutMs:                      60_000,
+		ClusterName:                            "standalone",
+		BindAddress:                            "0.0.0.0",
+		ServicePort:                            6650,
+		WebServicePort:                         8080,
+		MaxMessageSize:                         5 * 1024 * 1024,
+		AllowAutoTopicCreation:                 true,
+		ExposeBrokerEntryMetadata:              true,
+		AllowAutoTopicCreationType:             "non-partitioned",
+		DefaultNumPartitions:                   1,
+		KeepAliveIntervalSeconds:               30,
+		MaxPendingPublishBytesPerConnection:    32 << 20,
+		MaxMessagePublishBufferSizeMB:          512,
+		DispatcherMaxReadBatchSize:             100,
+		MaxUnackedMessagesPerConsumer:          50000,
+		MaxUnackedMessagesPerSubscription:      200000,
+		MaxConnections:                         20000,
+		MaxConcurrentLookupRequest:             50000,
+		MaxPendingPublishRequestsPerConnection: 1000,
+		MaxPendingWriteBytesPerConnection:      16 << 20,
+		ExposeTopicLevelMetricsInPrometheus:    true,
+		ManagedLedger:                          DefaultManagedLedgerConfig(),
+		Schema:                                 DefaultSchemaConfig(),
+		Policies:                               DefaultPoliciesConfig(),
+		Delivery:                               DefaultDeliveryConfig(),
+		Kafka:                                  DefaultKafkaConfig(),
+		Security:                               DefaultSecurityConfig(),
+		Console:                                DefaultConsoleConfig(),
+		Offload:                                DefaultOffloadConfig(),
+		Transaction:                            DefaultTransactionConfig(),
+		Iceberg:                                DefaultIcebergConfig(),
 	}
 }
 
@@ -155,6 +172,9 @@ func (c *BrokerConfig) Validate() error {
 		AtLeast("maxUnackedMessagesPerConsumer", c.MaxUnackedMessagesPerConsumer, 0),
 		AtLeast("maxUnackedMessagesPerSubscription", c.MaxUnackedMessagesPerSubscription, 0),
 		AtLeast("brokerMaxConnections", c.MaxConnections, 0),
+		Between("maxConcurrentLookupRequest", c.MaxConcurrentLookupRequest, 1, 10_000_000),
+		Between("maxPendingPublishRequestsPerConnection", c.MaxPendingPublishRequestsPerConnection, 1, 10_000_000),
+		AtLeast("maxPendingWriteBytesPerConnection", c.MaxPendingWriteBytesPerConnection, int64(64<<10)),
 		c.ManagedLedger.Validate(),
 		c.Schema.Validate(),
 		c.Policies.Validate(),

@@ -19,6 +19,7 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 		return nil, fmt.Errorf("%w: empty subscription name", wire.ErrNotAllowed)
 	}
 	cs := &Consumer{client: client, id: spec.ID, name: spec.Name, priority: spec.Priority}
+	cs.wr, _ = client.(ConsumerWritability)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -102,6 +103,12 @@ func (c *Consumer) Permits() int {
 	defer c.sub.mu.Unlock()
 	return max(c.permits, 0)
 }
+
+// Resume tells the dispatcher that the consumer's client reads again (its
+// ConsumerWritability turned true), so entries held back for it go out.
+func (c *Consumer) Resume() { c.sub.poke() }
+
+func (c *Consumer) writable() bool { return c.wr == nil || c.wr.Writable() }
 
 // Flow gives the consumer n more permits (counted in messages).
 func (c *Consumer) Flow(n uint32) { c.sub.flow(c, n) }

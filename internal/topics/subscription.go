@@ -18,6 +18,7 @@ import (
 // end's side of it.
 type Consumer struct {
 	client   ConsumerClient
+	wr       ConsumerWritability // nil: the client is always writable
 	sub      *Subscription
 	id       uint64
 	name     string
@@ -541,6 +542,9 @@ func (s *Subscription) dropPendingLocked(p Position) {
 // limits bound Shared and Key_Shared subscriptions only: an Exclusive or Failover consumer
 // that reads a backlog without acknowledging (a replay, a seek) must not stall at 50,000.
 func (s *Subscription) canReceiveLocked(cs *Consumer) bool {
+	if !cs.writable() { // its client is not reading (ConsumerWritability)
+		return false
+	}
 	if s.typ == Exclusive || s.typ == Failover {
 		return cs.permits > 0
 	}

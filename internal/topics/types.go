@@ -170,6 +170,14 @@ type ConsumerClient interface {
 	Address() string
 }
 
+// ConsumerWritability is an optional method of a ConsumerClient: while Writable is false
+// (the client does not read what was sent) the dispatcher sends it nothing more, and the
+// front end calls Consumer.Resume once it is true again. It bounds what a front end queues
+// for a client that stopped reading.
+type ConsumerWritability interface {
+	Writable() bool
+}
+
 // AckID names an acknowledged entry. AckSet, when it has a set bit, acknowledges only the
 // members of a batch entry whose bits are clear (Pulsar's ack_set: set = not acknowledged).
 type AckID struct {
