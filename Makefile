@@ -45,7 +45,7 @@ bench:
 # 500 randomized ledger chaos rounds (TestChaosRecovery), the 300 managed-ledger crash/reopen
 # rounds (TestRestartRecoveryRandomized) and the chaos harness's long tier (TestChaosLong,
 # which the soak tag turns on; it needs root).
-SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized|TestChaosLong
+SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized|TestChaosLong|TestTxnSIGKILLExactlyOnce
 soak:
 	$(GO) test -tags $(TAGS),soak -timeout 10h -run '$(SOAK_TESTS)' ./...
 
@@ -213,3 +213,10 @@ SQL_BENCH_MESSAGES ?= 10000000
 .PHONY: bench-sql
 bench-sql:
 	SQL_BENCH_MESSAGES=$(SQL_BENCH_MESSAGES) $(GO) test -tags $(TAGS) -run '^$$' -bench BenchmarkSQL -benchtime 1x -timeout 3h -v ./tests/e2e/
+
+# bench-txn: transactional publish (100 messages per transaction) against plain publish in
+# one run, and commit latency p50/p99 (issue 17). Results go in docs/benchmarks.md.
+BENCH_TXN_N     ?= 200000
+.PHONY: bench-txn
+bench-txn:
+	$(GO) test -tags $(TAGS) -run '^$$' -bench TxnPublish -benchtime $(BENCH_TXN_N)x ./internal/broker/
