@@ -26,6 +26,10 @@ type memSource struct {
 	mu     sync.Mutex
 	topics map[string]*memTopic // "tenant/ns/topic"
 	opens  int
+	// stall, when set, makes every read wait for the statement's end (limits tests);
+	// stalled receives once per stalled read.
+	stall   bool
+	stalled chan struct{}
 }
 
 type memTopic struct {
@@ -87,17 +91,29 @@ func (m *memSource) Open(_ context.Context, ns, t string, part int) (Log, error)
 	if mt == nil {
 		return nil, ErrTopicNotFound
 	}
-	return &memLog{ledgers: append([]Ledger(nil), mt.parts[part]...), data: mt.data[part]}, nil
+	return &memLog{ledgers: append([]Ledger(nil), mt.parts[part]...), data: mt.data[part], src: m}, nil
 }
 
 type memLog struct {
 	ledgers []Ledger
 	data    map[[2]int64][]byte
+	src     *memSource
 }
 
 func (l *memLog) Ledgers() []Ledger { return l.ledgers }
 func (l *memLog) Close() error      { return nil }
-func (l *memLog) Read(_ context.Context, id, first, last int64) ([]Entry, error) {
+func (l *memLog) Read(ctx context.Context, id, first, last int64) ([]Entry, error) {
+	l.src.mu.Lock()
+	stall, stalled := l.src.stall, l.src.stalled
+	l.src.mu.Unlock()
+	if stall {
+		select {
+		case stalled <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	var out []Entry
 	for e := first; e <= last; e++ {
 		d, ok := l.data[[2]int64{id, e}]

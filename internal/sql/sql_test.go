@@ -1,10 +1,13 @@
 package sql
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/schema"
@@ -115,5 +118,36 @@ func TestLimitsCancelQueries(t *testing.T) {
 	_, db = serve(t, ordersSource(t), func(c *config.SQLConfig) { c.MaxMemoryPerQueryMB = 1 })
 	if _, err := db.Exec("SELECT a.id FROM `public/default`.orders a JOIN `public/default`.orders b ON a.qty = b.qty ORDER BY a.item, b.item"); err == nil || !strings.Contains(err.Error(), "sqlMaxMemoryPerQueryMB") {
 		t.Fatalf("over the memory limit: %v", err)
+	}
+}
+
+// TestTimeoutAndAdmission: a statement past sqlQueryTimeoutSeconds is cancelled with an
+// error naming the key, and one beyond sqlMaxConcurrentQueries is refused (MySQL 1040)
+// while the other runs, which then still ends normally.
+func TestTimeoutAndAdmission(t *testing.T) {
+	src := ordersSource(t)
+	src.stall, src.stalled = true, make(chan struct{}, 1)
+	_, db := serve(t, src, func(c *config.SQLConfig) { c.QueryTimeoutSeconds = 1; c.MaxConcurrentQueries = 1 })
+	db.SetMaxOpenConns(2)
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Exec("SELECT count(*) FROM `public/default`.orders")
+		done <- err
+	}()
+	<-src.stalled // the first statement is reading
+	_, err := db.Exec("SELECT count(*) FROM `public/default`.items")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1040 || !strings.Contains(me.Message, "sqlMaxConcurrentQueries is 1") {
+		t.Fatalf("second statement: %v, want error 1040 naming sqlMaxConcurrentQueries", err)
+	}
+	err = <-done
+	if !errors.As(err, &me) || me.Number != 1317 || !strings.Contains(me.Message, "sqlQueryTimeoutSeconds is 1") {
+		t.Fatalf("stalled statement: %v, want error 1317 naming sqlQueryTimeoutSeconds", err)
+	}
+	src.mu.Lock()
+	src.stall = false
+	src.mu.Unlock()
+	if got := queryRows(t, db, "SELECT count(*) FROM `public/default`.items"); got[0][0] != "7" {
+		t.Fatalf("after the timeout: %v", got)
 	}
 }

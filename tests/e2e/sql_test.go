@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	byteorder "encoding/binary"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
@@ -214,7 +216,7 @@ func TestSQLEndToEnd(t *testing.T) {
 	// The mariadb command-line client from Debian.
 	host, port, _ := strings.Cut(sqlAddr, ":")
 	out, err := exec.Command(mariadb, "--host", host, "--port", port, "--user", "e2e", "--skip-ssl", "--batch",
-		"--execute", "SHOW DATABASES LIKE 'public%'; DESCRIBE `public/default`.events; SELECT kind, count(*) AS n FROM `public/default`.events WHERE n >= 150 GROUP BY kind ORDER BY kind").CombinedOutput()
+		"--execute", "SHOW SCHEMAS; DESCRIBE `public/default`.events; SELECT kind, count(*) AS n FROM `public/default`.events WHERE n >= 150 GROUP BY kind ORDER BY kind").CombinedOutput()
 	if err != nil {
 		t.Fatalf("mariadb: %v\n%s", err, out)
 	}
@@ -358,5 +360,62 @@ func TestSQLWorkerRole(t *testing.T) {
 	}
 	if m := sqlCounters(t, trimScheme(wrec["http"])); m["pulsar_sql_scanned_rows_total"] < 500 {
 		t.Fatalf("sql-worker /metrics: %v", m)
+	}
+
+	// A second worker with a scan limit cancels the statement over it, naming the key; what
+	// fits in the limit still runs, and the first worker is undisturbed.
+	_, lrec := startProc(t, "magnetar sql-worker ready", os.Environ(), "sql-worker", "--log-format", "json",
+		"--metadata-url", "etcd://127.0.0.1:"+strconv.Itoa(mdPort), "--bind-address", "127.0.0.1", "--sql-port", "0", "--http-port", "-1",
+		"--sql-max-scanned-rows", "100")
+	ldb, err := sql.Open("mysql", "e2e@tcp("+fmt.Sprint(lrec["sql"])+")/public%2Fdefault")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ldb.Close()
+	if _, err := ldb.Exec("SELECT count(*) FROM worker"); err == nil || !strings.Contains(err.Error(), "1317") || !strings.Contains(err.Error(), "sqlMaxScannedRows is 100") {
+		t.Fatalf("over the limit: %v", err)
+	}
+	if got := sqlRows(t, ldb, "SELECT count(*) FROM worker WHERE __partition__ = 3"); got[0][0] != "0" {
+		t.Fatalf("a statement that reads nothing: %v", got)
+	}
+	if got := sqlRows(t, db, "SELECT count(*) FROM worker WHERE __value__ < 1000000"); got[0][0] != "500" {
+		t.Fatalf("the first worker after the second's refusal: %v", got)
+	}
+
+	// A worker with token authentication and authorization: the mariadb client logs in with
+	// a token as its clear-text password; a role granted consume on the namespace reads,
+	// another is refused per table.
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	token := func(role string) string {
+		tok, err := auth.CreateToken(secret, "HS256", auth.TokenSpec{Subject: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+trimScheme(rec["http"])+"/admin/v2/namespaces/public/default/permissions/reader", strings.NewReader(`["consume"]`))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("grant: %v %v", resp, err)
+	}
+	_, arec := startProc(t, "magnetar sql-worker ready", os.Environ(), "sql-worker", "--log-format", "json",
+		"--metadata-url", "etcd://127.0.0.1:"+strconv.Itoa(mdPort), "--bind-address", "127.0.0.1", "--sql-port", "0", "--http-port", "-1",
+		"--authentication-enabled", "--authentication-providers", "token",
+		"--token-secret-key", "data:;base64,"+base64.StdEncoding.EncodeToString(secret), "--authorization-enabled")
+	host, port, _ := strings.Cut(fmt.Sprint(arec["sql"]), ":")
+	mariadb := testenv.DebianProgram(t, "mariadb", "mariadb-client")
+	query := func(user, password string) (string, error) {
+		out, err := exec.Command(mariadb, "--host", host, "--port", port, "--user", user, "--password="+password,
+			"--skip-ssl", "--batch", "--skip-column-names", "--execute", "SELECT count(*) FROM `public/default`.worker WHERE __value__ < 1000000").CombinedOutput()
+		return string(out), err
+	}
+	if out, err := query("reader", "token:"+token("reader")); err != nil || out != "500\n" {
+		t.Fatalf("reader: %v %q", err, out)
+	}
+	if out, err := query("other", "token:"+token("other")); err == nil || !strings.Contains(out, "ERROR 1142") || !strings.Contains(out, "consume permission") {
+		t.Fatalf("other: %v %q, want error 1142", err, out)
+	}
+	if out, err := query("reader", "token:"+token("reader")[:30]); err == nil || !strings.Contains(out, "Access denied") {
+		t.Fatalf("a bad token: %v %q, want access denied", err, out)
 	}
 }
