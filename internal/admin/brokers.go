@@ -37,10 +37,13 @@ func (s *server) registerBrokers(mux *http.ServeMux) {
 }
 
 // webAddr is this process's host:port for HTTP, as other processes should dial it.
-func (s *server) webAddr() string {
-	host, port, err := net.SplitHostPort(s.webServiceAddr)
+func (s *server) webAddr() string { return s.webAddrOf(s.webServiceAddr) }
+
+// webAddrOf is webAddr for one of the HTTP listeners' addresses.
+func (s *server) webAddrOf(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return s.webServiceAddr
+		return addr
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		// Bound to every interface: advertise the host the broker advertises.
@@ -51,7 +54,7 @@ func (s *server) webAddr() string {
 		}
 		return net.JoinHostPort("localhost", port)
 	}
-	return s.webServiceAddr
+	return addr
 }
 
 // A standalone is one broker, so the active list and the leader are this process.
@@ -212,10 +215,17 @@ func (s *server) lookup(ctx context.Context, r *http.Request) (any, error) {
 	if s.broker == nil {
 		return nil, fmt.Errorf("%w: no broker in this process", ErrNotSupported)
 	}
-	return map[string]string{
-		"brokerUrl": s.broker.ServiceURL(), "brokerUrlTls": "",
-		"httpUrl": "http://" + s.webAddr(), "httpUrlTls": "",
-	}, nil
+	out := map[string]string{"brokerUrl": s.broker.ServiceURL(), "brokerUrlTls": "", "httpUrl": "", "httpUrlTls": ""}
+	if s.webServiceAddr != "" {
+		out["httpUrl"] = "http://" + s.webAddr()
+	}
+	if s.serviceURLTLS != nil {
+		out["brokerUrlTls"] = s.serviceURLTLS()
+	}
+	if s.webServiceAddrTLS != "" {
+		out["httpUrlTls"] = "https://" + s.webAddrOf(s.webServiceAddrTLS)
+	}
+	return out, nil
 }
 
 // textResponse is a plain-text body.

@@ -38,9 +38,13 @@ type Config struct {
 	// ServiceURL is the binary protocol URL lookups answer with (pulsar://host:port), from
 	// the Pulsar front end.
 	ServiceURL func() string
-	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port.
-	Cluster        string
-	WebServiceAddr string
+	// ServiceURLTLS is the pulsar+ssl:// URL lookups answer with ("" or nil: no TLS listener).
+	ServiceURLTLS func() string
+	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port and
+	// WebServiceAddrTLS its HTTPS one ("" without).
+	Cluster           string
+	WebServiceAddr    string
+	WebServiceAddrTLS string
 	// Pprof serves Go's profiler under /debug/pprof/ (enablePprof).
 	Pprof bool
 	// MaxMessageSize bounds a REST-produced message (maxMessageSize; 0: Pulsar's 5 MiB).
@@ -60,7 +64,8 @@ type Config struct {
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready,
-		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions}
+		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, webServiceAddrTLS: cfg.WebServiceAddrTLS,
+		serviceURLTLS: cfg.ServiceURLTLS, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions}
 	s.maxMessageSize = cmp.Or(cfg.MaxMessageSize, 5<<20)
 	if cfg.Topics != nil {
 		s.broker = topicsAPI{svc: cfg.Topics, serviceURL: cfg.ServiceURL}
@@ -157,9 +162,12 @@ type server struct {
 	broker         Broker
 	cluster        string
 	webServiceAddr string
-	rates          rateTracker
-	schemas        *schema.Registry
-	dynamic        DynamicConfig
+	// TLS side, for lookup answers (brokerUrlTls, httpUrlTls).
+	webServiceAddrTLS string
+	serviceURLTLS     func() string
+	rates             rateTracker
+	schemas           *schema.Registry
+	dynamic           DynamicConfig
 	// maxMessageSize bounds REST-produced messages.
 	maxMessageSize int
 	txn            *txn.Coordinators

@@ -17,6 +17,16 @@ type Principal struct {
 	Original string
 }
 
+// Effective is the role authorization judges: the original principal when a proxy
+// connected on someone's behalf, otherwise the authenticated role ("" when anonymous
+// without anonymousUserRole or with authentication off).
+func (p Principal) Effective() string {
+	if p.Original != "" {
+		return p.Original
+	}
+	return p.Role
+}
+
 // String names the principal in logs.
 func (p Principal) String() string {
 	if p.Original != "" {

@@ -25,7 +25,9 @@ func (c *conn) handleClusterLookup(cmd *pb.CommandLookupTopic) {
 	var res ownership.Result
 	if err == nil {
 		ctx, cancel := c.opContext()
-		res, err = c.s.topics.Ownership().Lookup(ctx, name.String(), cmd.GetAuthoritative())
+		if err = c.s.topics.Authorize(ctx, topics.ActionLookup, name); err == nil {
+			res, err = c.s.topics.Ownership().Lookup(ctx, name.String(), cmd.GetAuthoritative())
+		}
 		if errors.Is(err, resources.ErrNotFound) || errors.Is(err, resources.ErrInvalid) {
 			if nsErr := c.s.topics.CheckNamespace(ctx, name); nsErr != nil {
 				err = nsErr
@@ -38,7 +40,8 @@ func (c *conn) handleClusterLookup(cmd *pb.CommandLookupTopic) {
 		// NB: never ServiceNotReady in a lookup answer: the Go client drops the connection.
 		code, _ := wire.ServerErrorFor(err)
 		switch {
-		case errors.Is(err, wire.ErrInvalidTopicName), errors.Is(err, wire.ErrTopicNotFound):
+		case errors.Is(err, wire.ErrInvalidTopicName), errors.Is(err, wire.ErrTopicNotFound),
+			errors.Is(err, wire.ErrAuthorization), errors.Is(err, wire.ErrAuthentication):
 		default:
 			code = pb.ServerError_MetadataError
 		}
@@ -46,12 +49,22 @@ func (c *conn) handleClusterLookup(cmd *pb.CommandLookupTopic) {
 		resp.Error, resp.Message = code.Enum(), proto.String(err.Error())
 	case res.Self:
 		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
-		resp.BrokerServiceUrl = proto.String(c.s.ServiceURL())
+		if u := c.s.ServiceURL(); u != "" {
+			resp.BrokerServiceUrl = proto.String(u)
+		}
+		if u := c.s.ServiceURLTLS(); u != "" {
+			resp.BrokerServiceUrlTls = proto.String(u)
+		}
 		resp.Authoritative = proto.Bool(true)
 		resp.ProxyThroughServiceUrl = proto.Bool(false)
 	default:
 		resp.Response = pb.CommandLookupTopicResponse_Redirect.Enum()
-		resp.BrokerServiceUrl = proto.String(res.BrokerURL)
+		if res.BrokerURL != "" {
+			resp.BrokerServiceUrl = proto.String(res.BrokerURL)
+		}
+		if res.BrokerURLTLS != "" {
+			resp.BrokerServiceUrlTls = proto.String(res.BrokerURLTLS)
+		}
 		resp.Authoritative = proto.Bool(res.Authoritative)
 		resp.ProxyThroughServiceUrl = proto.Bool(false)
 	}

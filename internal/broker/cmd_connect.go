@@ -9,11 +9,15 @@ import (
 )
 
 // handleConnect answers CONNECT with CONNECTED directly (the Go client's handshake reads
-// exactly one frame and requires CONNECTED). Authentication is not enabled, so any
-// auth_method_name is accepted as the anonymous role.
+// exactly one frame and requires CONNECTED), after authenticating the client when
+// authentication is on (auth.go): a refused client gets ERROR and the connection closes.
 func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
 	if c.connected.Load() {
 		return fmt.Errorf("%w: second CONNECT", errProtocol)
+	}
+	if err := c.authenticate(cmd); err != nil {
+		c.sendAuthError(err)
+		return fmt.Errorf("%w: %w", errAuthClosed, err)
 	}
 	c.clientVersion = cmd.GetClientVersion()
 	c.protoVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)

@@ -28,13 +28,24 @@ func (c *conn) handleLookup(cmd *pb.CommandLookupTopic) {
 	}
 	rid := cmd.GetRequestId()
 	resp := &pb.CommandLookupTopicResponse{RequestId: proto.Uint64(rid)}
-	if _, err := topics.ParseName(cmd.GetTopic()); err != nil {
+	name, err := topics.ParseName(cmd.GetTopic())
+	if err == nil {
+		ctx, cancel := c.opContext()
+		err = c.s.topics.Authorize(ctx, topics.ActionLookup, name)
+		cancel()
+	}
+	if err != nil {
 		code, _ := wire.ServerErrorFor(err)
 		resp.Response = pb.CommandLookupTopicResponse_Failed.Enum()
 		resp.Error, resp.Message = code.Enum(), proto.String(err.Error())
 	} else {
 		resp.Response = pb.CommandLookupTopicResponse_Connect.Enum()
-		resp.BrokerServiceUrl = proto.String(c.s.ServiceURL())
+		if u := c.s.ServiceURL(); u != "" {
+			resp.BrokerServiceUrl = proto.String(u)
+		}
+		if u := c.s.ServiceURLTLS(); u != "" {
+			resp.BrokerServiceUrlTls = proto.String(u)
+		}
 		resp.Authoritative = proto.Bool(true)
 		resp.ProxyThroughServiceUrl = proto.Bool(false)
 	}

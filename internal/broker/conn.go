@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -68,6 +69,11 @@ type conn struct {
 	// txnSlots bounds the transaction requests in flight (txn.go).
 	txnSlots chan struct{}
 
+	// Authentication (auth.go): the session after CONNECT (nil with authentication off),
+	// and the reason to close once what is queued is written (an authentication ERROR).
+	sess       atomic.Pointer[auth.Session]
+	flushClose atomic.Pointer[string]
+
 	mu        sync.Mutex
 	producers map[uint64]*producer
 	consumers map[uint64]*consumer
@@ -118,6 +124,9 @@ func (c *conn) serve() {
 		}
 		c.lastRead.Store(time.Now().UnixNano())
 		if err := c.handle(f); err != nil {
+			if errors.Is(err, errAuthClosed) {
+				break // the write loop closes once the ERROR is out
+			}
 			c.log.Warn("closing connection on protocol violation", "err", err)
 			c.close(err.Error())
 			break
@@ -180,7 +189,7 @@ func (c *conn) handle(f wire.Frame) error {
 	case pb.BaseCommand_GET_OR_CREATE_SCHEMA:
 		c.handleGetOrCreateSchema(cmd.GetGetOrCreateSchema())
 	case pb.BaseCommand_AUTH_RESPONSE:
-		// Authentication is not enabled; a stray refresh answer is harmless.
+		return c.handleAuthResponse(cmd.GetAuthResponse()) // auth.go
 	case pb.BaseCommand_CONSUMER_STATS:
 		c.handleConsumerStats(cmd.GetConsumerStats())
 	case pb.BaseCommand_TC_CLIENT_CONNECT_REQUEST, pb.BaseCommand_NEW_TXN, pb.BaseCommand_ADD_PARTITION_TO_TXN,
@@ -228,16 +237,19 @@ func (c *conn) writeLoop() {
 		c.wmu.Lock()
 		c.out, c.spare = c.spare, c.out
 		c.wmu.Unlock()
-		if c.spare.Len() == 0 {
-			continue
+		if c.spare.Len() > 0 {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+			n := c.spare.Len()
+			_, err := c.spare.WriteTo(c.nc)
+			c.spare.Reset()
+			c.wrote(int64(n)) // limits.go
+			if err != nil {
+				c.close("write: " + err.Error())
+				return
+			}
 		}
-		_ = c.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
-		n := c.spare.Len()
-		_, err := c.spare.WriteTo(c.nc)
-		c.spare.Reset()
-		c.wrote(int64(n)) // limits.go
-		if err != nil {
-			c.close("write: " + err.Error())
+		if r := c.flushClose.Load(); r != nil {
+			c.close(*r)
 			return
 		}
 	}
@@ -318,7 +330,7 @@ const opTimeout = 30 * time.Second
 // opContext is the context of one request: it ends after opTimeout or when the connection
 // closes, so a stuck store never pins a handler forever.
 func (c *conn) opContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.ctx, opTimeout)
+	return context.WithTimeout(c.withPrincipal(c.ctx), opTimeout)
 }
 
 // sendError answers a failed request with ERROR, mapping err through wire's table.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/topics"
 	"github.com/magnetar-io/magnetar/internal/txn"
@@ -40,12 +41,17 @@ type Server struct {
 	publishMem *byteLimiter  // broker-wide pending publish bytes
 	lookups    chan struct{} // slots of maxConcurrentLookupRequest (limits.go)
 
-	mu        sync.Mutex
-	closed    bool
-	listeners []net.Listener
-	conns     map[*conn]struct{}
-	advertise string // host:port in lookups, fixed by the first Serve
-	wg        sync.WaitGroup
+	// Security (auth.go): who clients are, and the TLS listener's certificate checks.
+	authn *auth.Service
+	tls   *auth.ServerTLS
+
+	mu           sync.Mutex
+	closed       bool
+	listeners    []net.Listener
+	conns        map[*conn]struct{}
+	advertise    string // host:port in lookups, fixed by the first Serve
+	advertiseTLS string // host:port of the TLS listener in lookups, fixed by the first ServeTLS
+	wg           sync.WaitGroup
 
 	// txn are the transaction coordinators, txnPeers the connections to other brokers'
 	// transaction buffers (txn.go); nil with transactions off.
@@ -61,6 +67,10 @@ type Deps struct {
 	Logger *slog.Logger
 	// Registerer receives the front end's metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// Authn authenticates clients on CONNECT (nil: authentication off).
+	Authn *auth.Service
+	// TLS is the TLS listener's configuration, for client certificates (nil: no TLS).
+	TLS *auth.ServerTLS
 }
 
 // New builds the front end; call Serve with a listener, and Close to stop. Closing the
@@ -84,6 +94,8 @@ func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
 		publishMem: newByteLimiter(cfg.MaxMessagePublishBufferSizeMB << 20),
 		lookups:    make(chan struct{}, cfg.MaxConcurrentLookupRequest),
 		conns:      map[*conn]struct{}{},
+		authn:      deps.Authn,
+		tls:        deps.TLS,
 	}
 	m, err := newMetrics(deps.Registerer)
 	if err != nil {
@@ -108,12 +120,34 @@ func (s *Server) Addr() string {
 	return s.advertise
 }
 
-// ServiceURL is the pulsar:// URL clients are sent to in lookups.
-func (s *Server) ServiceURL() string { return "pulsar://" + s.Addr() }
+// ServiceURL is the pulsar:// URL clients are sent to in lookups ("" with no plaintext
+// listener).
+func (s *Server) ServiceURL() string {
+	if a := s.Addr(); a != "" {
+		return "pulsar://" + a
+	}
+	return ""
+}
+
+// ServiceURLTLS is the pulsar+ssl:// URL of the TLS listener ("" without one).
+func (s *Server) ServiceURLTLS() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.advertiseTLS == "" {
+		return ""
+	}
+	return "pulsar+ssl://" + s.advertiseTLS
+}
 
 // Serve accepts connections on ln until ln fails or the server closes. It returns nil
 // after Close.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, false) }
+
+// ServeTLS is Serve for the TLS listener (brokerServicePortTls): ln must hand out TLS
+// connections (tls.NewListener with Deps.TLS's config).
+func (s *Server) ServeTLS(ln net.Listener) error { return s.serve(ln, true) }
+
+func (s *Server) serve(ln net.Listener, isTLS bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -121,11 +155,14 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrClosed
 	}
 	s.listeners = append(s.listeners, ln)
-	if s.advertise == "" {
+	if isTLS && s.advertiseTLS == "" {
+		s.advertiseTLS = s.advertisedAddr(ln.Addr())
+	} else if !isTLS && s.advertise == "" {
 		s.advertise = s.advertisedAddr(ln.Addr())
 	}
 	s.mu.Unlock()
-	s.log.Info("serving the Pulsar binary protocol", "listen", ln.Addr().String(), "advertised", s.ServiceURL())
+	s.log.Info("serving the Pulsar binary protocol", "listen", ln.Addr().String(), "tls", isTLS,
+		"advertised", s.ServiceURL(), "advertisedTLS", s.ServiceURLTLS())
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()

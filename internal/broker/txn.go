@@ -136,7 +136,7 @@ func (c *conn) serveTxn(cmd *pb.BaseCommand) {
 		co, err := c.s.txn.Get(ctx, r.GetTcId())
 		if err == nil {
 			// txn_ttl_seconds carries milliseconds (both official clients send them).
-			id, err = co.New(ctx, time.Duration(r.GetTxnTtlSeconds())*time.Millisecond, topics.PrincipalFrom(ctx))
+			id, err = co.New(ctx, time.Duration(r.GetTxnTtlSeconds())*time.Millisecond, topics.PrincipalFrom(ctx).Effective())
 		}
 		e, m := txnErr(err)
 		resp := &pb.CommandNewTxnResponse{RequestId: r.RequestId, Error: e, Message: m}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,22 +62,30 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		return nil, fmt.Errorf("broker: bootstrap: %w", err)
 	}
 	// Listen first: the advertised URLs other brokers redirect to carry the actual ports.
-	bind := func(port int) string { return net.JoinHostPort(cfg.Broker.BindAddress, strconv.Itoa(port)) }
-	brokerLn, err := net.Listen("tcp", bind(cfg.Broker.ServicePort))
+	lns, err := Listen(cfg.Broker)
 	if err != nil {
-		return nil, fmt.Errorf("broker: listen (brokerServicePort): %w", err)
+		return nil, fmt.Errorf("broker: %w", err)
 	}
-	httpLn, err := net.Listen("tcp", bind(cfg.Broker.WebServicePort))
-	if err != nil {
-		_ = brokerLn.Close()
-		return nil, fmt.Errorf("broker: HTTP listen (webServicePort): %w", err)
+	// Registered URLs: a broker with only TLS listeners registers them in place of the
+	// plaintext ones too (the registration key and redirects need one).
+	url := func(scheme string, ln net.Listener) string {
+		if ln == nil {
+			return ""
+		}
+		return scheme + "://" + broker.AdvertisedAddr(cfg.Broker, ln.Addr())
 	}
-	httpPort := strconv.Itoa(httpLn.Addr().(*net.TCPAddr).Port)
+	brokerURL, brokerURLTLS := url("pulsar", lns.Binary), url("pulsar+ssl", lns.BinaryTLS)
+	httpURL, httpURLTLS := url("http", lns.HTTP), url("https", lns.HTTPS)
+	if brokerURL == "" {
+		brokerURL = brokerURLTLS
+	}
+	if httpURL == "" {
+		httpURL = httpURLTLS
+	}
 	maxTopics, maxSessions, maxBundles := cfg.Cluster.SplitLimits()
 	if b.own, err = ownership.Start(ctx, ownership.Options{
 		Store: b.store, Resources: res,
-		BrokerURL:          "pulsar://" + broker.AdvertisedAddr(cfg.Broker, brokerLn.Addr()),
-		HTTPURL:            "http://" + net.JoinHostPort(broker.AdvertisedHost(cfg.Broker), httpPort),
+		BrokerURL: brokerURL, BrokerURLTLS: brokerURLTLS, HTTPURL: httpURL, HTTPURLTLS: httpURLTLS,
 		TTL:                cfg.Cluster.SessionTimeout(),
 		LoadReportInterval: time.Duration(cfg.Cluster.LoadReportIntervalMillis) * time.Millisecond,
 		ShedInterval:       cfg.Cluster.ShedInterval(),
@@ -87,7 +94,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		Shed:               loadManagerShed(cfg.Cluster.LoadManager),
 		Logger:             logger,
 	}); err != nil {
-		_, _ = brokerLn.Close(), httpLn.Close()
+		lns.Close()
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	reg := prometheus.NewRegistry()
@@ -98,7 +105,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	wrap := func(h http.Handler) http.Handler { return mount.Wrap(b.own.Handler(h)) }
 	if b.svc, err = StartServices(ctx, ServicesOptions{
 		Store: b.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: reg, Logger: logger,
-		Ownership: b.own, WrapHTTP: wrap, BrokerLn: brokerLn, HTTPLn: httpLn, DeferReady: true,
+		Ownership: b.own, WrapHTTP: wrap, Listeners: lns, DeferReady: true,
 	}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

@@ -2,6 +2,7 @@ package brokerd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,9 +49,66 @@ type ServicesOptions struct {
 	// DeferReady leaves /status.html answering 503 until MarkReady (a cluster broker is
 	// ready once registered, not once listening).
 	DeferReady bool
-	// BrokerLn and HTTPLn are listeners opened by the caller (nil: listen on the
-	// configured bind address and ports).
-	BrokerLn, HTTPLn net.Listener
+	// Listeners are opened by the caller (nil: Listen on the configured bind address and
+	// ports).
+	Listeners *Listeners
+}
+
+// Listeners are a broker's sockets: the binary protocol and HTTP, each plaintext and TLS
+// (brokerServicePort, brokerServicePortTls, webServicePort, webServicePortTls); a port set
+// to -1 has none. The TLS ones are plain TCP listeners: StartServices adds TLS.
+type Listeners struct {
+	Binary, BinaryTLS, HTTP, HTTPS net.Listener
+}
+
+// Listen opens the listeners cfg asks for.
+func Listen(cfg config.BrokerConfig) (_ *Listeners, err error) {
+	l := &Listeners{}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	bind := func(key string, port int, dst *net.Listener) error {
+		if port < 0 {
+			return nil
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("listen (%s): %w", key, err)
+		}
+		*dst = ln
+		return nil
+	}
+	sec := cfg.Security
+	if err := errors.Join(bind("brokerServicePort", cfg.ServicePort, &l.Binary), bind("brokerServicePortTls", sec.ServicePortTLS, &l.BinaryTLS),
+		bind("webServicePort", cfg.WebServicePort, &l.HTTP), bind("webServicePortTls", sec.WebServicePortTLS, &l.HTTPS)); err != nil {
+		return nil, err
+	}
+	if l.Binary == nil && l.BinaryTLS == nil {
+		return nil, errors.New("no binary protocol listener: brokerServicePort and brokerServicePortTls are both off")
+	}
+	if l.HTTP == nil && l.HTTPS == nil {
+		return nil, errors.New("no HTTP listener: webServicePort and webServicePortTls are both off")
+	}
+	return l, nil
+}
+
+// Close closes whatever is open.
+func (l *Listeners) Close() {
+	for _, ln := range []net.Listener{l.Binary, l.BinaryTLS, l.HTTP, l.HTTPS} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
+
+// Port is ln's port, or -1 without ln.
+func Port(ln net.Listener) int {
+	if ln == nil {
+		return -1
+	}
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Services are a running broker with its storage clients and HTTP server.
@@ -69,23 +127,24 @@ type Services struct {
 	kafkaAddr string
 	// Lakehouse writes topics into Iceberg tables (nil: icebergEnabled off).
 	Lakehouse *lakehouse.Service
-	brokerLn  net.Listener
-	http      *http.Server
-	httpLn    net.Listener
-	ready     atomic.Bool
-	served    chan error
+	// Security is the broker's authentication, authorization and TLS listener config.
+	Security *auth.BrokerSecurity
+	lns      *Listeners
+	http     *http.Server
+	ready    atomic.Bool
+	served   chan error
 }
 
 // StartServices builds bookie client -> ledger client -> managed-ledger factory -> topic
 // service -> its front ends (the Pulsar protocol, admin HTTP), and serves them. On error
 // whatever started is closed again.
 func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err error) {
-	if sec := o.Broker.Security; sec.Authn.Enabled || sec.Authz.Enabled || sec.ServicePortTLS >= 0 || sec.WebServicePortTLS >= 0 {
-		// The keys are read (internal/config/security.go) but the broker does not enforce
-		// them yet: refusing beats running without the protection asked for.
-		return nil, errors.New("authenticationEnabled, authorizationEnabled and TLS ports are not enforced by this build's broker yet: turn them off")
+	if sec := o.Broker.Security; o.Broker.Kafka.Enabled() && (sec.Authn.Enabled || sec.Authz.Enabled) {
+		// The Kafka listener does not authenticate (SASL) yet: serving it would bypass the
+		// protection asked for on every other front end.
+		return nil, errors.New("kafkaListeners with authenticationEnabled or authorizationEnabled: the Kafka listener does not authenticate yet (SASL): leave kafkaListeners empty or security off")
 	}
-	s := &Services{log: o.Logger, served: make(chan error, 2), brokerLn: o.BrokerLn, httpLn: o.HTTPLn}
+	s := &Services{log: o.Logger, served: make(chan error, 4), lns: o.Listeners}
 	defer func() {
 		if err != nil {
 			_ = s.Close(context.Background())
@@ -110,24 +169,41 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}); err != nil {
 		return nil, fmt.Errorf("managed ledgers: %w", err)
 	}
+	// Permissions are read through a short cache: a burst of lookups is not a burst of
+	// metadata reads, and a revocation is seen at most that late (live producers and
+	// consumers are rechecked every authorizationRecheckIntervalSeconds).
+	pol := auth.CachedPolicies(auth.ResourcePolicies{R: o.Resources}, policyCacheTTL, policyCacheEntries)
+	if s.Security, err = auth.NewBrokerSecurity(o.Broker.Security, pol, o.Logger); err != nil {
+		return nil, fmt.Errorf("security: %w", err)
+	}
 	if s.Topics, err = topics.New(topics.Options{
 		Config: o.Broker, Store: o.Store, Ledgers: s.factory, Logger: o.Logger, Registerer: o.Registry, Ownership: o.Ownership,
+		Authorizer: topics.NewAuthorizer(s.Security.Authz),
 	}); err != nil {
 		return nil, fmt.Errorf("topics: %w", err)
 	}
-	if s.Broker, err = broker.New(o.Broker, broker.Deps{Topics: s.Topics, Logger: o.Logger, Registerer: o.Registry}); err != nil {
+	if s.Broker, err = broker.New(o.Broker, broker.Deps{Topics: s.Topics, Logger: o.Logger, Registerer: o.Registry,
+		Authn: s.Security.Authn, TLS: s.Security.TLS}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
-	bind := func(port int) string { return net.JoinHostPort(o.Broker.BindAddress, strconv.Itoa(port)) }
-	if s.brokerLn == nil {
-		if s.brokerLn, err = net.Listen("tcp", bind(o.Broker.ServicePort)); err != nil {
-			return nil, fmt.Errorf("broker listen (brokerServicePort): %w", err)
+	if s.lns == nil {
+		if s.lns, err = Listen(o.Broker); err != nil {
+			return nil, fmt.Errorf("broker %w", err)
 		}
 	}
-	if s.httpLn == nil {
-		if s.httpLn, err = net.Listen("tcp", bind(o.Broker.WebServicePort)); err != nil {
-			return nil, fmt.Errorf("HTTP listen (webServicePort): %w", err)
-		}
+	var tlsConf *tls.Config
+	if s.lns.BinaryTLS != nil || s.lns.HTTPS != nil {
+		tlsConf = s.Security.TLS.Config() // Validate made sure a certificate is configured
+	}
+	if s.lns.Binary != nil {
+		go func() { s.served <- s.Broker.Serve(s.lns.Binary) }()
+	}
+	if s.lns.BinaryTLS != nil {
+		go func() { s.served <- s.Broker.ServeTLS(tls.NewListener(s.lns.BinaryTLS, tlsConf)) }()
+	}
+	webAddr := ""
+	if s.lns.HTTP != nil {
+		webAddr = s.lns.HTTP.Addr().String()
 	}
 	if o.Broker.Kafka.Enabled() {
 		if err := s.startKafka(o); err != nil {
@@ -141,11 +217,10 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 			return nil, fmt.Errorf("lakehouse: %w", err)
 		}
 	}
-	go func() { s.served <- s.Broker.Serve(s.brokerLn) }()
 	var h http.Handler = admin.Handler(admin.Config{
 		Resources: o.Resources, Gatherer: o.Registry, Logger: o.Logger, Ready: s.ready.Load,
-		Topics: s.Topics, ServiceURL: s.Broker.ServiceURL,
-		Cluster: o.Broker.ClusterName, WebServiceAddr: s.httpLn.Addr().String(), Pprof: o.Broker.EnablePprof,
+		Topics: s.Topics, ServiceURL: s.Broker.ServiceURL, ServiceURLTLS: s.Broker.ServiceURLTLS,
+		Cluster: o.Broker.ClusterName, WebServiceAddr: webAddr, WebServiceAddrTLS: addrOf(s.lns.HTTPS), Pprof: o.Broker.EnablePprof,
 		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
 		MaxMessageSize: o.Broker.MaxMessageSize, Transactions: s.Broker.Coordinators(),
 	})
@@ -160,8 +235,17 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	if o.WrapHTTP != nil {
 		h = o.WrapHTTP(h)
 	}
-	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { s.served <- s.http.Serve(s.httpLn) }()
+	// Outermost, so every route (the cluster ones the ownership layer serves included) is
+	// authenticated and authorized.
+	h = admin.Secure(h, admin.SecureConfig{Authn: s.Security.Authn, Authz: s.Security.Authz,
+		AuthenticateMetrics: o.Broker.Security.AuthenticateMetricsEndpoint})
+	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf}
+	if s.lns.HTTP != nil {
+		go func() { s.served <- s.http.Serve(s.lns.HTTP) }()
+	}
+	if s.lns.HTTPS != nil {
+		go func() { s.served <- s.http.ServeTLS(s.lns.HTTPS, "", "") }()
+	}
 	s.ready.Store(!o.DeferReady)
 	return s, nil
 }
@@ -169,8 +253,27 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 // MarkReady makes /status.html and the health checks answer OK.
 func (s *Services) MarkReady() { s.ready.Store(true) }
 
-// BrokerAddr is the binary protocol listener's address.
-func (s *Services) BrokerAddr() string { return s.brokerLn.Addr().String() }
+// Policy cache of authorization (see StartServices).
+const (
+	policyCacheTTL     = 2 * time.Second
+	policyCacheEntries = 10000
+)
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// BrokerAddr is the binary protocol listener's address ("" without a plaintext one).
+func (s *Services) BrokerAddr() string { return addrOf(s.lns.Binary) }
+
+// BrokerAddrTLS is the TLS binary protocol listener's address ("" without one).
+func (s *Services) BrokerAddrTLS() string { return addrOf(s.lns.BinaryTLS) }
+
+// HTTPSAddr is the HTTPS listener's address ("" without one).
+func (s *Services) HTTPSAddr() string { return addrOf(s.lns.HTTPS) }
 
 // Ledgers is the ledger client (the functions worker stores packages with it).
 func (s *Services) Ledgers() ledger.Client { return s.ledgers }
@@ -186,8 +289,8 @@ func (s *Services) LoadStats() ownership.LoadStats {
 // ManagedLedgers is the managed-ledger factory (the SQL server's read-only snapshots).
 func (s *Services) ManagedLedgers() *managedledger.Factory { return s.factory }
 
-// HTTPAddr is the HTTP listener's address.
-func (s *Services) HTTPAddr() string { return s.httpLn.Addr().String() }
+// HTTPAddr is the HTTP listener's address ("" without a plaintext one).
+func (s *Services) HTTPAddr() string { return addrOf(s.lns.HTTP) }
 
 // Failed delivers an error if the broker or HTTP server stops serving on its own.
 func (s *Services) Failed() <-chan error { return s.served }
@@ -217,10 +320,8 @@ func (s *Services) Close(ctx context.Context) error {
 	}
 	// Serve closes its listener on shutdown, but a start that failed after listening never
 	// reached Serve; closing again is harmless.
-	for _, ln := range []net.Listener{s.brokerLn, s.httpLn} {
-		if ln != nil {
-			_ = ln.Close()
-		}
+	if s.lns != nil {
+		s.lns.Close()
 	}
 	if s.factory != nil {
 		errs = append(errs, s.factory.Close(ctx))

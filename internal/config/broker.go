@@ -19,9 +19,9 @@ type BrokerConfig struct {
 	// BindAddress is the host the binary and HTTP listeners bind to.
 	BindAddress string `key:"bindAddress" help:"host the broker's listeners bind to"`
 	// ServicePort is the binary protocol port (pulsar://); 0 picks a free port (tests).
-	ServicePort int `key:"brokerServicePort" flag:"port" help:"binary protocol (pulsar://) port"`
+	ServicePort int `key:"brokerServicePort" flag:"port" help:"binary protocol (pulsar://) port (-1: none, TLS only)"`
 	// WebServicePort is the HTTP port (admin REST, /metrics).
-	WebServicePort int `key:"webServicePort" flag:"http-port" help:"HTTP port (admin REST, metrics)"`
+	WebServicePort int `key:"webServicePort" flag:"http-port" help:"HTTP port (admin REST, metrics) (-1: none, HTTPS only)"`
 	// AdvertisedAddress is the host clients are told to connect to in lookup answers;
 	// empty means the bind address, or "localhost" when that is a wildcard.
 	AdvertisedAddress string `key:"advertisedAddress" help:"host advertised to clients in lookups (default: bind address or localhost)"`
@@ -160,8 +160,8 @@ func (c *BrokerConfig) Validate() error {
 		Between("brokerShutdownTimeoutMs", c.ShutdownTimeoutMs, 100, 3_600_000),
 		NotEmpty("clusterName", c.ClusterName),
 		NotEmpty("bindAddress", c.BindAddress),
-		Between("brokerServicePort", c.ServicePort, 0, 65535),
-		Between("webServicePort", c.WebServicePort, 0, 65535),
+		Between("brokerServicePort", c.ServicePort, -1, 65535), // -1: TLS listener only
+		Between("webServicePort", c.WebServicePort, -1, 65535),
 		Between("maxMessageSize", c.MaxMessageSize, 1024, 1<<30),
 		OneOf("allowAutoTopicCreationType", c.AllowAutoTopicCreationType, "non-partitioned", "partitioned"),
 		Between("defaultNumPartitions", c.DefaultNumPartitions, 1, 10000),

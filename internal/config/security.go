@@ -244,6 +244,10 @@ type SecurityConfig struct {
 	Authn  AuthenticationConfig
 	Authz  AuthorizationConfig
 	Client ClientAuthConfig
+
+	// AuthenticateMetricsEndpoint makes /metrics need authentication (Pulsar's key; off by
+	// default, as scrapers and the Go client's CI read it anonymously).
+	AuthenticateMetricsEndpoint bool `key:"authenticateMetricsEndpoint" help:"require authentication on /metrics"`
 }
 
 // DefaultSecurityConfig returns Pulsar's defaults: no TLS listener, no authentication, no

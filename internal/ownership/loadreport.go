@@ -126,7 +126,8 @@ func (m *Manager) publishReport(ctx context.Context, r *LoadReport) error {
 	if sess == nil {
 		return fmt.Errorf("%w: no metadata session", ErrNotOwner)
 	}
-	v, _ := json.Marshal(BrokerInfo{PulsarServiceURL: m.self.NativeURL, WebServiceURL: m.self.HTTPURL, Instance: m.self.Instance, Load: r, Protocols: protocols})
+	v, _ := json.Marshal(BrokerInfo{PulsarServiceURL: m.self.NativeURL, PulsarServiceURLTLS: m.self.NativeURLTLS,
+		WebServiceURL: m.self.HTTPURL, WebServiceURLTLS: m.self.HTTPURLTLS, Instance: m.self.Instance, Load: r, Protocols: protocols})
 	if _, err := sess.PutEphemeral(ctx, m.key, v, metadata.AnyVersion); err != nil {
 		return fmt.Errorf("ownership: registering %s: %w", m.key, err)
 	}

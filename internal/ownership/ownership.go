@@ -39,8 +39,10 @@ const (
 
 // BrokerInfo is a live broker's registration value.
 type BrokerInfo struct {
-	PulsarServiceURL string      `json:"pulsarServiceUrl"`
-	WebServiceURL    string      `json:"webServiceUrl"`
+	PulsarServiceURL    string      `json:"pulsarServiceUrl"`
+	PulsarServiceURLTLS string      `json:"pulsarServiceUrlTls,omitempty"`
+	WebServiceURL       string      `json:"webServiceUrl"`
+	WebServiceURLTLS    string      `json:"webServiceUrlTls,omitempty"`
 	Instance         string      `json:"instance"`
 	Load             *LoadReport `json:"load,omitempty"`
 	// Protocols are the other protocols the broker serves, by name, with the address
@@ -73,6 +75,9 @@ type Options struct {
 	// redirect clients to.
 	BrokerURL string
 	HTTPURL   string
+	// BrokerURLTLS (pulsar+ssl://) and HTTPURLTLS (https://) are the TLS listeners' URLs
+	// ("": none), given to TLS clients in redirects.
+	BrokerURLTLS, HTTPURLTLS string
 	// TTL of the session that holds the registration and every ownership key.
 	TTL time.Duration
 	// LoadReportInterval is how often the load report is refreshed (0: 10 s).
@@ -104,8 +109,9 @@ type Result struct {
 	// Self: this broker owns the bundle now; serve the topic.
 	Self bool
 	// Otherwise the broker to redirect to, and whether it must take the bundle when free.
-	BrokerURL, HTTPURL string
-	Authoritative      bool
+	BrokerURL, HTTPURL       string
+	BrokerURLTLS, HTTPURLTLS string
+	Authoritative            bool
 }
 
 // Manager holds this broker's bundle ownerships and its registration.
@@ -170,7 +176,7 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 	}
 	m := &Manager{
 		store: o.Store, res: o.Resources, ttl: o.TTL, interval: o.LoadReportInterval, probe: o.Probe, shedInterval: o.ShedInterval, split: o.Split,
-		self:  OwnerData{NativeURL: o.BrokerURL, HTTPURL: o.HTTPURL, Instance: hex.EncodeToString(id[:])},
+		self:  OwnerData{NativeURL: o.BrokerURL, NativeURLTLS: o.BrokerURLTLS, HTTPURL: o.HTTPURL, HTTPURLTLS: o.HTTPURLTLS, Instance: hex.EncodeToString(id[:])},
 		key:   BrokersPrefix + u.Host,
 		log:   o.Logger.With("component", "ownership"),
 		owned: map[string]resources.Bundle{}, bounds: map[string][]uint32{}, dialed: map[string]time.Time{}, taking: map[resources.Bundle]chan struct{}{},
@@ -404,7 +410,7 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 					continue
 				}
 			}
-			return Result{BrokerURL: od.NativeURL, HTTPURL: od.HTTPURL, Authoritative: true}, nil
+			return Result{BrokerURL: od.NativeURL, HTTPURL: od.HTTPURL, BrokerURLTLS: od.NativeURLTLS, HTTPURLTLS: od.HTTPURLTLS, Authoritative: true}, nil
 		case !errors.Is(err, metadata.ErrNotFound):
 			return Result{}, fmt.Errorf("ownership: reading owner of %s: %w", b, err)
 		}
@@ -414,7 +420,8 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 				return Result{}, err
 			}
 			if cand.Instance != m.self.Instance {
-				return Result{BrokerURL: cand.PulsarServiceURL, HTTPURL: cand.WebServiceURL, Authoritative: true}, nil
+				return Result{BrokerURL: cand.PulsarServiceURL, HTTPURL: cand.WebServiceURL,
+					BrokerURLTLS: cand.PulsarServiceURLTLS, HTTPURLTLS: cand.WebServiceURLTLS, Authoritative: true}, nil
 			}
 		}
 		ok, err := m.take(ctx, b)

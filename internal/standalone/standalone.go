@@ -2,6 +2,7 @@ package standalone
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,7 @@ type Standalone struct {
 	svc          *brokerd.Services
 	fnw          *functions.Worker
 	sql          *sqlworker.Worker
+	internal     *internalTLS // with authentication on (security.go)
 }
 
 // Start brings every component up and returns when the broker and HTTP server accept
@@ -62,6 +64,11 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		}
 	}()
 
+	if cfg.Broker.Security.Authn.Enabled {
+		if s.internal, err = newInternalTLS(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.openMetadata(ctx); err != nil {
 		return nil, err
 	}
@@ -77,6 +84,9 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		return nil, err
 	}
 	bkCfg.ListenAddress = bkLn.Addr().String()
+	if s.internal != nil {
+		s.internal.bookie(&bkCfg)
+	}
 	openStorage := func(c config.BookieStorageConfig, l *slog.Logger, r prometheus.Registerer) (storage.Storage, error) {
 		return storage.Open(c, l, r)
 	}
@@ -118,7 +128,8 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 	// The one readiness line. Its status text is the line Pulsar's standalone logs when it is
 	// ready, which the testcontainers Pulsar modules (Go, Java, .NET) wait for.
 	s.log.Info(ReadyMessage, "status", PulsarReadyText,
-		"broker", "pulsar://"+s.svc.BrokerAddr(), "http", "http://"+s.svc.HTTPAddr(), "kafka", s.svc.KafkaAddr(),
+		"broker", urlOf("pulsar", s.svc.BrokerAddr()), "brokerTls", urlOf("pulsar+ssl", s.svc.BrokerAddrTLS()),
+		"http", urlOf("http", s.svc.HTTPAddr()), "https", urlOf("https", s.svc.HTTPSAddr()), "kafka", s.svc.KafkaAddr(),
 		"sql", s.SQLAddr(), "dataDir", cfg.DataDir, "metadataStore", s.metadataKind, "startup", time.Since(began).Round(time.Millisecond))
 	return s, nil
 }
@@ -169,10 +180,15 @@ func (s *Standalone) openMetadata(ctx context.Context) error {
 	mdCfg.ListenClientURLs = []string{s.cfg.MetadataListenClient}
 	mdCfg.ListenPeerURLs = []string{s.cfg.MetadataListenPeer}
 	mdCfg.QuotaBackendBytes = s.cfg.MetadataQuotaBytes
+	var clientTLS *tls.Config
+	if s.internal != nil {
+		s.internal.metadata(&mdCfg)
+		clientTLS = s.internal.clientTLS
+	}
 	if s.etcd, err = etcdstore.StartEmbedded(ctx, mdCfg, s.log); err != nil {
 		return fmt.Errorf("standalone: metadata: %w", err)
 	}
-	if s.store, err = s.etcd.Open(ctx, s.log); err != nil {
+	if s.store, err = s.etcd.OpenTLS(ctx, clientTLS, s.log); err != nil {
 		return fmt.Errorf("standalone: metadata client: %w", err)
 	}
 	return nil
@@ -254,6 +270,12 @@ func (s *Standalone) SQLAddr() string {
 // SQL is the SQL server (nil when sqlEnabled is off).
 func (s *Standalone) SQL() *sqlworker.Worker { return s.sql }
 
+// BrokerAddrTLS is the TLS binary listener's address ("" without brokerServicePortTls).
+func (s *Standalone) BrokerAddrTLS() string { return s.svc.BrokerAddrTLS() }
+
+// HTTPSAddr is the HTTPS listener's address ("" without webServicePortTls).
+func (s *Standalone) HTTPSAddr() string { return s.svc.HTTPSAddr() }
+
 // Store is the metadata store client.
 func (s *Standalone) Store() metadata.Store { return s.store }
 
@@ -284,4 +306,12 @@ func (s *Standalone) Close(ctx context.Context) error {
 	}
 	s.log.Info("magnetar standalone stopped")
 	return errors.Join(errs...)
+}
+
+// urlOf is scheme://addr, or "off" without a listener.
+func urlOf(scheme, addr string) string {
+	if addr == "" {
+		return "off"
+	}
+	return scheme + "://" + addr
 }

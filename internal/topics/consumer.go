@@ -12,13 +12,13 @@ import (
 // (and, for persistent topics, its cursor) if needed. The consumer receives nothing until
 // it has permits (Consumer.Flow).
 func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client ConsumerClient) (*Consumer, error) {
-	if err := t.s.authorize(ctx, ActionConsume, t.name); err != nil {
+	if err := t.s.authorizeSub(ctx, ActionConsume, t.name, spec.Subscription); err != nil {
 		return nil, err
 	}
 	if spec.Subscription == "" {
 		return nil, fmt.Errorf("%w: empty subscription name", wire.ErrNotAllowed)
 	}
-	cs := &Consumer{client: client, id: spec.ID, name: spec.Name, priority: spec.Priority}
+	cs := &Consumer{client: client, id: spec.ID, name: spec.Name, priority: spec.Priority, principal: PrincipalFrom(ctx)}
 	cs.wr, _ = client.(ConsumerWritability)
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -3,12 +3,14 @@ package topics
 import (
 	"context"
 	"fmt"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // Authorization (issue 16). A front end authenticates its client and puts the resulting
 // principal in the context of every call it makes for that client (WithPrincipal); the
 // service asks Options.Authorizer before acting. The decision itself (roles, namespace
-// permissions, superusers) belongs to the authorizer.
+// permissions, superusers) belongs to the authorizer (internal/auth; NewAuthorizer adapts it).
 
 // Action is what a principal asks to do to a topic (Pulsar's AuthAction and the topic
 // operations it covers).
@@ -16,14 +18,17 @@ type Action int
 
 // Actions.
 const (
-	// ActionProduce: attach a producer (Topic.AddProducer).
+	// ActionProduce: attach a producer (Topic.AddProducer), register a schema.
 	ActionProduce Action = iota + 1
-	// ActionConsume: subscribe, read, seek, acknowledge (Topic.Subscribe, Topic.NewReader).
+	// ActionConsume: subscribe, read, and the subscription operations a consumer may do
+	// (skip, expire, reset, unsubscribe, list subscriptions); Request.Subscription names it.
 	ActionConsume
 	// ActionLookup: find, load or describe the topic (Service.Topic, stats, lookups).
 	ActionLookup
-	// ActionAdmin: create, delete, terminate, unload, change subscriptions (admin API).
+	// ActionAdmin: create, delete, terminate, unload (admin API).
 	ActionAdmin
+	// ActionListTopics: list a namespace's topics (Request.Topic names only the namespace).
+	ActionListTopics
 )
 
 func (a Action) String() string {
@@ -36,42 +41,81 @@ func (a Action) String() string {
 		return "lookup"
 	case ActionAdmin:
 		return "admin"
+	case ActionListTopics:
+		return "list-topics"
 	}
 	return fmt.Sprintf("Action(%d)", int(a))
 }
 
-// Authorizer decides whether principal may do action on topic ("" is the anonymous
-// principal of a broker without authentication). It returns nil to allow, or an error
-// wrapping ErrAuthorization (or ErrAuthentication) to refuse.
+// Request is one authorization question.
+type Request struct {
+	// Principal is who asks (the zero value: the anonymous principal of a broker without
+	// authentication).
+	Principal auth.Principal
+	Action    Action
+	Topic     Name
+	// Subscription is the subscription an ActionConsume is about ("" if none).
+	Subscription string
+}
+
+// Authorizer decides a Request. It returns nil to allow, or an error wrapping
+// ErrAuthorization (or ErrAuthentication) to refuse.
 type Authorizer interface {
-	Authorize(ctx context.Context, principal string, action Action, topic Name) error
+	Authorize(ctx context.Context, r Request) error
 }
 
 // AuthorizerFunc adapts a function to Authorizer.
-type AuthorizerFunc func(ctx context.Context, principal string, action Action, topic Name) error
+type AuthorizerFunc func(ctx context.Context, r Request) error
 
 // Authorize calls f.
-func (f AuthorizerFunc) Authorize(ctx context.Context, principal string, action Action, topic Name) error {
-	return f(ctx, principal, action, topic)
-}
+func (f AuthorizerFunc) Authorize(ctx context.Context, r Request) error { return f(ctx, r) }
 
 type principalKey struct{}
 
 // WithPrincipal returns ctx carrying the authenticated principal of the client a call acts for.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
+func WithPrincipal(ctx context.Context, p auth.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
 }
 
-// PrincipalFrom is the principal WithPrincipal put in ctx ("" if none).
-func PrincipalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
+// PrincipalFrom is the principal WithPrincipal put in ctx (the zero Principal if none).
+func PrincipalFrom(ctx context.Context) auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(auth.Principal)
 	return p
 }
 
 // authorize asks the authorizer, if there is one.
 func (s *Service) authorize(ctx context.Context, action Action, topic Name) error {
+	return s.authorizeSub(ctx, action, topic, "")
+}
+
+// authorizeSub is authorize for an operation on subscription sub.
+func (s *Service) authorizeSub(ctx context.Context, action Action, topic Name, sub string) error {
 	if s.authz == nil {
 		return nil
 	}
-	return s.authz.Authorize(ctx, PrincipalFrom(ctx), action, topic)
+	return s.authz.Authorize(ctx, Request{Principal: PrincipalFrom(ctx), Action: action, Topic: topic, Subscription: sub})
+}
+
+// NewAuthorizer adapts internal/auth's Authorizer (Pulsar's rules) to the service: topic
+// permissions are checked on the partitioned topic a partition belongs to.
+func NewAuthorizer(a *auth.Authorizer) Authorizer {
+	if !a.Enabled() {
+		return nil
+	}
+	return AuthorizerFunc(func(ctx context.Context, r Request) error {
+		t := r.Topic
+		if r.Action == ActionListTopics {
+			return a.Namespace(ctx, r.Principal, t.Tenant, t.Namespace, auth.NamespaceListTopics)
+		}
+		op := map[Action]auth.TopicOp{ActionProduce: auth.TopicProduce, ActionConsume: auth.TopicConsume,
+			ActionLookup: auth.TopicLookup, ActionAdmin: auth.TopicAdmin}[r.Action]
+		return a.Topic(ctx, r.Principal, auth.Topic{Tenant: t.Tenant, Namespace: t.Namespace, Name: t.Base().String()}, op, r.Subscription)
+	})
+}
+
+// Authorize asks the authorizer about action on topic for the principal in ctx, for front
+// ends that answer a question without calling the service otherwise (a standalone's
+// LOOKUP).
+func (s *Service) Authorize(ctx context.Context, action Action, topic Name) error {
+	return s.authorize(ctx, action, topic)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
@@ -129,6 +130,13 @@ func (s *Service) topicExists(ctx context.Context, name Name) (bool, error) {
 // ListTopics lists the topics of namespace "tenant/ns" of domain (DomainPersistent,
 // DomainNonPersistent, or "" for both), partitions one by one, sorted.
 func (s *Service) ListTopics(ctx context.Context, namespace, domain string) ([]string, error) {
+	if tenant, ns, ok := strings.Cut(namespace, "/"); ok {
+		if err := s.authorize(ctx, ActionListTopics, Name{Tenant: tenant, Namespace: ns}); err != nil {
+			return nil, err
+		}
+	} else if s.authz != nil {
+		return nil, fmt.Errorf("%w: namespace %q is not tenant/namespace", wire.ErrInvalidTopicName, namespace)
+	}
 	want := func(n Name) bool { return domain == "" || n.Domain == domain }
 	recorded, partitioned, err := s.res.NamespaceTopics(ctx, namespace)
 	if err != nil {

@@ -49,7 +49,7 @@ func (s *Service) Peek(ctx context.Context, name Name, sub string, k int) (Entry
 // the newest if latest. A reader from the oldest stored entry skips to it (Skip jumps by
 // counting, it does not read what it skips).
 func (s *Service) ExamineMessage(ctx context.Context, name Name, latest bool, pos int64) (Entry, error) {
-	t, err := s.persistentTopic(ctx, name, false)
+	t, err := s.subscriptionTopic(ctx, name, "", false)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -81,6 +81,12 @@ func (s *Service) ExamineMessage(ctx context.Context, name Name, latest bool, po
 
 // Message returns the stored entry at p.
 func (s *Service) Message(ctx context.Context, name Name, p Position) (Entry, error) {
+	// Reading a message is consuming it (Pulsar's PEEK_MESSAGES), not looking the topic up.
+	// p can only name an entry of this topic's own log (readAt reads through its cursor),
+	// so a ledger id of another tenant's topic reads nothing (CVE-2021-41571).
+	if err := s.authorize(ctx, ActionConsume, name); err != nil {
+		return Entry{}, err
+	}
 	t, err := s.Topic(ctx, name, Load{})
 	if err != nil {
 		return Entry{}, err
@@ -98,7 +104,7 @@ func (s *Service) Message(ctx context.Context, name Name, p Position) (Entry, er
 // MessageIDAt is the position of the first message published at or after at (the
 // position after the last message if there is none).
 func (s *Service) MessageIDAt(ctx context.Context, name Name, at time.Time) (Position, error) {
-	t, err := s.persistentTopic(ctx, name, false)
+	t, err := s.subscriptionTopic(ctx, name, "", false)
 	if err != nil {
 		return Position{}, err
 	}
@@ -108,7 +114,10 @@ func (s *Service) MessageIDAt(ctx context.Context, name Name, at time.Time) (Pos
 
 // InternalStats is Pulsar's PersistentTopicInternalStats JSON value of a persistent topic.
 func (s *Service) InternalStats(ctx context.Context, name Name) (any, error) {
-	t, err := s.persistentTopic(ctx, name, false)
+	if !name.Persistent() {
+		return nil, fmt.Errorf("%w: %s is not a persistent topic", wire.ErrNotAllowed, name)
+	}
+	t, err := s.Topic(ctx, name, Load{}) // stats: a lookup (Pulsar's GET_STATS)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -20,6 +21,8 @@ type Producer struct {
 	client ProducerClient
 	// schemaVersion is the registered version of its schema (8 bytes), nil without one.
 	schemaVersion []byte
+	// principal is who it produces for, rechecked while it lives (reauth.go).
+	principal auth.Principal
 
 	// Set under t.mu; atomics so that a client may read them from its callbacks.
 	topicEpoch atomic.Uint64

@@ -120,6 +120,9 @@ func New(o Options) (*Service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.watchDynamic(ctx)
+	if s.authz != nil {
+		go s.recheckAuthorization(ctx, o.Config.Security.Authz.RecheckInterval()) // reauth.go
+	}
 	s.pol = startPolicies(s)
 	return s, nil
 }

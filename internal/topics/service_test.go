@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
@@ -193,17 +194,17 @@ func TestHooks(t *testing.T) {
 	svc := newMemBackend(t).start(t, nil)
 	var mu sync.Mutex
 	var asked []string
-	svc.authz = AuthorizerFunc(func(_ context.Context, principal string, a Action, topic Name) error {
+	svc.authz = AuthorizerFunc(func(_ context.Context, r Request) error {
 		mu.Lock()
-		asked = append(asked, principal+" "+a.String()+" "+topic.Local)
+		asked = append(asked, r.Principal.Role+" "+r.Action.String()+" "+r.Topic.Local+r.Subscription)
 		mu.Unlock()
-		if principal == "mallory" {
-			return fmt.Errorf("%w: %s may not %s", ErrAuthorization, principal, a)
+		if r.Principal.Role == "mallory" {
+			return fmt.Errorf("%w: %s may not %s", ErrAuthorization, r.Principal, r.Action)
 		}
 		return nil
 	})
 	name := mustName(t, "persistent://public/default/hooks")
-	ctx := WithPrincipal(ctxT(t), "alice")
+	ctx := WithPrincipal(ctxT(t), auth.Principal{Role: "alice"})
 	tp, err := svc.Topic(ctx, name, Load{Create: true})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +213,7 @@ func TestHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := WithPrincipal(ctxT(t), "mallory")
+	bad := WithPrincipal(ctxT(t), auth.Principal{Role: "mallory"})
 	if _, err := tp.AddProducer(bad, ProducerSpec{Name: "q"}, &fakeProducer{}); !errors.Is(err, ErrAuthorization) {
 		t.Fatalf("mallory produced: %v", err)
 	}
@@ -222,7 +223,7 @@ func TestHooks(t *testing.T) {
 	mu.Lock()
 	got := fmt.Sprint(asked)
 	mu.Unlock()
-	if got != "[alice lookup hooks alice produce hooks mallory produce hooks mallory consume hooks]" {
+	if got != "[alice lookup hooks alice produce hooks mallory produce hooks mallory consume hookss]" {
 		t.Fatalf("authorizer asked %s", got)
 	}
 	m, err := BuildMessage(MessageSpec{Payload: []byte("x"), ProducerName: "p"})

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
@@ -23,6 +24,8 @@ type Consumer struct {
 	id       uint64
 	name     string
 	priority int32
+	// principal is who it consumes for, rechecked while it lives (reauth.go).
+	principal auth.Principal
 
 	// Guarded by sub.mu.
 	permits int // may go negative: a batch is never split

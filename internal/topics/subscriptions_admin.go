@@ -14,7 +14,7 @@ import (
 // A subscription here is a durable cursor, attached to consumers or not.
 
 // persistentTopic loads a persistent topic (create: as a subscribe would, auto-creation
-// permitting).
+// permitting) for an administrative operation.
 func (s *Service) persistentTopic(ctx context.Context, name Name, create bool) (*Topic, error) {
 	if !name.Persistent() {
 		return nil, fmt.Errorf("%w: %s is not a persistent topic", wire.ErrNotAllowed, name)
@@ -25,10 +25,23 @@ func (s *Service) persistentTopic(ctx context.Context, name Name, create bool) (
 	return s.getTopic(ctx, name, create)
 }
 
+// subscriptionTopic is persistentTopic for an operation on subscription sub (or, with sub
+// "", on the topic's messages): consume permission is what Pulsar asks of
+// create-subscription, unsubscribe, skip, expire, reset-cursor and peeking.
+func (s *Service) subscriptionTopic(ctx context.Context, name Name, sub string, create bool) (*Topic, error) {
+	if !name.Persistent() {
+		return nil, fmt.Errorf("%w: %s is not a persistent topic", wire.ErrNotAllowed, name)
+	}
+	if err := s.authorizeSub(ctx, ActionConsume, name, sub); err != nil {
+		return nil, err
+	}
+	return s.getTopic(ctx, name, create)
+}
+
 // durableCursor returns the loaded persistent topic and the durable cursor of sub (which
 // need not have consumers), or ErrSubscriptionNotFound.
 func (s *Service) durableCursor(ctx context.Context, name Name, sub string) (*Topic, *managedledger.Cursor, error) {
-	t, err := s.persistentTopic(ctx, name, false)
+	t, err := s.subscriptionTopic(ctx, name, sub, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,7 +70,7 @@ func (s *Service) CreateSubscription(ctx context.Context, name Name, sub string,
 	if isSystemCursor(sub) {
 		return fmt.Errorf("%w: subscription name %q is reserved", wire.ErrNotAllowed, sub)
 	}
-	t, err := s.persistentTopic(ctx, name, true)
+	t, err := s.subscriptionTopic(ctx, name, sub, true)
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,8 @@ func (t *Topic) AddProducer(ctx context.Context, spec ProducerSpec, client Produ
 	if spec.Name == "" {
 		spec.Name = t.s.NewProducerName()
 	}
-	p := &Producer{t: t, id: spec.ID, name: spec.Name, epoch: spec.Epoch, mode: spec.Mode, client: client, schemaVersion: version}
+	p := &Producer{t: t, id: spec.ID, name: spec.Name, epoch: spec.Epoch, mode: spec.Mode, client: client, schemaVersion: version,
+		principal: PrincipalFrom(ctx)}
 	if err := t.addProducer(p); err != nil {
 		if errors.Is(err, ErrProducerWaiting) {
 			return p, err
