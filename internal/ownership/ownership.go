@@ -43,8 +43,8 @@ type BrokerInfo struct {
 	PulsarServiceURLTLS string      `json:"pulsarServiceUrlTls,omitempty"`
 	WebServiceURL       string      `json:"webServiceUrl"`
 	WebServiceURLTLS    string      `json:"webServiceUrlTls,omitempty"`
-	Instance         string      `json:"instance"`
-	Load             *LoadReport `json:"load,omitempty"`
+	Instance            string      `json:"instance"`
+	Load                *LoadReport `json:"load,omitempty"`
 	// Protocols are the other protocols the broker serves, by name, with the address
 	// clients use (Pulsar's LocalBrokerData.protocols: "kafka" -> "PLAINTEXT://host:port").
 	Protocols map[string]string `json:"protocols,omitempty"`
