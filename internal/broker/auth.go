@@ -59,7 +59,6 @@ func (c *conn) authenticate(cmd *pb.CommandConnect) error {
 		return err
 	}
 	c.sess.Store(se)
-	go c.refreshLoop(se)
 	return nil
 }
 
@@ -80,7 +79,7 @@ func (c *conn) withPrincipal(ctx context.Context) context.Context {
 }
 
 // refreshLoop ticks the session until the connection closes.
-func (c *conn) refreshLoop(se *auth.Session) {
+func (c *conn) refreshLoop(se *auth.Session, protoVersion int32) {
 	t := time.NewTicker(c.s.authn.RefreshCheck())
 	defer t.Stop()
 	for {
@@ -93,7 +92,7 @@ func (c *conn) refreshLoop(se *auth.Session) {
 			case auth.RefreshChallenge:
 				c.send(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_CHALLENGE.Enum(), AuthChallenge: &pb.CommandAuthChallenge{
 					ServerVersion:   proto.String(ServerVersion),
-					ProtocolVersion: proto.Int32(c.protoVersion),
+					ProtocolVersion: proto.Int32(protoVersion),
 					Challenge:       &pb.AuthData{AuthMethodName: proto.String(method), AuthData: auth.RefreshData},
 				}})
 			case auth.RefreshClose:
@@ -124,8 +123,14 @@ func (c *conn) handleAuthResponse(cmd *pb.CommandAuthResponse) error {
 // sendAuthError answers an authentication failure with a connection-level ERROR and closes
 // the connection once the write loop has written it (the read loop stops reading).
 func (c *conn) sendAuthError(err error) {
-	reason := "authentication failed"
-	c.flushClose.Store(&reason)
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_ERROR.Enum(), Error: &pb.CommandError{
 		RequestId: proto.Uint64(wire.NoRequestID), Error: pb.ServerError_AuthenticationError.Enum(), Message: proto.String(err.Error())}})
+	// Only now: a write loop that sees the flag before the ERROR is queued would close
+	// without it. The poke makes it look again after writing.
+	reason := "authentication failed"
+	c.flushClose.Store(&reason)
+	select {
+	case c.wsig <- struct{}{}:
+	default:
+	}
 }

@@ -23,6 +23,9 @@ func (c *conn) handleConnect(cmd *pb.CommandConnect) error {
 	c.protoVersion = min(cmd.GetProtocolVersion(), maxProtocolVersion)
 	c.bemSupported = cmd.GetFeatureFlags().GetSupportsBrokerEntryMetadata()
 	c.connected.Store(true)
+	if se := c.sess.Load(); se != nil {
+		go c.refreshLoop(se, c.protoVersion) // auth.go
+	}
 	c.send(&pb.BaseCommand{Type: pb.BaseCommand_CONNECTED.Enum(), Connected: &pb.CommandConnected{
 		ServerVersion:   proto.String(ServerVersion),
 		ProtocolVersion: proto.Int32(c.protoVersion),

@@ -240,6 +240,10 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	h = admin.Secure(h, admin.SecureConfig{Authn: s.Security.Authn, Authz: s.Security.Authz,
 		AuthenticateMetrics: o.Broker.Security.AuthenticateMetricsEndpoint})
 	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsConf}
+	if o.Logger != nil {
+		// Failed handshakes (a client of another CA) are the client's problem: debug, not stderr.
+		s.http.ErrorLog = slog.NewLogLogger(o.Logger.Handler(), slog.LevelDebug)
+	}
 	if s.lns.HTTP != nil {
 		go func() { s.served <- s.http.Serve(s.lns.HTTP) }()
 	}

@@ -289,3 +289,8 @@ func TestSecureStandaloneAdminREST(t *testing.T) {
 	_ = json.Valid
 	_ = bytes.MinRead
 }
+
+// tokenNoT is token without a testing.T (for fixtures that only need a secret).
+func (f *secure) tokenNoT(sub string) (string, error) {
+	return auth.CreateToken(f.secret, "HS256", auth.TokenSpec{Subject: sub})
+}
