@@ -65,6 +65,10 @@ func (c *conn) handleGetSchema(cmd *pb.CommandGetSchema) {
 	schemas := c.s.topics.Schemas()
 	ctx, cancel := c.opContext()
 	defer cancel()
+	if err := c.s.topics.Authorize(ctx, topics.ActionLookup, name); err != nil {
+		fail(pb.ServerError_AuthorizationError, err)
+		return
+	}
 	var e schema.Entry
 	if raw := cmd.GetSchemaVersion(); len(raw) > 0 {
 		v, perr := schema.ParseVersionBytes(raw)
@@ -110,6 +114,10 @@ func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 	}
 	ctx, cancel := c.opContext()
 	defer cancel()
+	if err := c.s.topics.Authorize(ctx, topics.ActionProduce, name); err != nil {
+		fail(err)
+		return
+	}
 	s := schemaFromWire(cmd.GetSchema())
 	if s == nil {
 		// Bytes: nothing to register; Pulsar answers an empty version.

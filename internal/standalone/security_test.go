@@ -1,13 +1,11 @@
 package standalone_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
+	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
@@ -153,6 +152,7 @@ func (f *secure) client(t *testing.T, o pulsar.ClientOptions) pulsar.Client {
 		o.OperationTimeout = 10 * time.Second
 	}
 	o.ConnectionTimeout = 10 * time.Second
+	o.Logger = plog.NewLoggerWithSlog(slog.New(slog.DiscardHandler))
 	c, err := pulsar.NewClient(o)
 	if err != nil {
 		t.Fatal(err)
@@ -285,9 +285,6 @@ func TestSecureStandaloneAdminREST(t *testing.T) {
 	if code, err := get(f.strangerCert); err == nil {
 		t.Fatalf("another CA's certificate got %d", code)
 	}
-	_ = tls.VersionTLS13
-	_ = json.Valid
-	_ = bytes.MinRead
 }
 
 // tokenNoT is token without a testing.T (for fixtures that only need a secret).
