@@ -31,7 +31,7 @@ func (a *app) proxyCmd() *cobra.Command {
 		ctx := cmd.Context()
 		var store metadata.Store
 		if cfg.MetadataStoreURL != "" {
-			store, err = openMetadataStore(ctx, cfg.MetadataStoreURL, logger)
+			store, err = metadataOpener(cfg.MetadataTLS)(ctx, cfg.MetadataStoreURL, logger)
 			if err != nil {
 				return fmt.Errorf("proxy: metadata store: %w", err)
 			}
@@ -43,7 +43,7 @@ func (a *app) proxyCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("proxy: %w", err)
 		}
-		logger.Info("magnetar proxy ready", "service", "pulsar://"+p.Addr(), "http", "http://"+p.HTTPAddr())
+		logger.Info("magnetar proxy ready", "service", p.Addr(), "serviceTls", p.AddrTLS(), "http", p.HTTPAddr(), "https", p.HTTPSAddr())
 		<-ctx.Done()
 		logger.Info("shutting down (signal received)")
 		return stopWithin(logger, "proxyShutdownTimeoutMs", cfg.ShutdownTimeoutMs, func(context.Context) error { return p.Close() })

@@ -61,6 +61,28 @@ type ProxyConfig struct {
 	// HTTPMaxRedirects bounds how many 307/308 redirects between brokers the proxy follows
 	// for one HTTP request (ours).
 	HTTPMaxRedirects int `key:"proxyHttpMaxRedirects" help:"most broker redirects followed for one HTTP request"`
+
+	// Security (proxy.conf keys): TLS listeners beside or instead of the plaintext ones
+	// (servicePort/webServicePort -1), client authentication, and how the proxy reaches and
+	// authenticates to brokers.
+	ServicePortTLS    int `key:"servicePortTls" flag:"port-tls" help:"binary protocol TLS (pulsar+ssl://) port (-1: none, 0: any free port)"`
+	WebServicePortTLS int `key:"webServicePortTls" flag:"http-port-tls" help:"HTTPS port (-1: none, 0: any free port)"`
+	TLS               TLSServerConfig
+	Authn             AuthenticationConfig
+	// ForwardAuthorizationCredentials sends the client's own credentials to brokers beside
+	// its role (original_auth_data), for brokers with authenticateOriginalAuthData.
+	ForwardAuthorizationCredentials bool `key:"forwardAuthorizationCredentials" help:"forward the client's credentials to brokers (original_auth_data)"`
+	// TLSEnabledWithBroker dials brokers' TLS listeners (their pulsarServiceUrlTls,
+	// brokerServiceURLTLS), verified with brokerClientTrustCertsFilePath.
+	TLSEnabledWithBroker   bool   `key:"tlsEnabledWithBroker" help:"connect to brokers over TLS"`
+	BrokerServiceURLTLS    string `key:"brokerServiceURLTLS" help:"pulsar+ssl://host:port of a broker, used with tlsEnabledWithBroker"`
+	BrokerWebServiceURLTLS string `key:"brokerWebServiceURLTLS" help:"https://host:port of a broker's admin REST, used with tlsEnabledWithBroker"`
+	// Client is the proxy's own credentials and trust towards brokers (brokerClient* keys).
+	Client ClientAuthConfig
+	// AuthenticateMetricsEndpoint makes /metrics need authentication.
+	AuthenticateMetricsEndpoint bool `key:"authenticateMetricsEndpoint" help:"require authentication on /metrics"`
+	// MetadataTLS is how the proxy reaches etcd over TLS (metadataStoreConfigPath).
+	MetadataTLS MetadataClientTLSConfig
 }
 
 // DefaultProxyConfig returns Pulsar's proxy.conf defaults where they exist.
@@ -81,6 +103,10 @@ func DefaultProxyConfig() ProxyConfig {
 		KeepAliveIntervalSeconds:        30,
 		HTTPMaxRequestSize:              5 << 20,
 		HTTPMaxRedirects:                5,
+		ServicePortTLS:                  -1,
+		WebServicePortTLS:               -1,
+		TLS:                             DefaultTLSServerConfig(),
+		Authn:                           DefaultAuthenticationConfig(),
 	}
 }
 
@@ -104,8 +130,13 @@ func (c *ProxyConfig) Validate() error {
 	errs := []error{
 		Between("proxyShutdownTimeoutMs", c.ShutdownTimeoutMs, 100, 3_600_000),
 		NotEmpty("bindAddress", c.BindAddress),
-		Between("servicePort", c.ServicePort, 0, 65535),
-		Between("webServicePort", c.WebServicePort, 0, 65535),
+		Between("servicePort", c.ServicePort, -1, 65535),
+		Between("webServicePort", c.WebServicePort, -1, 65535),
+		Between("servicePortTls", c.ServicePortTLS, -1, 65535),
+		Between("webServicePortTls", c.WebServicePortTLS, -1, 65535),
+		c.TLS.Validate(), c.Authn.Validate(), c.Client.Validate(),
+		checkServiceURL("brokerServiceURLTLS", c.BrokerServiceURLTLS, "pulsar+ssl"),
+		checkServiceURL("brokerWebServiceURLTLS", c.BrokerWebServiceURLTLS, "https"),
 		Between("maxConcurrentInboundConnections", c.MaxConcurrentInboundConnections, 1, 1000000),
 		Between("maxConcurrentLookupRequests", c.MaxConcurrentLookupRequests, 1, 1000000),
 		Between("proxyMaxLookupRequestsPerConnection", c.MaxLookupRequestsPerConnection, 1, 1000000),
@@ -122,7 +153,13 @@ func (c *ProxyConfig) Validate() error {
 	if u := c.MetadataStoreURL; u != "" && !strings.HasPrefix(u, "etcd://") && !strings.HasPrefix(u, "memory://") {
 		errs = append(errs, &FieldError{Key: "metadataStoreUrl", Value: u, Reason: "must start with etcd:// or memory://"})
 	}
-	if c.MetadataStoreURL == "" && c.BrokerServiceURL == "" {
+	if (c.ServicePortTLS >= 0 || c.WebServicePortTLS >= 0) && !c.TLS.Configured() {
+		errs = append(errs, &FieldError{Key: "tlsCertificateFilePath", Value: `""`, Reason: "must be set (with tlsKeyFilePath) when servicePortTls or webServicePortTls is"})
+	}
+	if c.ServicePort < 0 && c.ServicePortTLS < 0 {
+		errs = append(errs, &FieldError{Key: "servicePort", Value: c.ServicePort, Reason: "servicePort and servicePortTls are both off"})
+	}
+	if c.MetadataStoreURL == "" && c.BrokerServiceURL == "" && c.BrokerServiceURLTLS == "" {
 		errs = append(errs, &FieldError{Key: "brokerServiceURL", Value: `""`, Reason: "must be set when metadataStoreUrl is not (the proxy needs a way to find brokers)"})
 	}
 	if c.MetadataStoreURL != "" {

@@ -20,16 +20,21 @@ import (
 type Broker struct {
 	ServiceAddr string // host:port of pulsar://
 	WebAddr     string // host:port of http:// ("" when unknown)
+	// The TLS listeners (pulsar+ssl://, https://), "" when the broker has none or they are
+	// not known.
+	ServiceAddrTLS, WebAddrTLS string
 }
 
 // registrationJSON is the part of a broker registration the proxy reads. Pulsar's
 // LocalBrokerData spells the URLs pulsarServiceUrl/webServiceUrl; brokerServiceUrl and
 // httpUrl are accepted too so a registration written in lookup-answer terms also works.
 type registrationJSON struct {
-	PulsarServiceURL string `json:"pulsarServiceUrl"`
-	BrokerServiceURL string `json:"brokerServiceUrl"`
-	WebServiceURL    string `json:"webServiceUrl"`
-	HTTPURL          string `json:"httpUrl"`
+	PulsarServiceURL    string `json:"pulsarServiceUrl"`
+	BrokerServiceURL    string `json:"brokerServiceUrl"`
+	WebServiceURL       string `json:"webServiceUrl"`
+	HTTPURL             string `json:"httpUrl"`
+	PulsarServiceURLTLS string `json:"pulsarServiceUrlTls"`
+	WebServiceURLTLS    string `json:"webServiceUrlTls"`
 }
 
 // ParseRegistration decodes one broker registration: key is the metadata key (its last path
@@ -72,6 +77,19 @@ func ParseRegistration(key string, value []byte) (Broker, error) {
 			return Broker{}, fmt.Errorf("%w: %s: %v", ErrBadRegistration, key, err)
 		}
 		b.WebAddr = addr
+	}
+	for _, u := range []struct {
+		raw, scheme string
+		dst         *string
+	}{{r.PulsarServiceURLTLS, "pulsar", &b.ServiceAddrTLS}, {r.WebServiceURLTLS, "http", &b.WebAddrTLS}} {
+		if u.raw == "" {
+			continue
+		}
+		addr, err := HostPort(u.raw, u.scheme)
+		if err != nil {
+			return Broker{}, fmt.Errorf("%w: %s: %v", ErrBadRegistration, key, err)
+		}
+		*u.dst = addr
 	}
 	return b, nil
 }
@@ -121,12 +139,13 @@ type brokerSet struct {
 	mu         sync.Mutex
 	registered map[string]Broker // metadata key -> broker
 	vouched    map[string]struct{}
-	order      []string // vouched addresses, oldest first, for eviction
+	vouchedTLS map[string]struct{} // the vouched addresses that are TLS listeners
+	order      []string            // vouched addresses, oldest first, for eviction
 	next       int      // round-robin cursor over registered brokers
 }
 
 func newBrokerSet(configured Broker) *brokerSet {
-	return &brokerSet{configured: configured, registered: map[string]Broker{}, vouched: map[string]struct{}{}}
+	return &brokerSet{configured: configured, registered: map[string]Broker{}, vouched: map[string]struct{}{}, vouchedTLS: map[string]struct{}{}}
 }
 
 // candidates returns the brokers to ask, starting at a rotating position so load spreads;
@@ -146,7 +165,7 @@ func (s *brokerSet) candidates() []Broker {
 			out = append(out, s.registered[keys[(s.next+i)%n]])
 		}
 	}
-	if s.configured.ServiceAddr != "" || s.configured.WebAddr != "" {
+	if s.configured != (Broker{}) {
 		out = append(out, s.configured)
 	}
 	return out
@@ -154,7 +173,7 @@ func (s *brokerSet) candidates() []Broker {
 
 // allowedService reports whether a client may be spliced to the binary address hp.
 func (s *brokerSet) allowedService(hp string) bool {
-	if hp == s.configured.ServiceAddr {
+	if hp == s.configured.ServiceAddr || hp == s.configured.ServiceAddrTLS {
 		return true
 	}
 	s.mu.Lock()
@@ -163,22 +182,46 @@ func (s *brokerSet) allowedService(hp string) bool {
 		return true
 	}
 	for _, b := range s.registered {
-		if b.ServiceAddr == hp {
+		if b.ServiceAddr == hp || b.ServiceAddrTLS == hp {
 			return true
 		}
 	}
 	return false
 }
 
+// binaryTarget is the address to dial for a client that asked for hp, and whether to use
+// TLS: a broker's TLS listener is dialled with TLS; with tlsEnabledWithBroker a plaintext
+// address is replaced by the same broker's TLS one when it is known.
+func (s *brokerSet) binaryTarget(hp string, preferTLS bool) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bs := []Broker{s.configured}
+	for _, b := range s.registered {
+		bs = append(bs, b)
+	}
+	for _, b := range bs {
+		switch {
+		case hp != "" && hp == b.ServiceAddrTLS:
+			return hp, true
+		case hp != "" && hp == b.ServiceAddr && preferTLS && b.ServiceAddrTLS != "":
+			return b.ServiceAddrTLS, true
+		}
+	}
+	if _, ok := s.vouchedTLS[hp]; ok {
+		return hp, true
+	}
+	return hp, false
+}
+
 // allowedWeb reports whether the proxy may follow an HTTP redirect to hp.
 func (s *brokerSet) allowedWeb(hp string) bool {
-	if hp == s.configured.WebAddr {
+	if hp == s.configured.WebAddr || hp == s.configured.WebAddrTLS {
 		return true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range s.registered {
-		if b.WebAddr == hp {
+		if b.WebAddr == hp || b.WebAddrTLS == hp {
 			return true
 		}
 	}
@@ -187,18 +230,24 @@ func (s *brokerSet) allowedWeb(hp string) bool {
 
 // vouch remembers a binary address that a broker gave in a lookup answer: the client will
 // CONNECT through us with it as proxy_to_broker_url next.
-func (s *brokerSet) vouch(hp string) {
+func (s *brokerSet) vouch(hp string) { s.vouchAs(hp, false) }
+
+// vouchAs is vouch for an address that is a TLS listener (a lookup's brokerServiceUrlTls).
+func (s *brokerSet) vouchAs(hp string, isTLS bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.vouched[hp]; ok {
-		return
+	if _, ok := s.vouched[hp]; !ok {
+		if len(s.order) >= maxVouched {
+			delete(s.vouched, s.order[0])
+			delete(s.vouchedTLS, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.vouched[hp] = struct{}{}
+		s.order = append(s.order, hp)
 	}
-	if len(s.order) >= maxVouched {
-		delete(s.vouched, s.order[0])
-		s.order = s.order[1:]
+	if isTLS {
+		s.vouchedTLS[hp] = struct{}{}
 	}
-	s.vouched[hp] = struct{}{}
-	s.order = append(s.order, hp)
 }
 
 func (s *brokerSet) put(key string, b Broker) {

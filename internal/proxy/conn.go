@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -49,16 +50,31 @@ func (p *Proxy) serveConn(nc net.Conn) {
 	}
 	_ = nc.SetReadDeadline(time.Time{})
 	connect := f.Cmd.GetConnect()
-	if connect.GetProxyToBrokerUrl() != "" {
-		p.splice(nc, br, connect, logger)
+	actx, acancel := context.WithTimeout(p.ctx, p.cfg.ReadTimeout())
+	se, err := p.sec.authenticate(actx, nc, connect)
+	acancel()
+	if err != nil {
+		sendConnError(nc, pb.ServerError_AuthenticationError, err.Error())
 		return
 	}
-	c := &clientConn{p: p, nc: nc, logger: logger}
+	if connect.GetProxyToBrokerUrl() != "" {
+		p.splice(nc, br, connect, se, logger)
+		return
+	}
+	c := &clientConn{p: p, nc: nc, logger: logger, se: se, pool: p.pool}
+	if se != nil {
+		// The client's lookups go over connections that name it to the brokers.
+		c.pool = newPool(p.cfg.ConnectTimeout(), p.cfg.MaxFrameSizeBytes, p.pool.sem, logger, p.upstreamDialer(se, connect))
+		defer c.pool.close()
+	}
 	c.ctx, c.cancel = context.WithCancel(p.ctx)
 	defer func() {
 		c.cancel()
 		c.inflight.Wait()
 	}()
+	if se != nil {
+		go c.refreshLoop(connect.GetProtocolVersion())
+	}
 	c.serve(br, connect)
 }
 
@@ -77,6 +93,8 @@ type clientConn struct {
 	p      *Proxy
 	nc     net.Conn
 	logger *slog.Logger
+	se     *auth.Session // nil with authentication off
+	pool   *pool         // the proxy's, or the client's own when authenticated
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -136,6 +154,18 @@ func (c *clientConn) serve(br *bufio.Reader, connect *pb.CommandConnect) {
 		switch cmd.GetType() {
 		case pb.BaseCommand_PING:
 			c.send(&pb.BaseCommand{Type: pb.BaseCommand_PONG.Enum(), Pong: &pb.CommandPong{}})
+		case pb.BaseCommand_AUTH_RESPONSE:
+			if c.se == nil {
+				continue
+			}
+			rctx, cancel := context.WithTimeout(c.ctx, c.p.cfg.ReadTimeout())
+			r := cmd.GetAuthResponse().GetResponse()
+			err := c.se.Respond(rctx, r.GetAuthMethodName(), r.GetAuthData())
+			cancel()
+			if err != nil {
+				sendConnError(c.nc, pb.ServerError_AuthenticationError, err.Error())
+				return
+			}
 		case pb.BaseCommand_PONG:
 		case pb.BaseCommand_LOOKUP:
 			c.async(cmd, c.handleLookup)
@@ -174,7 +204,7 @@ func (c *clientConn) handleLookup(cmd *pb.BaseCommand) {
 	rid := cmd.GetLookupTopic().GetRequestId()
 	ctx, cancel := context.WithTimeout(c.ctx, c.p.cfg.ReadTimeout())
 	defer cancel()
-	resp, err := c.p.lookup(ctx, cmd)
+	resp, err := c.p.lookup(ctx, c.pool, cmd)
 	if err != nil {
 		c.p.metrics.lookupFails.Inc()
 		c.logger.Debug("lookup failed", "topic", cmd.GetLookupTopic().GetTopic(), "err", err)
@@ -190,7 +220,7 @@ func (c *clientConn) forward(cmd *pb.BaseCommand) {
 	rid, _ := RequestID(cmd)
 	ctx, cancel := context.WithTimeout(c.ctx, c.p.cfg.ReadTimeout())
 	defer cancel()
-	resp, _, err := c.p.askAny(ctx, cmd)
+	resp, _, err := c.p.askAny(ctx, c.pool, cmd)
 	if err != nil {
 		c.sendError(rid, err)
 		return
@@ -201,14 +231,18 @@ func (c *clientConn) forward(cmd *pb.BaseCommand) {
 
 // askAny sends cmd to the first broker that answers, trying the known brokers in turn
 // when one cannot be reached. It returns the answer and the broker's address.
-func (p *Proxy) askAny(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseCommand, string, error) {
+func (p *Proxy) askAny(ctx context.Context, pl *pool, cmd *pb.BaseCommand) (*pb.BaseCommand, string, error) {
 	cands := p.brokers.candidates()
 	var lastErr error = ErrNoBroker
 	for _, b := range cands {
-		if b.ServiceAddr == "" {
+		addr := b.ServiceAddr
+		if addr == "" || (p.sec.withTLS && b.ServiceAddrTLS != "") {
+			addr = b.ServiceAddrTLS
+		}
+		if addr == "" {
 			continue
 		}
-		resp, err := p.pool.request(ctx, b.ServiceAddr, cmd)
+		resp, err := pl.request(ctx, addr, cmd)
 		if err == nil {
 			return resp, b.ServiceAddr, nil
 		}
@@ -223,11 +257,11 @@ func (p *Proxy) askAny(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseComman
 // lookup finds the broker serving the topic of a LOOKUP command and returns the answer for
 // the client: Connect to the owner with proxy_through_service_url, or the broker's Failed
 // answer or ERROR as it came.
-func (p *Proxy) lookup(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseCommand, error) {
+func (p *Proxy) lookup(ctx context.Context, pl *pool, cmd *pb.BaseCommand) (*pb.BaseCommand, error) {
 	p.metrics.lookups.Inc()
 	q := proto.Clone(cmd).(*pb.BaseCommand)
 	q.LookupTopic.Authoritative = proto.Bool(false)
-	resp, addr, err := p.askAny(ctx, q)
+	resp, addr, err := p.askAny(ctx, pl, q)
 	for hop := 0; ; hop++ {
 		if err != nil {
 			return nil, err
@@ -238,11 +272,9 @@ func (p *Proxy) lookup(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseComman
 		}
 		switch lr.GetResponse() {
 		case pb.CommandLookupTopicResponse_Connect:
-			target, err := HostPort(lr.GetBrokerServiceUrl(), "pulsar")
-			if err != nil {
+			if _, err := p.vouchAnswer(lr); err != nil {
 				return nil, fmt.Errorf("%w: broker %s answered an unusable URL: %v", ErrBrokerUnavailable, addr, err)
 			}
-			p.brokers.vouch(target)
 			lr.Authoritative = proto.Bool(true)
 			lr.ProxyThroughServiceUrl = proto.Bool(true)
 			return resp, nil
@@ -250,17 +282,78 @@ func (p *Proxy) lookup(ctx context.Context, cmd *pb.BaseCommand) (*pb.BaseComman
 			if hop >= maxLookupHops {
 				return nil, fmt.Errorf("%w: lookup of %s after %d hops", ErrTooManyRedirects, cmd.GetLookupTopic().GetTopic(), hop)
 			}
-			target, herr := HostPort(lr.GetBrokerServiceUrl(), "pulsar")
+			target, herr := p.vouchAnswer(lr)
 			if herr != nil {
 				return nil, fmt.Errorf("%w: broker %s redirected to an unusable URL: %v", ErrBrokerUnavailable, addr, herr)
 			}
-			// A broker we trust named it: the client may be spliced to it later.
-			p.brokers.vouch(target)
 			q.LookupTopic.Authoritative = proto.Bool(lr.GetAuthoritative())
 			addr = target
-			resp, err = p.pool.request(ctx, target, q)
+			resp, err = pl.request(ctx, target, q)
 		default:
 			return resp, nil // Failed: relayed with the broker's error and message
+		}
+	}
+}
+
+// vouchAnswer remembers the broker addresses a lookup answer names (a broker we trust named
+// them: a client may be spliced to them later) and returns the one to ask next. A TLS client
+// of the proxy picks brokerServiceUrlTls as its logical address, so an answer from a broker
+// without TLS gets the plaintext address there too: the proxy maps it when splicing.
+func (p *Proxy) vouchAnswer(lr *pb.CommandLookupTopicResponse) (string, error) {
+	plain, errPlain := "", error(nil)
+	if u := lr.GetBrokerServiceUrl(); u != "" {
+		plain, errPlain = HostPort(u, "pulsar")
+	}
+	secure := ""
+	if u := lr.GetBrokerServiceUrlTls(); u != "" {
+		s, err := HostPort(u, "pulsar")
+		if err != nil {
+			return "", err
+		}
+		secure = s
+		p.brokers.vouchAs(s, true)
+	}
+	if errPlain != nil {
+		return "", errPlain
+	}
+	if plain != "" {
+		p.brokers.vouch(plain)
+	}
+	switch {
+	case plain == "" && secure == "":
+		return "", fmt.Errorf("no broker URL in the answer")
+	case secure == "":
+		lr.BrokerServiceUrlTls = proto.String("pulsar+ssl://" + plain)
+	case plain == "":
+		lr.BrokerServiceUrl = proto.String("pulsar://" + secure)
+	}
+	if plain != "" {
+		return plain, nil
+	}
+	return secure, nil
+}
+
+// refreshLoop challenges an authenticated lookup connection whose credentials expire, and
+// closes it when they are not renewed (auth.Session).
+func (c *clientConn) refreshLoop(protoVersion int32) {
+	t := time.NewTicker(c.p.sec.authn.RefreshCheck())
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case now := <-t.C:
+			act, method, reason := c.se.Tick(now)
+			switch act {
+			case auth.RefreshChallenge:
+				c.send(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_CHALLENGE.Enum(), AuthChallenge: &pb.CommandAuthChallenge{
+					ServerVersion: proto.String(ServerVersion), ProtocolVersion: proto.Int32(min(protoVersion, protocolVersion)),
+					Challenge: &pb.AuthData{AuthMethodName: proto.String(method), AuthData: auth.RefreshData}}})
+			case auth.RefreshClose:
+				c.logger.Info("closing client connection: credentials expired", "role", c.se.Principal().String(), "reason", reason)
+				_ = c.nc.Close()
+				return
+			}
 		}
 	}
 }

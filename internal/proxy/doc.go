@@ -64,7 +64,17 @@
 // (its admin proxy's HTTP client follows redirects). Failures answer 502/503 with the
 // {"reason": "..."} body pulsaradmin shows.
 //
-// Not done: TLS listeners, the proxy authenticating clients itself (it forwards
-// credentials), HTTP lookups answering with the proxy's own URL (a client using an http://
+// # Security (security.go)
+//
+// TLS listeners (servicePortTls, webServicePortTls) serve beside or instead of the plaintext
+// ones. With authenticationEnabled the proxy authenticates every client itself and speaks to
+// brokers as its own role (brokerClientAuthentication*, or its certificate) naming the
+// client as original_principal (X-Original-Principal over HTTP), so brokers authorize the
+// client and never the proxy alone; a client's lookups use connections of their own, its
+// spliced connection closes when its credentials expire. tlsEnabledWithBroker dials brokers'
+// TLS listeners with brokerClientTrustCertsFilePath. A client's own X-Original-Principal
+// header is always dropped.
+//
+// Not done: HTTP lookups answering with the proxy's own URL (a client using an http://
 // service URL against the proxy gets the broker's brokerUrl and must reach it directly).
 package proxy

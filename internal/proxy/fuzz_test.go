@@ -67,8 +67,12 @@ func fuzzProxy(t testing.TB) *Proxy {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	p := &Proxy{cfg: cfg, logger: logger, brokers: newBrokerSet(Broker{}), metrics: m,
-		pool: newPool(cfg.ConnectTimeout(), cfg.MaxFrameSizeBytes, 16, logger)}
+	sec, err := newSecurity(cfg, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{cfg: cfg, logger: logger, brokers: newBrokerSet(Broker{}), metrics: m, sec: sec}
+	p.pool = newPool(cfg.ConnectTimeout(), cfg.MaxFrameSizeBytes, make(chan struct{}, 16), logger, p.upstreamDialer(nil, nil))
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	t.Cleanup(func() { p.cancel(); p.pool.close() })
 	return p

@@ -22,20 +22,61 @@ import (
 func (p *Proxy) httpHandler(g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	if g != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+		var h http.Handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+		if p.cfg.AuthenticateMetricsEndpoint {
+			h = p.authenticateHTTP(h, false)
+		}
+		mux.Handle("/metrics", h)
+	}
+	scheme := "http"
+	if p.sec.withTLS {
+		scheme = "https"
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			target := r.In.Context().Value(targetKey{}).(string)
-			r.SetURL(&url.URL{Scheme: "http", Host: target})
+			r.SetURL(&url.URL{Scheme: scheme, Host: target})
 			r.SetXForwarded()
 		},
 		Transport:    &redirectFollower{p: p, base: p.brokerTransport()},
 		ErrorHandler: p.httpError,
 	}
-	mux.Handle("/", p.forwardHTTP(rp))
+	mux.Handle("/", p.authenticateHTTP(p.forwardHTTP(rp), true))
 	return mux
 }
+
+// authenticateHTTP authenticates a request (with authentication on) and, forwarding,
+// rewrites its credentials for the broker (security.go): with credentials of its own the
+// proxy presents them and names the client in X-Original-Principal; without, the client's
+// own Authorization goes through. A client's own X-Original-Principal never does: from the
+// proxy's connection a broker would believe it.
+func (p *Proxy) authenticateHTTP(next http.Handler, forwarding bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(originalPrincipalHeader)
+		if !p.sec.authn.Enabled() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, err := p.sec.authn.AuthenticateHTTP(r)
+		if err != nil {
+			writeReason(w, http.StatusUnauthorized, err.Error())
+			return
+		}
+		if forwarding && p.sec.speaksForClients() {
+			r.Header.Del("Authorization")
+			r.Header.Del("X-Pulsar-Auth-Method-Name")
+			if err := p.sec.self.SetHTTP(r); err != nil {
+				writeReason(w, http.StatusBadGateway, "proxy credentials: "+err.Error())
+				return
+			}
+			r.Header.Set(originalPrincipalHeader, id.Role)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originalPrincipalHeader is Pulsar's header naming the client a proxy forwards.
+const originalPrincipalHeader = "X-Original-Principal"
 
 type targetKey struct{}
 
@@ -49,8 +90,12 @@ func (p *Proxy) forwardHTTP(rp *httputil.ReverseProxy) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		target := ""
 		for _, b := range p.brokers.candidates() {
-			if b.WebAddr != "" {
-				target = b.WebAddr
+			addr := b.WebAddr
+			if p.sec.withTLS {
+				addr = b.WebAddrTLS
+			}
+			if addr != "" {
+				target = addr
 				break
 			}
 		}
@@ -108,7 +153,7 @@ func (t *redirectFollower) RoundTrip(req *http.Request) (*http.Response, error) 
 			return nil, fmt.Errorf("%w: more than %d (proxyHttpMaxRedirects) for %s", ErrTooManyRedirects, t.p.cfg.HTTPMaxRedirects, req.URL.Path)
 		}
 		hp, err := HostPort(loc.Scheme+"://"+loc.Host, "http")
-		if err != nil || loc.Scheme != "http" || !t.p.brokers.allowedWeb(hp) {
+		if err != nil || (loc.Scheme != "http" && loc.Scheme != "https") || !t.p.brokers.allowedWeb(hp) {
 			return nil, fmt.Errorf("%w: broker %s redirected to %s", ErrNotABroker, req.URL.Host, loc.Redacted())
 		}
 		next := req.Clone(req.Context())
@@ -142,5 +187,6 @@ func (p *Proxy) brokerTransport() *http.Transport {
 	t.DialContext = (&net.Dialer{Timeout: p.cfg.ConnectTimeout(), KeepAlive: 30 * time.Second}).DialContext
 	t.ResponseHeaderTimeout = p.cfg.ReadTimeout()
 	t.MaxIdleConnsPerHost = 16
+	t.TLSClientConfig = p.sec.brokerTLS // the proxy's trust and certificate towards brokers
 	return t
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,10 +49,12 @@ type Proxy struct {
 	brokers *brokerSet
 	pool    *pool
 	metrics *metrics
+	sec     *security // security.go
 
-	ln      net.Listener
-	httpLn  net.Listener
-	httpSrv *http.Server
+	// Listeners; nil when their port is -1.
+	ln, tlsLn       net.Listener
+	httpLn, httpsLn net.Listener
+	httpSrv         *http.Server
 
 	ctx    context.Context // ends at Close: stops the watch and every connection
 	cancel context.CancelFunc
@@ -82,35 +85,60 @@ func Start(ctx context.Context, opts Options) (*Proxy, error) {
 		}
 		configured.ServiceAddr = hp
 	}
-	if cfg.BrokerWebServiceURL != "" {
-		hp, err := HostPort(cfg.BrokerWebServiceURL, "http")
-		if err != nil {
-			return nil, &config.FieldError{Key: "brokerWebServiceURL", Value: cfg.BrokerWebServiceURL, Reason: err.Error()}
+	for _, u := range []struct {
+		key, raw, scheme string
+		dst              *string
+	}{
+		{"brokerWebServiceURL", cfg.BrokerWebServiceURL, "http", &configured.WebAddr},
+		{"brokerServiceURLTLS", cfg.BrokerServiceURLTLS, "pulsar", &configured.ServiceAddrTLS},
+		{"brokerWebServiceURLTLS", cfg.BrokerWebServiceURLTLS, "http", &configured.WebAddrTLS},
+	} {
+		if u.raw == "" {
+			continue
 		}
-		configured.WebAddr = hp
+		hp, err := HostPort(u.raw, u.scheme)
+		if err != nil {
+			return nil, &config.FieldError{Key: u.key, Value: u.raw, Reason: err.Error()}
+		}
+		*u.dst = hp
+	}
+	sec, err := newSecurity(cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	p := &Proxy{
-		cfg: cfg, logger: logger, brokers: newBrokerSet(configured), metrics: m,
-		pool:  newPool(cfg.ConnectTimeout(), cfg.MaxFrameSizeBytes, cfg.MaxConcurrentLookupRequests, logger),
+		cfg: cfg, logger: logger, brokers: newBrokerSet(configured), metrics: m, sec: sec,
 		slots: make(chan struct{}, cfg.MaxConcurrentInboundConnections),
 		conns: map[net.Conn]struct{}{},
 	}
+	p.pool = newPool(cfg.ConnectTimeout(), cfg.MaxFrameSizeBytes, make(chan struct{}, cfg.MaxConcurrentLookupRequests), logger, p.upstreamDialer(nil, nil))
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	var lc net.ListenConfig
-	p.ln, err = lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.ServicePort)))
-	if err != nil {
-		p.cancel()
-		return nil, fmt.Errorf("proxy: listen: %w", err)
+	listen := func(key string, port int) (net.Listener, error) {
+		if port < 0 {
+			return nil, nil
+		}
+		ln, err := lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("proxy: listen (%s): %w", key, err)
+		}
+		return ln, nil
 	}
-	p.httpLn, err = lc.Listen(ctx, "tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.WebServicePort)))
-	if err != nil {
-		_ = p.ln.Close()
-		p.cancel()
-		return nil, fmt.Errorf("proxy: listen http: %w", err)
+	for _, l := range []struct {
+		key  string
+		port int
+		dst  *net.Listener
+	}{{"servicePort", cfg.ServicePort, &p.ln}, {"servicePortTls", cfg.ServicePortTLS, &p.tlsLn},
+		{"webServicePort", cfg.WebServicePort, &p.httpLn}, {"webServicePortTls", cfg.WebServicePortTLS, &p.httpsLn}} {
+		if *l.dst, err = listen(l.key, l.port); err != nil {
+			p.closeListeners()
+			p.cancel()
+			return nil, err
+		}
 	}
 	if opts.Store != nil {
 		if err := p.brokers.watchOnceList(ctx, opts.Store, cfg.BrokerRegistrationPrefix, logger); err != nil {
@@ -122,36 +150,81 @@ func Start(ctx context.Context, opts Options) (*Proxy, error) {
 			p.brokers.watch(p.ctx, opts.Store, cfg.BrokerRegistrationPrefix, logger)
 		}()
 	}
-	p.httpSrv = &http.Server{Handler: p.httpHandler(opts.Gatherer), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
-	p.wg.Add(2)
-	go func() {
+	p.httpSrv = &http.Server{Handler: p.httpHandler(opts.Gatherer), ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug), TLSConfig: sec.listenTLS}
+	serveHTTP := func(ln net.Listener, tls bool) {
 		defer p.wg.Done()
-		if err := p.httpSrv.Serve(p.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if tls {
+			err = p.httpSrv.ServeTLS(ln, "", "")
+		} else {
+			err = p.httpSrv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("HTTP server stopped", "err", err)
 		}
-	}()
-	go func() {
-		defer p.wg.Done()
-		p.acceptLoop()
-	}()
-	logger.Info("proxy serving", "binary", p.ln.Addr().String(), "http", p.httpLn.Addr().String(),
-		"brokerServiceURL", cfg.BrokerServiceURL, "metadata", opts.Store != nil)
+	}
+	for _, l := range []struct {
+		ln  net.Listener
+		tls bool
+	}{{p.httpLn, false}, {p.httpsLn, true}} {
+		if l.ln != nil {
+			p.wg.Add(1)
+			go serveHTTP(l.ln, l.tls)
+		}
+	}
+	for _, ln := range []net.Listener{p.ln, p.tlsLn} {
+		if ln == nil {
+			continue
+		}
+		if ln == p.tlsLn {
+			ln = tls.NewListener(ln, sec.listenTLS)
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.acceptLoop(ln)
+		}()
+	}
+	logger.Info("proxy serving", "binary", p.Addr(), "binaryTls", p.AddrTLS(), "http", p.HTTPAddr(), "https", p.HTTPSAddr(),
+		"brokerServiceURL", cfg.BrokerServiceURL, "metadata", opts.Store != nil, "authentication", sec.authn.Enabled())
 	return p, nil
 }
 
-// Addr is the binary listener's address.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func addrOf(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
 
-// HTTPAddr is the HTTP listener's address.
-func (p *Proxy) HTTPAddr() string { return p.httpLn.Addr().String() }
+// Addr is the binary listener's address ("" without one).
+func (p *Proxy) Addr() string { return addrOf(p.ln) }
+
+// AddrTLS is the TLS binary listener's address ("" without one).
+func (p *Proxy) AddrTLS() string { return addrOf(p.tlsLn) }
+
+// HTTPAddr is the HTTP listener's address ("" without one).
+func (p *Proxy) HTTPAddr() string { return addrOf(p.httpLn) }
+
+// HTTPSAddr is the HTTPS listener's address ("" without one).
+func (p *Proxy) HTTPSAddr() string { return addrOf(p.httpsLn) }
+
+func (p *Proxy) closeListeners() {
+	for _, ln := range []net.Listener{p.ln, p.tlsLn, p.httpLn, p.httpsLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
+	}
+}
 
 // Brokers returns the brokers the proxy would ask now, in the order it would ask them.
 func (p *Proxy) Brokers() []Broker { return p.brokers.candidates() }
 
 // acceptLoop accepts client connections, refusing those beyond the limit.
-func (p *Proxy) acceptLoop() {
+func (p *Proxy) acceptLoop(ln net.Listener) {
 	for {
-		nc, err := p.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if p.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 				p.logger.Error("accept failed; the binary listener stops", "err", err)
@@ -218,7 +291,7 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.cancel()
-	_ = p.ln.Close()
+	p.closeListeners()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = p.httpSrv.Shutdown(ctx)

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
@@ -21,7 +22,7 @@ import (
 // (the client's own credentials travel unchanged, so the broker authenticates the client),
 // relays the broker's first answer, and from then on copies bytes both ways without
 // decoding them. Whichever side ends first closes both.
-func (p *Proxy) splice(client net.Conn, clientBr *bufio.Reader, connect *pb.CommandConnect, logger *slog.Logger) {
+func (p *Proxy) splice(client net.Conn, clientBr *bufio.Reader, connect *pb.CommandConnect, se *auth.Session, logger *slog.Logger) {
 	raw := connect.GetProxyToBrokerUrl()
 	target, err := HostPort(raw, "pulsar")
 	if len(raw) > maxEchoedTarget {
@@ -40,7 +41,10 @@ func (p *Proxy) splice(client net.Conn, clientBr *bufio.Reader, connect *pb.Comm
 	logger = logger.With("broker", target)
 	deadline := time.Now().Add(p.cfg.ConnectTimeout())
 	d := net.Dialer{Deadline: deadline}
-	broker, err := d.DialContext(p.ctx, "tcp", target)
+	dialAddr, useTLS := p.brokers.binaryTarget(target, p.sec.withTLS)
+	dctx, dcancel := context.WithDeadline(p.ctx, deadline)
+	broker, err := p.sec.dial(dctx, &d, dialAddr, useTLS)
+	dcancel()
 	if err != nil {
 		logger.Info("cannot reach broker for client", "err", err)
 		sendConnError(client, pb.ServerError_ServiceNotReady, fmt.Sprintf("proxy: cannot reach broker %s: %v", target, err))
@@ -54,6 +58,27 @@ func (p *Proxy) splice(client net.Conn, clientBr *bufio.Reader, connect *pb.Comm
 
 	fwd := proto.Clone(connect).(*pb.CommandConnect)
 	fwd.ProxyToBrokerUrl = nil
+	if se != nil {
+		// The proxy authenticated the client: it speaks to the broker as itself, naming the
+		// client (security.go).
+		cctx, cancel := context.WithDeadline(p.ctx, deadline)
+		fwd, err = p.sec.upstreamConnect(cctx, se, connect)
+		cancel()
+		if err != nil {
+			sendConnError(client, pb.ServerError_ServiceNotReady, "proxy: "+err.Error())
+			return
+		}
+		// The proxy cannot refresh credentials through bytes it does not decode: the
+		// connection ends when they expire, and the client reconnects with fresh ones.
+		if d := untilExpiry(se); d > 0 {
+			t := time.AfterFunc(d, func() {
+				logger.Info("closing spliced connection: the client's credentials expired", "role", se.Principal().Role)
+				_ = client.Close()
+				_ = broker.Close()
+			})
+			defer t.Stop()
+		}
+	}
 	brokerBr := bufio.NewReaderSize(broker, clientBufferBytes)
 	first, err := handshake(broker, brokerBr, fwd, deadline, p.cfg.MaxFrameSizeBytes)
 	if err != nil {

@@ -245,7 +245,7 @@ type pool struct {
 	connectTimeout time.Duration
 	maxFrame       int
 	logger         *slog.Logger
-	dialer         net.Dialer
+	dialer         dialFunc
 	sem            chan struct{}
 
 	mu     sync.Mutex
@@ -254,10 +254,16 @@ type pool struct {
 	closed bool
 }
 
-func newPool(connectTimeout time.Duration, maxFrame, maxInFlight int, logger *slog.Logger) *pool {
+// dialFunc connects to the broker at addr and returns the connection and the CONNECT to
+// send on it (security.go decides TLS and credentials).
+type dialFunc func(ctx context.Context, addr string) (net.Conn, *pb.CommandConnect, error)
+
+// newPool makes a pool; sem bounds the requests in flight (it may be shared by pools, so
+// the bound holds for all clients together).
+func newPool(connectTimeout time.Duration, maxFrame int, sem chan struct{}, logger *slog.Logger, dial dialFunc) *pool {
 	return &pool{
-		connectTimeout: connectTimeout, maxFrame: maxFrame, logger: logger,
-		sem: make(chan struct{}, maxInFlight), conns: map[string]*upstream{}, dials: map[string]chan struct{}{},
+		connectTimeout: connectTimeout, maxFrame: maxFrame, logger: logger, dialer: dial,
+		sem: sem, conns: map[string]*upstream{}, dials: map[string]chan struct{}{},
 	}
 }
 
@@ -330,14 +336,12 @@ func (p *pool) get(ctx context.Context, addr string) (*upstream, bool, error) {
 func (p *pool) dial(ctx context.Context, addr string) (*upstream, error) {
 	dctx, cancel := context.WithTimeout(ctx, p.connectTimeout)
 	defer cancel()
-	nc, err := p.dialer.DialContext(dctx, "tcp", addr)
+	nc, connect, err := p.dialer(dctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBrokerUnavailable, addr, err)
 	}
 	br := bufio.NewReaderSize(nc, 16<<10)
-	resp, err := handshake(nc, br, &pb.CommandConnect{
-		ClientVersion: proto.String(clientVersion), ProtocolVersion: proto.Int32(protocolVersion),
-	}, time.Now().Add(p.connectTimeout), p.maxFrame)
+	resp, err := handshake(nc, br, connect, time.Now().Add(p.connectTimeout), p.maxFrame)
 	if err != nil {
 		_ = nc.Close()
 		return nil, fmt.Errorf("%w: %s: handshake: %v", ErrBrokerUnavailable, addr, err)
