@@ -141,7 +141,7 @@ type brokerSet struct {
 	vouched    map[string]struct{}
 	vouchedTLS map[string]struct{} // the vouched addresses that are TLS listeners
 	order      []string            // vouched addresses, oldest first, for eviction
-	next       int      // round-robin cursor over registered brokers
+	next       int                 // round-robin cursor over registered brokers
 }
 
 func newBrokerSet(configured Broker) *brokerSet {
