@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -64,4 +65,45 @@ func MetadataClientTLS(cfg config.MetadataClientTLSConfig, log *slog.Logger) (*t
 func WriteMetadataClientConfig(path, trust, cert, key string) error {
 	body := fmt.Sprintf("useTls: true\ntlsTrustCertsFilePath: %s\ntlsCertificateFilePath: %s\ntlsKeyFilePath: %s\n", trust, cert, key)
 	return os.WriteFile(path, []byte(body), 0o600)
+}
+
+// BrokerClientHTTP is the HTTP client a broker uses towards other brokers (the brokerClient*
+// keys): their TLS trust, its certificate, and its credentials on every request (redirects
+// included).
+func BrokerClientHTTP(cfg config.ClientAuthConfig, log *slog.Logger) (*http.Client, error) {
+	a, err := ParseClientAuth(cfg.AuthenticationPlugin, cfg.AuthenticationParameters)
+	if err != nil {
+		return nil, err
+	}
+	cert, key := cfg.CertificateFilePath, cfg.KeyFilePath
+	if cert == "" {
+		cert, key = a.CertFile, a.KeyFile
+	}
+	tc, err := NewClientTLS(ClientTLSOptions{TrustCertsFile: cfg.TrustCertsFilePath, CertFile: cert, KeyFile: key,
+		VerifyHostname: cfg.HostnameVerification, Refresh: 5 * time.Minute, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	return &http.Client{Transport: authTransport{a: a, next: tr}, Timeout: time.Minute}, nil
+}
+
+// BrokerClientAuth is the broker's own credentials towards other brokers.
+func BrokerClientAuth(cfg config.ClientAuthConfig) (*ClientAuth, error) {
+	return ParseClientAuth(cfg.AuthenticationPlugin, cfg.AuthenticationParameters)
+}
+
+// authTransport adds a ClientAuth's credentials to every request.
+type authTransport struct {
+	a    *ClientAuth
+	next http.RoundTripper
+}
+
+func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if err := t.a.SetHTTP(r); err != nil {
+		return nil, err
+	}
+	return t.next.RoundTrip(r)
 }

@@ -79,13 +79,22 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	if brokerURL == "" {
 		brokerURL = brokerURLTLS
 	}
-	if httpURL == "" {
+	if httpURL == "" || (cfg.Broker.Security.Client.TLSEnabled && httpURLTLS != "") {
+		// Brokers call each other at this URL (brokerClientTlsEnabled: over TLS).
 		httpURL = httpURLTLS
+	}
+	// Towards other brokers (the leader, a shed bundle's owner) the broker is a client with
+	// its own credentials (brokerClient* keys); superuserRoles must name its role.
+	httpc, err := auth.BrokerClientHTTP(cfg.Broker.Security.Client, logger)
+	if err != nil {
+		lns.Close()
+		return nil, fmt.Errorf("broker: brokerClient settings: %w", err)
 	}
 	maxTopics, maxSessions, maxBundles := cfg.Cluster.SplitLimits()
 	if b.own, err = ownership.Start(ctx, ownership.Options{
 		Store: b.store, Resources: res,
 		BrokerURL: brokerURL, BrokerURLTLS: brokerURLTLS, HTTPURL: httpURL, HTTPURLTLS: httpURLTLS,
+		HTTPClient:         httpc,
 		TTL:                cfg.Cluster.SessionTimeout(),
 		LoadReportInterval: time.Duration(cfg.Cluster.LoadReportIntervalMillis) * time.Millisecond,
 		ShedInterval:       cfg.Cluster.ShedInterval(),

@@ -69,7 +69,7 @@ func (m *Manager) askLeaderHTTP(ctx context.Context, leaderURL string, b resourc
 	if err != nil {
 		return BrokerInfo{}, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.httpc.Do(req)
 	if err != nil {
 		return BrokerInfo{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -98,7 +99,11 @@ type Options struct {
 	// AskLeader asks the leader at its webServiceUrl which broker should take a free bundle
 	// (nil: HTTP, assign.go; tests replace it).
 	AskLeader func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
-	Logger    *slog.Logger
+	// HTTPClient is how this broker calls other brokers' admin API (asking the leader,
+	// shedding): with their TLS trust and this broker's credentials once security is on
+	// (nil: http.DefaultClient).
+	HTTPClient *http.Client
+	Logger     *slog.Logger
 	// Protocols go into the registration (BrokerInfo.Protocols); SetProtocol adds one
 	// later, for a front end that learns its address only once it listens.
 	Protocols map[string]string
@@ -130,6 +135,7 @@ type Manager struct {
 	split        SplitLimits
 	score        ScoreConfig
 	askLeader    func(ctx context.Context, leaderHTTPURL string, b resources.Bundle) (BrokerInfo, error)
+	httpc        *http.Client
 
 	mu        sync.Mutex
 	protocols map[string]string
@@ -188,6 +194,10 @@ func Start(ctx context.Context, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("ownership: session: %w", err)
 	}
 	m.askLeader = o.AskLeader
+	m.httpc = o.HTTPClient
+	if m.httpc == nil {
+		m.httpc = http.DefaultClient
+	}
 	if m.askLeader == nil {
 		m.askLeader = m.askLeaderHTTP
 	}

@@ -208,7 +208,7 @@ func (m *Manager) unloadAt(ctx context.Context, owner BrokerInfo, bundle string)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := m.httpc.Do(req)
 	if err != nil {
 		return fmt.Errorf("ownership: unloading %s at %s: %w", bundle, owner.WebServiceURL, err)
 	}

@@ -238,6 +238,11 @@ func inner(ctx context.Context, o options) int {
 				conf = o.conf
 			}
 			st := &standalone{bin: o.magnetar, dir: dir, env: serverEnv(o, s), conf: conf, cwd: s.Dir, setup: s.setup}
+			if cc := "/pulsar/conf/client.conf"; !o.noSecurity && (s.Name == "pulsar" || s.Name == "admin") {
+				if _, err := os.Stat(cc); err == nil {
+					st.clientConf = cc
+				}
+			}
 			if s.Dir != "" {
 				st.data = filepath.Join(s.Dir, "data", "standalone")
 			}

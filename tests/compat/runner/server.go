@@ -98,7 +98,11 @@ type standalone struct {
 	// directory (default under dir).
 	cwd, data string
 	setup     func(ctx context.Context, s *standalone) error
-	p         *proc
+	// clientConf, when set, is the client.conf `magnetar admin` reads instead of adminArgs,
+	// as pulsar-admin in the client's CI image reads /pulsar/conf/client.conf (TLS with
+	// the admin certificate, once authentication and authorization are on).
+	clientConf string
+	p          *proc
 }
 
 func (s *standalone) Log() string { return filepath.Join(s.dir, "standalone.log") }
@@ -125,7 +129,11 @@ func (s *standalone) Start(ctx context.Context) error {
 
 // admin runs `magnetar admin` against the standalone.
 func (s *standalone) admin(ctx context.Context, args ...string) error {
-	args = append(append([]string{"admin"}, adminArgs...), args...)
+	if s.clientConf != "" {
+		args = append([]string{"--config", s.clientConf, "admin"}, args...)
+	} else {
+		args = append(append([]string{"admin"}, adminArgs...), args...)
+	}
 	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Env = append(os.Environ(), s.env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
