@@ -3,7 +3,10 @@ package bookie
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -53,7 +56,11 @@ func (c *serverConn) handshake() error {
 	ctx, cancel := context.WithTimeout(c.ctx, handshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
-		c.log.Warn("TLS handshake failed; closing the connection", "err", err)
+		level := slog.LevelWarn
+		if errors.Is(err, io.EOF) {
+			level = slog.LevelDebug // a TCP probe, or a client that gave up
+		}
+		c.log.Log(ctx, level, "TLS handshake failed; closing the connection", "err", err)
 		return err
 	}
 	t := c.s.tls

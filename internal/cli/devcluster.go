@@ -19,6 +19,7 @@ func (a *app) devClusterCmd() *cobra.Command {
 	var metadata, bookies, brokers int
 	var brokerAddrs []string
 	var brokerArgs string
+	var useTLS bool
 	cmd := &cobra.Command{
 		Use:   "dev-cluster",
 		Short: "Run a local development cluster (metadata members, bookies, brokers and a proxy) as child processes",
@@ -29,6 +30,7 @@ func (a *app) devClusterCmd() *cobra.Command {
 	cmd.Flags().IntVar(&bookies, "bookies", 3, "bookies")
 	cmd.Flags().IntVar(&brokers, "brokers", 2, "brokers")
 	cmd.Flags().StringSliceVar(&brokerAddrs, "broker-addresses", nil, "host:port of each broker (host resolved to the address it binds, advertised by name); default: free loopback ports")
+	cmd.Flags().BoolVar(&useTLS, "tls", false, "run every role on TLS with authentication and authorization (a throwaway CA and an admin token under <data-dir>/tls)")
 	cmd.Flags().StringVar(&brokerArgs, "broker-args", "", "extra flags for every broker, space separated (e.g. \"--cluster-name=a --default-number-of-namespace-bundles=1\")")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(nil, nil)
@@ -44,7 +46,7 @@ func (a *app) devClusterCmd() *cobra.Command {
 		}
 		c, err := devcluster.Start(cmd.Context(), devcluster.Options{
 			Binary: self, Dir: dir, Metadata: metadata, Bookies: bookies, Brokers: brokers, Logger: logger,
-			BrokerAddrs: brokerAddrs, BrokerArgs: strings.Fields(brokerArgs),
+			BrokerAddrs: brokerAddrs, BrokerArgs: strings.Fields(brokerArgs), TLS: useTLS,
 		})
 		if err != nil {
 			return err
@@ -55,13 +57,21 @@ func (a *app) devClusterCmd() *cobra.Command {
 		for _, p := range c.Bookies {
 			fmt.Fprintf(out, "  %-9s %s\n", p.Name, p.Addr)
 		}
+		bin, web := "pulsar://", "http://"
+		if useTLS {
+			bin, web = "pulsar+ssl://", "https://"
+		}
 		for _, p := range c.Brokers {
-			fmt.Fprintf(out, "  %-9s pulsar://%s  http://%s\n", p.Name, p.Addr, p.HTTP)
+			fmt.Fprintf(out, "  %-9s %s%s  %s%s\n", p.Name, bin, p.Addr, web, p.HTTP)
 		}
 		if c.Proxy != nil {
-			fmt.Fprintf(out, "  %-9s pulsar://%s  http://%s\n", c.Proxy.Name, c.Proxy.Addr, c.Proxy.HTTP)
+			fmt.Fprintf(out, "  %-9s %s%s  %s%s\n", c.Proxy.Name, bin, c.Proxy.Addr, web, c.Proxy.HTTP)
 		}
 		fmt.Fprintf(out, "  clients   %s\n", c.ClientServiceURL())
+		if c.TLS != nil {
+			fmt.Fprintf(out, "  CA        %s\n  admin     token %s (superuser)\n  tools     magnetar --config %s admin tenants list\n",
+				c.TLS.CAFile(), c.TLS.AdminToken, c.TLS.ClientConf)
+		}
 		<-cmd.Context().Done()
 		fmt.Fprintln(out, "stopping the dev-cluster")
 		c.Stop(30 * time.Second)

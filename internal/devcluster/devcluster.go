@@ -2,6 +2,7 @@ package devcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,9 @@ type Options struct {
 	Logger       *slog.Logger
 	// NoProxy leaves out the `magnetar proxy` otherwise started in front of the brokers.
 	NoProxy bool
+	// TLS runs every role on TLS with authentication and authorization, with a throwaway
+	// CA and credentials under Dir/tls (tls.go).
+	TLS bool
 	// Node, when set, places each process (by name, e.g. "bookie-2") on a host of its own:
 	// it runs under prefix (e.g. ip netns exec <ns>) and listens on host at the role's fixed
 	// port (NodePorts) instead of a free loopback port. The chaos harness uses it to put
@@ -62,6 +66,9 @@ type Proc struct {
 	Addr, HTTP string
 
 	bin, log string
+	// tls, when set, is how the dev-cluster itself reaches the process (Addr and HTTP are
+	// then TLS listeners).
+	tls      *tls.Config
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -77,6 +84,8 @@ type Cluster struct {
 	Brokers     []*Proc
 	// Proxy is the `magnetar proxy` in front of the brokers (nil with Options.NoProxy).
 	Proxy *Proc
+	// TLS is the cluster's CA and credentials with Options.TLS (nil otherwise).
+	TLS *clusterTLS
 }
 
 // freePorts reserves n loopback ports by listening on port 0 and releasing them; another
@@ -127,7 +136,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 			c.Stop(10 * time.Second)
 		}
 	}()
-	ports, err := freePorts(2*o.Metadata + o.Bookies + 2*o.Brokers + 2)
+	ports, err := freePorts(2*o.Metadata + o.Bookies + 4*o.Brokers + 4)
 	if err != nil {
 		return nil, fmt.Errorf("%w: ports: %w", ErrStart, err)
 	}
@@ -142,6 +151,26 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return net.JoinHostPort(host, strconv.Itoa(fixed))
 	}
 
+	scheme, metaArgs, bookieArgs := "http://", []string(nil), o.BookieArgs
+	if o.TLS {
+		hosts := []string{"127.0.0.1", "::1", "localhost"}
+		for _, a := range o.BrokerAddrs {
+			if h, _, err := net.SplitHostPort(a); err == nil {
+				hosts = append(hosts, h)
+			}
+		}
+		if o.Node != nil {
+			for _, n := range nodeNames(o) {
+				_, h := o.Node(n)
+				hosts = append(hosts, h)
+			}
+		}
+		if c.TLS, err = newClusterTLS(o.Dir, hosts); err != nil {
+			return nil, fmt.Errorf("%w: TLS: %w", ErrStart, err)
+		}
+		scheme, metaArgs = "https://", c.TLS.metadataArgs()
+		bookieArgs = append(c.TLS.bookieArgs(), bookieArgs...)
+	}
 	var initial, clients []string
 	type member struct{ name, client, peer string }
 	var members []member
@@ -149,14 +178,14 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		name := fmt.Sprintf("metadata-%d", i+1)
 		m := member{name: name, client: addr(name, NodePorts.MetadataClient), peer: addr(name, NodePorts.MetadataPeer)}
 		members = append(members, m)
-		initial = append(initial, m.name+"=http://"+m.peer)
+		initial = append(initial, m.name+"="+scheme+m.peer)
 		clients = append(clients, m.client)
 	}
 	c.MetadataURL = "etcd://" + strings.Join(clients, ",")
 	for _, m := range members {
-		p := c.proc(m.name, m.client, "", "metadata", "--name", m.name, "--data-dir", filepath.Join(o.Dir, m.name),
-			"--listen-client", "http://"+m.client, "--listen-peer", "http://"+m.peer,
-			"--initial-cluster", strings.Join(initial, ","))
+		p := c.proc(m.name, m.client, "", append([]string{"metadata", "--name", m.name, "--data-dir", filepath.Join(o.Dir, m.name),
+			"--listen-client", scheme + m.client, "--listen-peer", scheme + m.peer,
+			"--initial-cluster", strings.Join(initial, ",")}, metaArgs...)...)
 		c.Metadata = append(c.Metadata, p)
 		if err := p.Start(); err != nil {
 			return nil, err
@@ -170,7 +199,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		addr := addr(name, NodePorts.Bookie)
 		args := append([]string{"bookie", "--metadata-url", c.MetadataURL, "--listen", addr,
 			"--journal-directories", filepath.Join(o.Dir, name, "journal"),
-			"--ledger-directories", filepath.Join(o.Dir, name, "ledgers")}, o.BookieArgs...)
+			"--ledger-directories", filepath.Join(o.Dir, name, "ledgers")}, bookieArgs...)
 		p := c.proc(name, addr, "", args...)
 		c.Bookies = append(c.Bookies, p)
 		if err := p.Start(); err != nil {
@@ -178,7 +207,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		}
 	}
 	for _, p := range c.Bookies {
-		if err := waitTCP(ctx, p.Addr, o.StartTimeout); err != nil {
+		if err := p.WaitServing(ctx, o.StartTimeout); err != nil {
 			return nil, fmt.Errorf("%w: %s: %w (log: %s)", ErrStart, p.Name, err, p.log)
 		}
 	}
@@ -194,12 +223,17 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		}
 		_, port, _ := net.SplitHostPort(addr)
 		_, httpPort, _ := net.SplitHostPort(httpAddr)
-		args := append([]string{"broker", "--metadata-url", c.MetadataURL, "--bind-address", bind,
+		args := []string{"broker", "--metadata-url", c.MetadataURL, "--bind-address", bind,
 			"--advertised-address", advertised, "--port", port, "--http-port", httpPort,
 			"--managed-ledger-default-ensemble-size", "2", "--managed-ledger-default-write-quorum", "2",
 			"--managed-ledger-default-ack-quorum", "2",
 			// Used only with --functions-worker: the in-broker worker's packages and logs.
-			"--functions-worker-data-dir", filepath.Join(o.Dir, name)}, o.BrokerArgs...)
+			"--functions-worker-data-dir", filepath.Join(o.Dir, name)}
+		if o.TLS {
+			// TLS only: the TLS listeners take the addresses the plaintext ones would have.
+			args = append(args, c.TLS.brokerArgs(port, httpPort)...)
+		}
+		args = append(args, o.BrokerArgs...)
 		p := c.proc(name, addr, httpAddr, args...)
 		c.Brokers = append(c.Brokers, p)
 		if err := p.Start(); err != nil {
@@ -217,15 +251,37 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	paddr, httpAddr := addr("proxy", NodePorts.Broker), addr("proxy", NodePorts.BrokerHTTP)
 	host, port, _ := net.SplitHostPort(paddr)
 	_, httpPort, _ := net.SplitHostPort(httpAddr)
-	c.Proxy = c.proc("proxy", paddr, httpAddr, "proxy", "--metadata-url", c.MetadataURL,
-		"--bind-address", host, "--port", port, "--http-port", httpPort)
+	pargs := []string{"proxy", "--metadata-url", c.MetadataURL, "--bind-address", host, "--port", port, "--http-port", httpPort}
+	if o.TLS {
+		pargs = append(pargs, c.TLS.proxyArgs(port, httpPort)...)
+	}
+	c.Proxy = c.proc("proxy", paddr, httpAddr, pargs...)
 	if err := c.Proxy.Start(); err != nil {
 		return nil, err
 	}
 	if err := c.Proxy.WaitServing(ctx, o.StartTimeout); err != nil {
 		return nil, err
 	}
+	if c.TLS != nil {
+		if err := c.TLS.writeClientConf("https://"+c.Proxy.HTTP, c.ClientServiceURL()); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// nodeNames are the names of every process of the cluster o describes.
+func nodeNames(o Options) []string {
+	var out []string
+	for _, n := range []struct {
+		kind  string
+		count int
+	}{{"metadata", o.Metadata}, {"bookie", o.Bookies}, {"broker", o.Brokers}} {
+		for i := range n.count {
+			out = append(out, fmt.Sprintf("%s-%d", n.kind, i+1))
+		}
+	}
+	return append(out, "proxy")
 }
 
 // placeBroker resolves a "host:port" broker address to the IP it binds, the name it
@@ -251,6 +307,9 @@ func placeBroker(hostPort string) (bind, advertised, addr, httpAddr string, err 
 func (c *Cluster) proc(name, addr, httpAddr string, args ...string) *Proc {
 	p := &Proc{Name: name, Args: args, Addr: addr, HTTP: httpAddr, bin: c.opts.Binary,
 		log: filepath.Join(c.opts.Dir, name+".log")}
+	if c.TLS != nil {
+		p.tls = c.TLS.client
+	}
 	if c.opts.Node != nil {
 		prefix, _ := c.opts.Node(name)
 		if len(prefix) > 0 {
@@ -268,7 +327,11 @@ func (c *Cluster) waitMetadata(ctx context.Context) error {
 	defer cancel()
 	for {
 		octx, ocancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := connect.Open(octx, c.MetadataURL, c.log)
+		var tc *tls.Config
+		if c.TLS != nil {
+			tc = c.TLS.client
+		}
+		st, err := connect.OpenTLS(octx, c.MetadataURL, tc, c.log)
 		ocancel()
 		if err == nil {
 			return st.Close()
@@ -281,19 +344,27 @@ func (c *Cluster) waitMetadata(ctx context.Context) error {
 	}
 }
 
-// BrokerServiceURL is the pulsar:// URL naming every broker (clients round-robin lookups).
+// BrokerServiceURL is the pulsar:// (pulsar+ssl:// with TLS) URL naming every broker
+// (clients round-robin lookups).
 func (c *Cluster) BrokerServiceURL() string {
 	var hs []string
 	for _, p := range c.Brokers {
 		hs = append(hs, p.Addr)
 	}
-	return "pulsar://" + strings.Join(hs, ",")
+	return c.binaryScheme() + strings.Join(hs, ",")
+}
+
+func (c *Cluster) binaryScheme() string {
+	if c.TLS != nil {
+		return "pulsar+ssl://"
+	}
+	return "pulsar://"
 }
 
 // ClientServiceURL is the URL clients should use: the proxy's, or every broker's without one.
 func (c *Cluster) ClientServiceURL() string {
 	if c.Proxy != nil {
-		return "pulsar://" + c.Proxy.Addr
+		return c.binaryScheme() + c.Proxy.Addr
 	}
 	return c.BrokerServiceURL()
 }
@@ -414,9 +485,13 @@ func (p *Proc) WaitServing(ctx context.Context, d time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	hc, url := http.DefaultClient, "http://"+p.HTTP+"/status.html"
+	if p.tls != nil {
+		hc, url = &http.Client{Transport: &http.Transport{TLSClientConfig: p.tls}}, "https://"+p.HTTP+"/status.html"
+	}
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.HTTP+"/status.html", nil)
-		resp, err := http.DefaultClient.Do(req)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -53,7 +53,7 @@ func (p *Proxy) httpHandler(g prometheus.Gatherer) http.Handler {
 func (p *Proxy) authenticateHTTP(next http.Handler, forwarding bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(originalPrincipalHeader)
-		if !p.sec.authn.Enabled() {
+		if !p.sec.authn.Enabled() || r.URL.Path == "/status.html" {
 			next.ServeHTTP(w, r)
 			return
 		}
