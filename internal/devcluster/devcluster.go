@@ -68,10 +68,10 @@ type Proc struct {
 	bin, log string
 	// tls, when set, is how the dev-cluster itself reaches the process (Addr and HTTP are
 	// then TLS listeners).
-	tls      *tls.Config
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
+	tls  *tls.Config
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 // Cluster is a running local cluster.
