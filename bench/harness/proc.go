@@ -188,7 +188,7 @@ func portFree(addr string) error {
 }
 
 // portNames are the placeholders expandPorts fills.
-var portNames = []string{"port", "http", "etcd", "peer", "bookie"}
+var portNames = []string{"port", "http", "etcd", "peer", "bookie", "tls", "https"}
 
 // freePorts picks one currently free loopback port per name.
 func freePorts() (map[string]string, error) {

@@ -25,6 +25,7 @@ func roles(a *app) []*cobra.Command {
 		a.clientCmd(),
 		a.perfCmd(),
 		a.tokensCmd(),
+		a.devCACmd(),
 		versionCmd(),
 	}
 }
