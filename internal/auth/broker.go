@@ -46,70 +46,59 @@ func NewBrokerSecurity(cfg config.SecurityConfig, pol Policies, log *slog.Logger
 // most ttl late by new requests (live producers and consumers are rechecked on their own
 // interval, authorizationRecheckIntervalSeconds).
 func CachedPolicies(p Policies, ttl time.Duration, max int) Policies {
-	return &cachedPolicies{p: p, ttl: ttl, max: max, tenants: map[string]cachedTenant{}, ns: map[string]cachedNamespace{}}
+	return &cachedPolicies{p: p, tenants: newTTLCache[TenantPolicy](ttl, max), ns: newTTLCache[NamespacePolicy](ttl, max)}
 }
 
 type cachedPolicies struct {
-	p   Policies
-	ttl time.Duration
-	max int
-
-	mu      sync.Mutex
-	tenants map[string]cachedTenant
-	ns      map[string]cachedNamespace
-}
-
-type cachedTenant struct {
-	v   TenantPolicy
-	err error
-	at  time.Time
-}
-
-type cachedNamespace struct {
-	v   NamespacePolicy
-	err error
-	at  time.Time
+	p       Policies
+	tenants *ttlCache[TenantPolicy]
+	ns      *ttlCache[NamespacePolicy]
 }
 
 func (c *cachedPolicies) Tenant(ctx context.Context, tenant string) (TenantPolicy, error) {
-	now := time.Now()
-	c.mu.Lock()
-	e, ok := c.tenants[tenant]
-	c.mu.Unlock()
-	if ok && now.Sub(e.at) < c.ttl {
-		return e.v, e.err
-	}
-	v, err := c.p.Tenant(ctx, tenant)
-	if err != nil && ctx.Err() != nil {
-		return v, err // the caller gave up: nothing learned about the tenant
-	}
-	c.mu.Lock()
-	if len(c.tenants) >= c.max {
-		clear(c.tenants)
-	}
-	c.tenants[tenant] = cachedTenant{v, err, now}
-	c.mu.Unlock()
-	return v, err
+	return c.tenants.get(ctx, tenant, func() (TenantPolicy, error) { return c.p.Tenant(ctx, tenant) })
 }
 
 func (c *cachedPolicies) Namespace(ctx context.Context, tenant, ns string) (NamespacePolicy, error) {
-	key := tenant + "/" + ns
+	return c.ns.get(ctx, tenant+"/"+ns, func() (NamespacePolicy, error) { return c.p.Namespace(ctx, tenant, ns) })
+}
+
+// ttlCache remembers answers (errors too: a missing tenant stays missing for ttl) for ttl,
+// and forgets everything when it holds max.
+type ttlCache[T any] struct {
+	ttl time.Duration
+	max int
+	mu  sync.Mutex
+	m   map[string]ttlEntry[T]
+}
+
+type ttlEntry[T any] struct {
+	v   T
+	err error
+	at  time.Time
+}
+
+func newTTLCache[T any](ttl time.Duration, max int) *ttlCache[T] {
+	return &ttlCache[T]{ttl: ttl, max: max, m: map[string]ttlEntry[T]{}}
+}
+
+func (c *ttlCache[T]) get(ctx context.Context, key string, load func() (T, error)) (T, error) {
 	now := time.Now()
 	c.mu.Lock()
-	e, ok := c.ns[key]
+	e, ok := c.m[key]
 	c.mu.Unlock()
 	if ok && now.Sub(e.at) < c.ttl {
 		return e.v, e.err
 	}
-	v, err := c.p.Namespace(ctx, tenant, ns)
+	v, err := load()
 	if err != nil && ctx.Err() != nil {
-		return v, err
+		return v, err // the caller gave up: nothing learned
 	}
 	c.mu.Lock()
-	if len(c.ns) >= c.max {
-		clear(c.ns)
+	if len(c.m) >= c.max {
+		clear(c.m)
 	}
-	c.ns[key] = cachedNamespace{v, err, now}
+	c.m[key] = ttlEntry[T]{v, err, now}
 	c.mu.Unlock()
 	return v, err
 }

@@ -30,14 +30,7 @@ func (s *Service) unload(ctx context.Context, t *Topic) error {
 		return nil
 	}
 	t.closed = true // refuse new producers and consumers while unloading
-	producers := make([]*Producer, 0, len(t.producers))
-	for _, p := range t.producers {
-		producers = append(producers, p)
-	}
-	subs := make([]*Subscription, 0, len(t.subs))
-	for _, sub := range t.subs {
-		subs = append(subs, sub)
-	}
+	producers, subs := t.attachedLocked()
 	t.mu.Unlock()
 	for _, p := range producers {
 		p.client.Disconnect()

@@ -31,14 +31,7 @@ func (s *Service) recheckAuthorization(ctx context.Context, every time.Duration)
 
 func (s *Service) recheckTopic(ctx context.Context, t *Topic) {
 	t.mu.Lock()
-	producers := make([]*Producer, 0, len(t.producers))
-	for _, p := range t.producers {
-		producers = append(producers, p)
-	}
-	subs := make([]*Subscription, 0, len(t.subs))
-	for _, sub := range t.subs {
-		subs = append(subs, sub)
-	}
+	producers, subs := t.attachedLocked()
 	t.mu.Unlock()
 	check := func(p Request) bool {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -67,4 +60,17 @@ func (s *Service) recheckTopic(ctx context.Context, t *Topic) {
 
 func isAuthError(err error) bool {
 	return errors.Is(err, ErrAuthorization) || errors.Is(err, ErrAuthentication)
+}
+
+// attachedLocked lists the topic's producers and subscriptions (t.mu held).
+func (t *Topic) attachedLocked() ([]*Producer, []*Subscription) {
+	producers := make([]*Producer, 0, len(t.producers))
+	for _, p := range t.producers {
+		producers = append(producers, p)
+	}
+	subs := make([]*Subscription, 0, len(t.subs))
+	for _, sub := range t.subs {
+		subs = append(subs, sub)
+	}
+	return producers, subs
 }
