@@ -118,10 +118,10 @@ bench-compare-scaling: build
 #     of apache/pulsar-client-python; cloned at run time when GitHub is reachable)
 #   compat-java: the Java client, admin and pulsar-perf, and the Spring Boot and Quarkus apps
 # COMPAT_FLAGS passes runner flags, e.g. COMPAT_FLAGS='-only pulsar=^TestReader'.
-# -no-security turns the CI configs' TLS and authentication off through the environment
-# until the roles have them (issue 16).
+# -no-security turns the CI configs' TLS and authentication off through the environment (the
+# roles have them since issue 16, so it is off by default).
 COMPAT_OUT      ?= /tmp/magnetar-compat
-COMPAT_FLAGS    ?= -no-security
+COMPAT_FLAGS    ?=
 COMPAT_RUN      = $(GO) run ./tests/compat/runner -magnetar $(BIN) -repo $(CURDIR) $(COMPAT_FLAGS)
 .PHONY: compat compat-go compat-python compat-python-official compat-java
 compat: compat-go compat-python compat-python-official compat-java

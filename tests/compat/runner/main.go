@@ -238,7 +238,7 @@ func inner(ctx context.Context, o options) int {
 				conf = o.conf
 			}
 			st := &standalone{bin: o.magnetar, dir: dir, env: serverEnv(o, s), conf: conf, cwd: s.Dir, setup: s.setup}
-			if cc := "/pulsar/conf/client.conf"; !o.noSecurity && (s.Name == "pulsar" || s.Name == "admin") {
+			if cc := "/pulsar/conf/client.conf"; !o.noSecurity && s.Conf == goCIConf {
 				if _, err := os.Stat(cc); err == nil {
 					st.clientConf = cc
 				}
