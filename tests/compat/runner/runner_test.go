@@ -99,7 +99,6 @@ func TestFastSubset(t *testing.T) {
 var knownFailures = map[string]string{
 	"pulsar/TestProducerMetadata":          "producer metadata not in stats (issue 15 restructuring)",
 	"pulsar/TestConsumerMetadata":          "consumer metadata not in stats (issue 15 restructuring)",
-	"pulsar/TestTopicTermination":          "terminate does not close producers (issue 15 restructuring)",
 	"admin/TestPartitionState":             "excludePublishers/excludeConsumers ignored (issue 15 restructuring)",
 	"admin/TestPeekMessagesWithProperties": "peek does not create the subscription (issue 15 restructuring)",
 	"admin/TestNamespaces_Persistence":     "persistence policy answers {} for unset (issue 15 restructuring)",
