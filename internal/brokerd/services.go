@@ -172,7 +172,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	// Permissions are read through a short cache: a burst of lookups is not a burst of
 	// metadata reads, and a revocation is seen at most that late (live producers and
 	// consumers are rechecked every authorizationRecheckIntervalSeconds).
-	pol := auth.CachedPolicies(auth.ResourcePolicies{R: o.Resources}, policyCacheTTL, policyCacheEntries)
+	pol := auth.CachedPolicies(resources.PermissionSource{R: o.Resources}, policyCacheTTL, policyCacheEntries)
 	if s.Security, err = auth.NewBrokerSecurity(o.Broker.Security, pol, o.Logger); err != nil {
 		return nil, fmt.Errorf("security: %w", err)
 	}

@@ -148,7 +148,7 @@ func StartRole(ctx context.Context, cfg config.SQLWorkerConfig, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	authz, err := auth.NewAuthorizer(cfg.Security.Authz, auth.ResourcePolicies{R: res}, log)
+	authz, err := auth.NewAuthorizer(cfg.Security.Authz, resources.PermissionSource{R: res}, log)
 	if err != nil {
 		return nil, err
 	}
