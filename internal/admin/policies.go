@@ -74,14 +74,7 @@ var namespacePolicies = []policy{
 			if err := decodeInto(&p.AutoTopicCreationOverride)(p, r); err != nil {
 				return err
 			}
-			o := p.AutoTopicCreationOverride
-			if o.TopicType != "partitioned" && o.TopicType != "non-partitioned" {
-				return fmt.Errorf("%w: topicType must be partitioned or non-partitioned", ErrBadRequest)
-			}
-			if o.TopicType == "partitioned" && o.DefaultNumPartitions < 1 {
-				return fmt.Errorf("%w: defaultNumPartitions must be at least 1", ErrBadRequest)
-			}
-			return nil
+			return checkAutoTopicCreation(p.AutoTopicCreationOverride)
 		},
 		remove: func(p *resources.Policies) { p.AutoTopicCreationOverride = nil },
 	},
@@ -317,5 +310,25 @@ func decodeLimit(dst **int, r *http.Request) error {
 		return fmt.Errorf("%w: limit must be >= 0, got %d", ErrBadRequest, v)
 	}
 	*dst = &v
+	return nil
+}
+
+// checkAutoTopicCreation validates an override with Pulsar's reasons (pulsaradmin compares
+// them). Disabling needs no type. An absent defaultNumPartitions decodes as 0, so 0 reads
+// as "null" here.
+func checkAutoTopicCreation(o *resources.AutoTopicCreationOverride) error {
+	const pre = "Invalid configuration for autoTopicCreationOverride. the detail is "
+	switch {
+	case !o.AllowAutoTopicCreation:
+		return nil
+	case o.TopicType == "partitioned" && o.DefaultNumPartitions == 0:
+		return reasonError(pre + "[defaultNumPartitions] cannot be null when the type is partitioned.")
+	case o.TopicType == "partitioned" && o.DefaultNumPartitions < 1:
+		return reasonError(pre + "[defaultNumPartitions] cannot be less than 1 for partition type.")
+	case o.TopicType == "non-partitioned" && o.DefaultNumPartitions != 0:
+		return reasonError(pre + "[defaultNumPartitions] is not allowed to be set when the type is non-partition.")
+	case o.TopicType != "partitioned" && o.TopicType != "non-partitioned":
+		return reasonError(pre + "[topicType] must be partitioned or non-partitioned.")
+	}
 	return nil
 }

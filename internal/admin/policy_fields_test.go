@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
@@ -75,5 +76,51 @@ func TestMorePolicyEndpoints(t *testing.T) {
 	must(t, "clear deletion lag", a.Namespaces().ClearOffloadDeleteLag(*ns))
 	if v, err := a.Namespaces().GetOffloadDeleteLag(*ns); err != nil || v != -1 {
 		t.Fatalf("cleared deletion lag = %d, %v", v, err)
+	}
+}
+
+// TestPulsarAdminSuiteFixes are regressions of pulsaradmin's own tests
+// (docs/compatibility.md): the auto-topic-creation refusals' texts and disabling without a
+// type, peek creating a missing subscription at the earliest message, and the stats
+// options excludePublishers / excludeConsumers.
+func TestPulsarAdminSuiteFixes(t *testing.T) {
+	a := adminClient(t)
+	ns, _ := utils.GetNamespaceName("public/default")
+	err := a.Namespaces().SetTopicAutoCreation(*ns, utils.TopicAutoCreationConfig{Allow: true, Type: utils.Partitioned})
+	var re rest.Error
+	if !errors.As(err, &re) || re.Reason != "Invalid configuration for autoTopicCreationOverride. the detail is [defaultNumPartitions] cannot be null when the type is partitioned." {
+		t.Fatalf("partitioned without partitions: %v", err)
+	}
+	must(t, "disable auto creation", a.Namespaces().SetTopicAutoCreation(*ns, utils.TopicAutoCreationConfig{Allow: false}))
+	must(t, "remove override", a.Namespaces().RemoveTopicAutoCreation(*ns))
+
+	const topic = "persistent://public/default/admin-suite-fixes"
+	c := pulsarClient(t)
+	produce(t, c, topic, 3)
+	tn := topicName(t, topic)
+	msgs, err := a.Subscriptions().PeekMessages(*tn, "never-created", 2)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("peek on a missing subscription: %d messages, %v", len(msgs), err)
+	}
+	subs, err := a.Subscriptions().List(*tn)
+	if err != nil || !contains(subs, "never-created") {
+		t.Fatalf("subscriptions after the peek: %v, %v", subs, err)
+	}
+
+	p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
+	must(t, "producer", err)
+	defer p.Close()
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "attached"})
+	must(t, "consumer", err)
+	defer cons.Close()
+	st, err := a.Topics().GetStatsWithOption(*tn, utils.GetStatsOptions{ExcludePublishers: true, ExcludeConsumers: true})
+	must(t, "stats", err)
+	if len(st.Publishers) != 0 || len(st.Subscriptions["attached"].Consumers) != 0 {
+		t.Fatalf("excluded publishers/consumers listed: %d, %d", len(st.Publishers), len(st.Subscriptions["attached"].Consumers))
+	}
+	st, err = a.Topics().GetStats(*tn)
+	must(t, "stats", err)
+	if len(st.Publishers) != 1 || len(st.Subscriptions["attached"].Consumers) != 1 {
+		t.Fatalf("stats without the options: %d publishers, %d consumers", len(st.Publishers), len(st.Subscriptions["attached"].Consumers))
 	}
 }

@@ -384,8 +384,22 @@ func (s *server) topicStats(ctx context.Context, r *http.Request) (any, error) {
 	st, err := s.broker.TopicStats(ctx, t.String())
 	if err == nil {
 		s.rates.apply(t.String(), &st, time.Now())
+		excludeStats(r, &st)
 	}
 	return st, err
+}
+
+// excludeStats applies Pulsar's excludePublishers / excludeConsumers stats options.
+func excludeStats(r *http.Request, st *topics.TopicStats) {
+	if boolParam(r, "excludePublishers") {
+		st.Publishers = []topics.PublisherStats{}
+	}
+	if boolParam(r, "excludeConsumers") {
+		for name, sub := range st.Subscriptions {
+			sub.Consumers = []topics.ConsumerStats{}
+			st.Subscriptions[name] = sub
+		}
+	}
 }
 
 func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, error) {
@@ -412,6 +426,7 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 			return nil, err
 		}
 		s.rates.apply(t.partition(i), &st, time.Now())
+		excludeStats(r, &st)
 		out.Add(st)
 		if per {
 			out.Partitions[t.partition(i)] = st

@@ -2,6 +2,7 @@ package topics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,14 @@ const peekReadBytes = 64 << 20
 // Peek returns the k-th (from 1) unacknowledged entry of sub.
 func (s *Service) Peek(ctx context.Context, name Name, sub string, k int) (Entry, error) {
 	t, c, err := s.durableCursor(ctx, name, sub)
+	if errors.Is(err, wire.ErrSubscriptionNotFound) {
+		// As Pulsar's getSubscriptionReference: peeking a subscription that does not exist
+		// creates it at the earliest message.
+		if cerr := s.CreateSubscription(ctx, name, sub, Earliest); cerr != nil && !errors.Is(cerr, ErrSubscriptionExists) {
+			return Entry{}, cerr
+		}
+		t, c, err = s.durableCursor(ctx, name, sub)
+	}
 	if err != nil {
 		return Entry{}, err
 	}
