@@ -11,6 +11,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/io/file"
 	"github.com/magnetar-io/magnetar/internal/io/jdbc"
 	"github.com/magnetar-io/magnetar/internal/io/kafka"
+	"github.com/magnetar-io/magnetar/internal/io/objstore"
 	"github.com/magnetar-io/magnetar/internal/io/redis"
 	"github.com/magnetar-io/magnetar/internal/io/webhook"
 )
@@ -25,6 +26,7 @@ func Definitions() []*connector.Definition {
 		redis.Definition(),
 	}
 	defs = append(defs, webhook.Definitions()...)
+	defs = append(defs, objstore.Definitions()...)
 	defs = append(defs, mysql.Definitions()...)
 	return append(defs, jdbc.Definitions()...)
 }

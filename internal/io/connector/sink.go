@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -115,6 +116,17 @@ func (in *Instance) consumerOptions() pulsar.ConsumerOptions {
 }
 
 // record wraps a consumed message; its Ack/Fail acknowledge it per the guarantee.
+// messageIDString is an ID as Pulsar's Java client prints it: ledger:entry:partition, and
+// :batchIndex for a message of a batch (the Go client's String leaves the index out, so
+// the messages of one batch would look alike).
+func messageIDString(id pulsar.MessageID) string {
+	s := strconv.FormatInt(id.LedgerID(), 10) + ":" + strconv.FormatInt(id.EntryID(), 10) + ":" + strconv.FormatInt(int64(id.PartitionIdx()), 10)
+	if id.BatchSize() > 0 && id.BatchIdx() >= 0 {
+		s += ":" + strconv.FormatInt(int64(id.BatchIdx()), 10)
+	}
+	return s
+}
+
 func (r *sinkRun) record(m pulsar.Message) *Record {
 	r.in.stats.addReceived(1)
 	atMost := r.in.spec.ProcessingGuarantees == AtMostOnce
@@ -123,7 +135,7 @@ func (r *sinkRun) record(m pulsar.Message) *Record {
 	}
 	rec := &Record{
 		Topic: m.Topic(), Key: m.Key(), Value: m.Payload(), Properties: m.Properties(), EventTime: m.EventTime(),
-		MessageID: m.ID().String(), PublishTime: m.PublishTime(), RedeliveryCount: m.RedeliveryCount(),
+		MessageID: messageIDString(m.ID()), PublishTime: m.PublishTime(), RedeliveryCount: m.RedeliveryCount(),
 	}
 	began := time.Now()
 	var once sync.Once

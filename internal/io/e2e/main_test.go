@@ -111,7 +111,12 @@ func client(t testing.TB) pulsar.Client {
 }
 
 // hangLimit only catches hangs: every wait is on a condition.
-const hangLimit = 4 * time.Minute
+var hangLimit = func() time.Duration {
+	if os.Getenv("IO_TEST_HANG") != "" {
+		return 30 * time.Second
+	}
+	return 4 * time.Minute
+}()
 
 // eventually polls cond until it holds.
 func eventually(t testing.TB, what string, cond func() (bool, error)) {
