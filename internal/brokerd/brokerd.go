@@ -138,7 +138,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		mount.Set(b.fnw)
 	}
 	b.svc.MarkReady()
-	b.log.Info("magnetar broker ready", "broker", b.own.Self().NativeURL, "http", b.own.Self().HTTPURL,
+	b.log.Info("magnetar broker ready", "broker", b.own.Self().NativeURL, "http", b.own.Self().HTTPURL, "kafka", b.svc.KafkaAddr(),
 		"metadata", cfg.MetadataStoreURL, "startup", time.Since(began).Round(time.Millisecond))
 	return b, nil
 }

@@ -343,7 +343,8 @@ func (b *TopicsBackend) NextProducerID(ctx context.Context) (int64, error) {
 
 // Cursor property names of a group's subscription.
 const (
-	propOffset = "kafka.offset"
+	propOffset   = "kafka.offset"
+	propCommitMs = "kafka.commit.ms"
 	// Metadata is kept as its length and 8-byte chunks (cursor properties are numbers).
 	propMetadataLen = "kafka.metadata.len"
 	propMetadata    = "kafka.metadata."
@@ -361,14 +362,21 @@ func (b *TopicsBackend) loaded(ctx context.Context, partition string) (*topics.T
 	return b.svc.Topic(ctx, name, topics.Load{Create: false})
 }
 
-// CommitOffset implements Backend: the group's subscription is moved so that everything
-// before the entry holding offset is consumed (an entry partly consumed stays in the
-// backlog), and the exact offset and metadata become its cursor properties.
+// CommitOffset implements Backend. On a partition this broker serves, the group's
+// subscription is moved so that everything before the entry holding offset is consumed (an
+// entry partly consumed stays in the backlog), and the exact offset, metadata and commit
+// time become its cursor properties. A partition another broker owns (the group's
+// coordinator is not always its leader) gets a metadata-store record instead
+// (resources.KafkaOffset); reads take the newer of the two.
 func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group string, offset int64, md string) error {
 	if len(md) > maxOffsetMetadata {
 		return fmt.Errorf("%w: offset metadata of %d bytes (at most %d)", ErrOffsetMetadataTooBig, len(md), maxOffsetMetadata)
 	}
+	now := time.Now().UnixMilli()
 	t, err := b.loaded(ctx, partition)
+	if isRemote(err) {
+		return b.res.PutKafkaOffset(ctx, group, partition, resources.KafkaOffset{Offset: offset, Metadata: md, CommitMs: now})
+	}
 	if err != nil {
 		return err
 	}
@@ -377,7 +385,7 @@ func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group strin
 		return err
 	}
 	markDelete := topics.Position{LedgerID: pos.LedgerID, EntryID: pos.EntryID - 1}
-	props := map[string]int64{propOffset: offset}
+	props := map[string]int64{propOffset: offset, propCommitMs: now}
 	if md != "" {
 		props[propMetadataLen] = int64(len(md))
 		for i := 0; i < len(md); i += 8 {
@@ -391,33 +399,50 @@ func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group strin
 	return t.CommitSubscription(ctx, group, markDelete, props)
 }
 
+// isRemote tells whether loading a partition failed because another broker owns it.
+func isRemote(err error) bool { return err != nil && errors.Is(err, wire.ErrServiceNotReady) }
+
 // CommittedOffset implements Backend.
 func (b *TopicsBackend) CommittedOffset(ctx context.Context, partition, group string) (int64, string, bool, error) {
+	rec, rerr := b.res.KafkaOffset(ctx, group, partition)
+	if rerr != nil && !errors.Is(rerr, resources.ErrNotFound) {
+		return 0, "", false, rerr
+	}
+	haveRec := rerr == nil
 	t, err := b.loaded(ctx, partition)
-	if err != nil {
-		if errors.Is(err, wire.ErrTopicNotFound) {
-			return 0, "", false, nil
-		}
+	switch {
+	case isRemote(err) || errors.Is(err, wire.ErrTopicNotFound):
+		return rec.Offset, rec.Metadata, haveRec, nil
+	case err != nil:
 		return 0, "", false, err
 	}
+	off, md, commitMs, ok := cursorCommit(t, group)
+	if haveRec && (!ok || rec.CommitMs > commitMs) {
+		return rec.Offset, rec.Metadata, true, nil
+	}
+	return off, md, ok, nil
+}
+
+// cursorCommit reads a commit from the group's subscription's cursor properties.
+func cursorCommit(t *topics.Topic, group string) (offset int64, md string, commitMs int64, ok bool) {
 	_, props, ok := t.SubscriptionState(group)
 	if !ok {
-		return 0, "", false, nil
+		return 0, "", 0, false
 	}
 	off, ok := props[propOffset]
 	if !ok {
 		// A Pulsar subscription of the same name: not a Kafka commit.
-		return 0, "", false, nil
+		return 0, "", 0, false
 	}
 	n := int(props[propMetadataLen])
 	if n <= 0 || n > maxOffsetMetadata {
-		return off, "", true, nil
+		return off, "", props[propCommitMs], true
 	}
-	md := make([]byte, n)
+	buf := make([]byte, n)
 	for i := 0; i < n; i++ {
-		md[i] = byte(props[propMetadata+strconv.Itoa(i/8)] >> (8 * (i % 8)))
+		buf[i] = byte(props[propMetadata+strconv.Itoa(i/8)] >> (8 * (i % 8)))
 	}
-	return off, string(md), true, nil
+	return off, string(buf), props[propCommitMs], true
 }
 
 // DeleteOffset implements Backend.
@@ -426,8 +451,11 @@ func (b *TopicsBackend) DeleteOffset(ctx context.Context, partition, group strin
 	if err != nil {
 		return err
 	}
+	if err := b.res.DeleteKafkaOffset(ctx, group, partition); err != nil {
+		return err
+	}
 	err = b.svc.DeleteSubscription(ctx, name, group, true)
-	if errors.Is(err, wire.ErrSubscriptionNotFound) || errors.Is(err, wire.ErrTopicNotFound) {
+	if errors.Is(err, wire.ErrSubscriptionNotFound) || errors.Is(err, wire.ErrTopicNotFound) || isRemote(err) {
 		return nil
 	}
 	return err

@@ -11,7 +11,7 @@
 //	/admin/partitioned-topics/{tenant}/{namespace}/{domain}/{topic}   PartitionedTopicMetadata
 //	/admin/topics/{tenant}/{namespace}/{domain}/{topic}               TopicRecord (written "{}" by the broker)
 //	/admin/topic-policies/{tenant}/{namespace}/{domain}/{topic}       TopicPolicies (topic-level overrides)
-//	/kafka/groups/{group}, /kafka/producer-ids, /kafka/log-start/{partition}   the Kafka front end's (kafka.go)
+//	/kafka/groups/{group}, /kafka/producer-ids, /kafka/log-start/{partition}, /kafka/offsets/{group}/{partition}   the Kafka front end's (kafka.go)
 //
 // Every update is a read-modify-CAS loop (Update), so two admins changing different
 // policies of one namespace never lose either change.

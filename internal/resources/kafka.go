@@ -19,13 +19,54 @@ import (
 //	/kafka/producer-ids                           KafkaProducerIDs: the next producer id
 //	/kafka/log-start/{url-escaped partition}      KafkaLogStart: DeleteRecords' low watermark
 //	                                              of one partition (its full Pulsar name)
+//	/kafka/offsets/{group}/{partition}            KafkaOffset: a group's commit on a
+//	                                              partition another broker owned at the
+//	                                              time (its own commits are cursors)
 //
 // Group ids are any string, hence the escaping: each is one key segment.
 const (
 	kafkaGroupsPrefix   = "/kafka/groups/"
 	kafkaProducerIDsKey = "/kafka/producer-ids"
 	kafkaLogStartPrefix = "/kafka/log-start/"
+	kafkaOffsetsPrefix  = "/kafka/offsets/"
 )
+
+// KafkaOffset is a committed offset kept in the metadata store, with the commit's time
+// (Unix ms) so the newer of it and the partition's cursor wins.
+type KafkaOffset struct {
+	Offset   int64  `json:"offset"`
+	Metadata string `json:"metadata,omitempty"`
+	CommitMs int64  `json:"commitMs"`
+}
+
+func kafkaOffsetKey(group, partition string) string {
+	return kafkaOffsetsPrefix + url.PathEscape(group) + "/" + url.PathEscape(strings.TrimPrefix(partition, "persistent://"))
+}
+
+// KafkaOffset returns a group's stored commit on partition; ErrNotFound if none.
+func (r *Resources) KafkaOffset(ctx context.Context, group, partition string) (KafkaOffset, error) {
+	var o KafkaOffset
+	_, err := r.get(ctx, kafkaOffsetKey(group, partition), &o)
+	return o, err
+}
+
+// PutKafkaOffset stores a group's commit on partition.
+func (r *Resources) PutKafkaOffset(ctx context.Context, group, partition string, o KafkaOffset) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	_, err = r.store.Put(ctx, kafkaOffsetKey(group, partition), b, metadata.AnyVersion)
+	return err
+}
+
+// DeleteKafkaOffset removes a group's stored commit on partition, if any.
+func (r *Resources) DeleteKafkaOffset(ctx context.Context, group, partition string) error {
+	if err := r.del(ctx, kafkaOffsetKey(group, partition)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}
 
 // KafkaGroupRecord is a Kafka group's durable record.
 type KafkaGroupRecord struct {

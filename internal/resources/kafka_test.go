@@ -86,4 +86,21 @@ func TestKafkaRecords(t *testing.T) {
 	if err := r.DeleteKafkaLogStart(ctx, p); err != nil {
 		t.Fatalf("deleting a missing record: %v", err)
 	}
+
+	// Offsets of a group on a partition, group ids with "/" included.
+	if _, err := r.KafkaOffset(ctx, "a/b", p); !errors.Is(err, resources.ErrNotFound) {
+		t.Fatalf("no offset yet: %v", err)
+	}
+	if err := r.PutKafkaOffset(ctx, "a/b", p, resources.KafkaOffset{Offset: 7, Metadata: "m", CommitMs: 9}); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := r.KafkaOffset(ctx, "a/b", p); err != nil || o != (resources.KafkaOffset{Offset: 7, Metadata: "m", CommitMs: 9}) {
+		t.Fatalf("offset %+v %v", o, err)
+	}
+	if err := r.DeleteKafkaOffset(ctx, "a/b", p); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteKafkaOffset(ctx, "a/b", p); err != nil {
+		t.Fatalf("deleting a missing offset: %v", err)
+	}
 }
