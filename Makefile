@@ -45,7 +45,7 @@ bench:
 # 500 randomized ledger chaos rounds (TestChaosRecovery), the 300 managed-ledger crash/reopen
 # rounds (TestRestartRecoveryRandomized) and the chaos harness's long tier (TestChaosLong,
 # which the soak tag turns on; it needs root).
-SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized|TestChaosLong|TestTxnSIGKILLExactlyOnce
+SOAK_TESTS      := Soak|TestChaosRecovery|TestRestartRecoveryRandomized|TestChaosLong|TestTxnSIGKILLExactlyOnce|TestTxnClusterCoordinatorOwnerSIGKILL
 soak:
 	$(GO) test -tags $(TAGS),soak -timeout 10h -run '$(SOAK_TESTS)' ./...
 

@@ -3,3 +3,5 @@
 package e2e
 
 const txnCrashRounds = 120
+
+const txnSoak = true
