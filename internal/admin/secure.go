@@ -24,6 +24,7 @@ import (
 //     bookies, dynamic configuration and the profiler are superuser business; a tenant and
 //     its namespaces (policies, permissions, bundles) are its admins'; topic lists need
 //     produce or consume on the namespace; topic stats and lookups need produce or consume;
+//     the REST producer (POST /topics/...) needs produce;
 //     subscriptions, peeking and reading messages need consume (and the subscription's own
 //     rules); everything else about a topic (create, delete, terminate, unload, partitions,
 //     topic policies, permissions, schema changes) is its tenant admins'. A path that fits no
@@ -122,6 +123,9 @@ func routeRule(method, p string) rule {
 		return rule{open: true}
 	case at(0) == "lookup" && at(1) == "v2" && at(2) == "topic" && len(seg) >= 7:
 		return topicRule(at(3), at(4), at(5), at(6), auth.TopicLookup, "")
+	case at(0) == "topics" && (at(1) == "persistent" || at(1) == "non-persistent") && len(seg) >= 5 && method == http.MethodPost:
+		// The REST producer (produce.go): produce permission, as a PRODUCER command needs.
+		return topicRule(at(1), at(2), at(3), at(4), auth.TopicProduce, "")
 	case at(0) != "admin" || at(1) != "v2":
 		return super
 	}

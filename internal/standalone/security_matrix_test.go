@@ -248,6 +248,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", t0 + "/partitions", "", lookupRoles},
 		{"GET", "/lookup/v2/topic/persistent/acme/app/matrix", "", lookupRoles},
 		{"GET", "/admin/v2/schemas/acme/app/matrix/schema", "", lookupRoles},
+		// The REST producer: produce.
+		{"POST", "/topics/persistent/acme/app/matrix", `{"messages":[{"payload":"x"}]}`, produceRoles},
+		{"POST", "/topics/persistent/acme/app/matrix/partitions/0", `{"messages":[{"payload":"x"}]}`, produceRoles},
 		// Reading messages and subscriptions: consume.
 		{"GET", t0 + "/subscriptions", "", consumeRoles},
 		{"GET", fmt.Sprintf("%s/ledger/%d/entry/%d", t0, led, ent), "", consumeRoles},
