@@ -15,6 +15,8 @@ ARG GO_VERSION=1.26
 FROM golang:${GO_VERSION}-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces go-icu-regex with this local module (internal/sql/icuregex/regex.go).
+COPY internal/sql/icuregex/ internal/sql/icuregex/
 RUN go mod download
 COPY . .
 ARG VERSION=dev

@@ -151,3 +151,24 @@ func TestTimeoutAndAdmission(t *testing.T) {
 		t.Fatalf("after the timeout: %v", got)
 	}
 }
+
+// TestRegexpFunctions: MySQL's REGEXP functions over internal/sql/icuregex (Go's regexp in
+// place of the ICU module go-mysql-server links, see its doc).
+func TestRegexpFunctions(t *testing.T) {
+	_, db := serve(t, ordersSource(t), nil)
+	got := queryRows(t, db, `SELECT REGEXP_LIKE('Item-42', '^item-[0-9]+$', 'i'), REGEXP_LIKE('item-x', '^item-[0-9]+$'),
+		REGEXP_INSTR('a1b22c333', '[0-9]+', 1, 2), REGEXP_INSTR('a1b22c333', '[0-9]+', 1, 2, 1), REGEXP_INSTR('déjà vu', 'vu'),
+		REGEXP_SUBSTR('a1b22c333', '[0-9]+', 4), REGEXP_SUBSTR('abc', '[0-9]+'),
+		REGEXP_REPLACE('a1b22c333', '[0-9]+', '#'), REGEXP_REPLACE('a1b22c333', '[0-9]+', '#', 1, 2), REGEXP_REPLACE('k=v', '(\\w)=(\\w)', '$2=$1'),
+		'item-3' REGEXP 'm-[3-5]'`)
+	want := [][]string{{"1", "0", "4", "6", "6", "22", "NULL", "a#b#c#", "a1b#c333", "v=k", "1"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := queryRows(t, db, "SELECT count(*) FROM `public/default`.orders WHERE item REGEXP '^item-[0-2]$'"); got[0][0] != "1287" {
+		t.Fatalf("REGEXP over a topic: %v", got)
+	}
+	if _, err := db.Exec("SELECT REGEXP_LIKE('a', '(')"); err == nil || !strings.Contains(err.Error(), "regular expression is invalid") {
+		t.Fatalf("a bad pattern: %v", err)
+	}
+}
