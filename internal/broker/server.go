@@ -106,6 +106,8 @@ func New(cfg config.BrokerConfig, deps Deps) (*Server, error) {
 		if err := s.startTxn(deps.Registerer); err != nil { // txn.go
 			return nil, err
 		}
+	} else {
+		s.recordAssignTopic() // txn.go
 	}
 	return s, nil
 }

@@ -60,6 +60,18 @@ func (s *Server) startTxn(reg prometheus.Registerer) error {
 	return nil
 }
 
+// recordAssignTopic creates the assign topic with transactions off too, as Pulsar's
+// initialize-cluster-metadata does: a client that enables transactions then reaches
+// TC_CLIENT_CONNECT and hears "Transactions are not enabled." (what the Go client's
+// TestTransactionDisabled expects) instead of failing on a topic with no partitions.
+func (s *Server) recordAssignTopic() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if _, err := s.topics.EnsureTxnSystem(ctx, s.cfg.Transaction.NumCoordinators); err != nil {
+		s.log.Warn("could not record the transaction coordinator assign topic", "err", err)
+	}
+}
+
 // Coordinators are the transaction coordinators this broker serves (nil: transactions off).
 func (s *Server) Coordinators() *txn.Coordinators { return s.txn }
 

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +238,19 @@ func TestTxnGoClientTimeoutAborts(t *testing.T) {
 	}
 	if st := other.GetState(); st != pulsar.TxnError {
 		t.Fatalf("the conflicting transaction is %v, want TxnError (the client's state after a failed op)", st)
+	}
+}
+
+// TestTxnDisabled: with transactionCoordinatorEnabled off, a client enabling transactions
+// is refused with "Transactions are not enabled" (the Go client's TestTransactionDisabled).
+func TestTxnDisabled(t *testing.T) {
+	b := startBrokerOn(t, false, nil)
+	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: b.url, OperationTimeout: waitFor, Logger: quietLogger(), EnableTransaction: true})
+	if err == nil {
+		c.Close()
+		t.Fatal("a client with transactions connected to a broker without them")
+	}
+	if !strings.Contains(err.Error(), "Transactions are not enabled") {
+		t.Fatalf("error %q", err)
 	}
 }
