@@ -38,11 +38,12 @@ func (a *app) adminCmd() *cobra.Command {
 	ac.sec.bind(pf)
 	cmd.AddCommand(ac.clustersCmd(), ac.tenantsCmd(), ac.namespacesCmd(), ac.topicsCmd(), ac.brokersCmd(), ac.bookiesCmd(), ac.schemasCmd())
 	ac.addNamespaceSchemaVerbs(cmd)
-	ac.addTopicPolicyVerbs(cmd)          // admin_topic_policies.go
-	ac.addClusterRecordVerbs(cmd)        // admin_cluster_records.go
-	ac.addClusterVerbs(cmd)              // admin_cluster.go
-	cmd.AddCommand(ac.functionsCmd())    // functions.go
-	cmd.AddCommand(ac.transactionsCmd()) // admin_transactions.go
+	ac.addTopicPolicyVerbs(cmd)                                            // admin_topic_policies.go
+	ac.addClusterRecordVerbs(cmd)                                          // admin_cluster_records.go
+	ac.addClusterVerbs(cmd)                                                // admin_cluster.go
+	cmd.AddCommand(ac.functionsCmd())                                      // functions.go
+	cmd.AddCommand(ac.connectorCmd(sourcesCLI), ac.connectorCmd(sinksCLI)) // admin_connectors.go
+	cmd.AddCommand(ac.transactionsCmd())                                   // admin_transactions.go
 	return cmd
 }
 
