@@ -66,6 +66,10 @@ func (s *Services) startKafka(o ServicesOptions) error {
 	srv, err := kafka.New(kafka.Options{
 		Config: kc, Backend: be, NodeID: be.NodeID(), ClusterID: o.Broker.ClusterName,
 		MaxMessageSize: o.Broker.MaxMessageSize, Logger: o.Logger, Registerer: o.Registry,
+		// SASL (PLAIN with a token or basic password, OAUTHBEARER) against the broker's
+		// authentication providers; every request authorized as on the Pulsar side.
+		Auth: s.Security.Authn, Authorizer: s.Security.Authz,
+		AuthzCacheTTL: o.Broker.Security.Authz.RecheckInterval(),
 	})
 	if err != nil {
 		return fmt.Errorf("kafka: %w", err)

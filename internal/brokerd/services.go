@@ -139,11 +139,6 @@ type Services struct {
 // service -> its front ends (the Pulsar protocol, admin HTTP), and serves them. On error
 // whatever started is closed again.
 func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err error) {
-	if sec := o.Broker.Security; o.Broker.Kafka.Enabled() && (sec.Authn.Enabled || sec.Authz.Enabled) {
-		// The Kafka listener does not authenticate (SASL) yet: serving it would bypass the
-		// protection asked for on every other front end.
-		return nil, errors.New("kafkaListeners with authenticationEnabled or authorizationEnabled: the Kafka listener does not authenticate yet (SASL): leave kafkaListeners empty or security off")
-	}
 	s := &Services{log: o.Logger, served: make(chan error, 4), lns: o.Listeners}
 	defer func() {
 		if err != nil {

@@ -105,6 +105,7 @@ func (l *topicLog) Append(entry []byte, count int, done func(int64, error)) {
 
 // Read implements Log.
 func (l *topicLog) Read(ctx context.Context, offset int64, maxBytes int) ([]Entry, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	if !l.Live() {
 		return nil, l.errDead()
 	}
@@ -256,7 +257,7 @@ func (l *topicLog) HighWatermark() int64 { return l.t.HighWatermark() }
 // StartOffset implements Log: the first stored message, or DeleteRecords' mark within the
 // first ledger.
 func (l *topicLog) StartOffset() int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	ctx, cancel := context.WithTimeout(topics.Internal(context.Background()), openTimeout)
 	defer cancel()
 	start, err := l.t.StartIndex(ctx)
 	if err != nil {
@@ -271,6 +272,7 @@ func (l *topicLog) StartOffset() int64 {
 // OffsetForTime implements Log: by the time the broker stored each batch (Kafka's
 // LogAppendTime; a CreateTime in the future or far past does not move it).
 func (l *topicLog) OffsetForTime(ctx context.Context, ms int64) (int64, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	off, err := l.t.IndexAtTime(ctx, ms)
 	if err != nil {
 		return 0, err
@@ -281,6 +283,7 @@ func (l *topicLog) OffsetForTime(ctx context.Context, ms int64) (int64, error) {
 // Truncate implements Log: whole ledgers before offset go (subscriptions behind move up),
 // and the mark hides the rest of the messages below offset.
 func (l *topicLog) Truncate(ctx context.Context, offset int64) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	offset = min(offset, l.t.HighWatermark())
 	if offset <= l.StartOffset() {
 		return nil

@@ -108,6 +108,7 @@ func parseTopic(full string) (topics.Name, error) {
 
 // Partitions implements Backend.
 func (b *TopicsBackend) Partitions(ctx context.Context, full string) (int, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	n, err := parseTopic(full)
 	if err != nil {
 		return 0, err
@@ -131,6 +132,7 @@ func (b *TopicsBackend) Partitions(ctx context.Context, full string) (int, error
 
 // CreateTopic implements Backend.
 func (b *TopicsBackend) CreateTopic(ctx context.Context, full string, n int, configs map[string]string) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(full)
 	if err != nil {
 		return err
@@ -160,6 +162,7 @@ func (b *TopicsBackend) CreateTopic(ctx context.Context, full string, n int, con
 // DeleteTopic implements Backend: every partition, then the partitioned topic's record,
 // and the DeleteRecords marks of its partitions.
 func (b *TopicsBackend) DeleteTopic(ctx context.Context, full string) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(full)
 	if err != nil {
 		return err
@@ -188,6 +191,7 @@ func (b *TopicsBackend) DeleteTopic(ctx context.Context, full string) error {
 
 // AddPartitions implements Backend.
 func (b *TopicsBackend) AddPartitions(ctx context.Context, full string, n int) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(full)
 	if err != nil {
 		return err
@@ -208,6 +212,7 @@ func (b *TopicsBackend) AddPartitions(ctx context.Context, full string, n int) e
 // ListTopics implements Backend: the persistent topics of every namespace, partitions
 // folded into their topic.
 func (b *TopicsBackend) ListTopics(ctx context.Context) ([]string, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	tenants, err := b.res.Tenants(ctx)
 	if err != nil {
 		return nil, err
@@ -245,6 +250,7 @@ func (b *TopicsBackend) ListTopics(ctx context.Context) ([]string, error) {
 
 // NamespaceExists implements Backend.
 func (b *TopicsBackend) NamespaceExists(ctx context.Context, tenant, namespace string) bool {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	_, err := b.res.Namespace(ctx, tenant, namespace)
 	return err == nil
 }
@@ -252,12 +258,14 @@ func (b *TopicsBackend) NamespaceExists(ctx context.Context, tenant, namespace s
 // AutoCreate implements Backend: the broker's (or the namespace's) auto-creation policy.
 // A non-partitioned policy gives Kafka clients a topic of one partition.
 func (b *TopicsBackend) AutoCreate(ctx context.Context, tenant, namespace string) (bool, int) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	return b.svc.AutoCreation(ctx, topics.Name{Domain: topics.DomainPersistent, Tenant: tenant, Namespace: namespace, Local: "x", Partition: -1})
 }
 
 // Brokers implements Backend: this broker in standalone, else every live broker that
 // registered a Kafka listener.
 func (b *TopicsBackend) Brokers(ctx context.Context) ([]Node, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	if b.own == nil {
 		return []Node{b.self}, nil
 	}
@@ -295,6 +303,7 @@ func nodeFromListener(id int32, listener string) (Node, bool) {
 
 // Leader implements Backend: the owner of the partition's bundle (assigned now if free).
 func (b *TopicsBackend) Leader(ctx context.Context, partition string) (int32, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	if b.own == nil {
 		return b.self.ID, nil
 	}
@@ -310,6 +319,7 @@ func (b *TopicsBackend) Leader(ctx context.Context, partition string) (int32, er
 
 // Coordinator implements Backend: the owner of the bundle of the key's offsets topic.
 func (b *TopicsBackend) Coordinator(ctx context.Context, key string) (int32, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	if b.own == nil {
 		return b.self.ID, nil
 	}
@@ -325,6 +335,7 @@ func (b *TopicsBackend) Coordinator(ctx context.Context, key string) (int32, err
 
 // Open implements Backend.
 func (b *TopicsBackend) Open(ctx context.Context, partition string) (Log, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(partition)
 	if err != nil {
 		return nil, err
@@ -338,6 +349,7 @@ func (b *TopicsBackend) Open(ctx context.Context, partition string) (Log, error)
 
 // NextProducerID implements Backend.
 func (b *TopicsBackend) NextProducerID(ctx context.Context) (int64, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	return b.res.NextKafkaProducerIDs(ctx, 1)
 }
 
@@ -369,6 +381,7 @@ func (b *TopicsBackend) loaded(ctx context.Context, partition string) (*topics.T
 // coordinator is not always its leader) gets a metadata-store record instead
 // (resources.KafkaOffset); reads take the newer of the two.
 func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group string, offset int64, md string) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	if len(md) > maxOffsetMetadata {
 		return fmt.Errorf("%w: offset metadata of %d bytes (at most %d)", ErrOffsetMetadataTooBig, len(md), maxOffsetMetadata)
 	}
@@ -404,6 +417,7 @@ func isRemote(err error) bool { return err != nil && errors.Is(err, wire.ErrServ
 
 // CommittedOffset implements Backend.
 func (b *TopicsBackend) CommittedOffset(ctx context.Context, partition, group string) (int64, string, bool, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	rec, rerr := b.res.KafkaOffset(ctx, group, partition)
 	if rerr != nil && !errors.Is(rerr, resources.ErrNotFound) {
 		return 0, "", false, rerr
@@ -447,6 +461,7 @@ func cursorCommit(t *topics.Topic, group string) (offset int64, md string, commi
 
 // DeleteOffset implements Backend.
 func (b *TopicsBackend) DeleteOffset(ctx context.Context, partition, group string) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(partition)
 	if err != nil {
 		return err
@@ -464,6 +479,7 @@ func (b *TopicsBackend) DeleteOffset(ctx context.Context, partition, group strin
 // SaveGroup implements Backend (the record is groups.go's groupRecord, the same JSON as
 // resources.KafkaGroupRecord).
 func (b *TopicsBackend) SaveGroup(ctx context.Context, group string, data []byte) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	var rec resources.KafkaGroupRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
 		return fmt.Errorf("kafka: group %q record: %w", group, err)
@@ -473,6 +489,7 @@ func (b *TopicsBackend) SaveGroup(ctx context.Context, group string, data []byte
 
 // LoadGroup implements Backend.
 func (b *TopicsBackend) LoadGroup(ctx context.Context, group string) ([]byte, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	rec, err := b.res.KafkaGroup(ctx, group)
 	if errors.Is(err, resources.ErrNotFound) {
 		return nil, nil
@@ -485,11 +502,13 @@ func (b *TopicsBackend) LoadGroup(ctx context.Context, group string) ([]byte, er
 
 // ListGroups implements Backend.
 func (b *TopicsBackend) ListGroups(ctx context.Context) ([]string, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	return b.res.KafkaGroups(ctx)
 }
 
 // DeleteGroup implements Backend.
 func (b *TopicsBackend) DeleteGroup(ctx context.Context, group string) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	if err := b.res.DeleteKafkaGroup(ctx, group); err != nil && !errors.Is(err, resources.ErrNotFound) {
 		return err
 	}
@@ -502,6 +521,7 @@ const configProp = "kafka."
 // Configs implements Backend: the settings as set, kept as properties of the topic's
 // record.
 func (b *TopicsBackend) Configs(ctx context.Context, full string) (map[string]string, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(full)
 	if err != nil {
 		return nil, err
@@ -522,6 +542,7 @@ func (b *TopicsBackend) Configs(ctx context.Context, full string) (map[string]st
 // SetConfigs implements Backend: the values go into the topic's record; retention.ms and
 // retention.bytes also become the topic's retention policy, which is what enforces them.
 func (b *TopicsBackend) SetConfigs(ctx context.Context, full string, set map[string]*string) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
 	name, err := parseTopic(full)
 	if err != nil {
 		return err

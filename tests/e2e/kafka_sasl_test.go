@@ -1,0 +1,84 @@
+//go:build kafkacompat
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
+)
+
+// SASL on the Kafka listener of a standalone with token authentication and authorization:
+// PLAIN carrying a Pulsar token as its password and OAUTHBEARER authenticate against the
+// broker's providers, and each request is authorized with the role's Pulsar permissions.
+func TestKafkaSASLOnStandalone(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	token := func(role string) string {
+		tok, err := auth.CreateToken(secret, "HS256", auth.TokenSpec{Subject: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	_, _, httpAddr, kafkaAddr := startKafkaStandalone(t, t.TempDir(), 0,
+		"--authentication-enabled", "--authentication-providers", "token",
+		"--token-secret-key", "data:;base64,"+base64.StdEncoding.EncodeToString(secret),
+		"--authorization-enabled", "--super-user-roles", "admin",
+		"--broker-client-authentication-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
+		"--broker-client-authentication-parameters", "token:"+token("admin"))
+	ctx := ctxFor(t, 3*time.Minute)
+	for role, actions := range map[string]string{"writer": `["produce"]`, "reader": `["consume"]`} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/admin/v2/namespaces/public/default/permissions/"+role, strings.NewReader(actions))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token("admin"))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode/100 != 2 {
+			t.Fatalf("grant %s: %v %v", role, resp, err)
+		}
+		resp.Body.Close()
+	}
+	asPlain := func(role, password string, opts ...kgo.Opt) *kgo.Client {
+		return kafkaClient(t, kafkaAddr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: role, Pass: password}.AsMechanism()),
+			kgo.RetryTimeout(5 * time.Second)}, opts...)...)
+	}
+	admin := kadm.NewClient(asPlain("admin", "token:"+token("admin")))
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, "sec"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The writer may produce, the reader may not.
+	if err := asPlain("writer", token("writer"), kgo.DefaultProduceTopic("sec")).ProduceSync(ctx, &kgo.Record{Value: []byte("ok")}).FirstErr(); err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	if err := asPlain("reader", "token:"+token("reader"), kgo.DefaultProduceTopic("sec")).ProduceSync(ctx, &kgo.Record{Value: []byte("no")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("reader producing: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	// The reader consumes, over OAUTHBEARER with its token, in a group.
+	bearer := oauth.Auth{Token: token("reader")}.AsMechanism()
+	cons := kafkaClient(t, kafkaAddr, kgo.SASL(bearer), kgo.ConsumeTopics("sec"), kgo.ConsumerGroup("readers"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if recs := consumeKafka(t, cons, 1); string(recs[0].Value) != "ok" {
+		t.Fatalf("reader got %q", recs[0].Value)
+	}
+	// A bad token and no SASL at all are refused.
+	short, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := asPlain("writer", "token:"+token("writer")[:30], kgo.DefaultProduceTopic("sec")).ProduceSync(short, &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
+		t.Fatal("a bad token produced")
+	}
+	if err := kafkaClient(t, kafkaAddr, kgo.DefaultProduceTopic("sec"), kgo.RetryTimeout(5*time.Second)).ProduceSync(short, &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
+		t.Fatal("a client without SASL produced")
+	}
+}
