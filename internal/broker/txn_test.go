@@ -254,3 +254,74 @@ func TestTxnDisabled(t *testing.T) {
 		t.Fatalf("error %q", err)
 	}
 }
+
+// TestTxnGoClientBatchIndexAcks: members of one batch entry acknowledged within a
+// transaction are held alone (batch-index acknowledgement): another transaction
+// acknowledging one of them conflicts, an abort gives them back, a commit acknowledges
+// exactly them and the rest of the batch is delivered again.
+func TestTxnGoClientBatchIndexAcks(t *testing.T) {
+	b := startBrokerOn(t, false, txnOn)
+	client := newTxnClient(t, b.url)
+	ctx := ctxFor(t)
+	const topic = "persistent://public/default/txn-batch"
+	sub := func() pulsar.Consumer {
+		c, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s", Type: pulsar.Shared,
+			EnableBatchIndexAcknowledgment: true, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := sub()
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, BatchingMaxMessages: 10, BatchingMaxPublishDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, p, "b", 10) // one batch entry of 10
+	p.Close()
+	ackFirstHalf := func(c pulsar.Consumer, tx pulsar.Transaction) []pulsar.Message {
+		t.Helper()
+		msgs := receiveN(t, c, 10)
+		for _, m := range msgs[:5] {
+			if err := c.AckWithTxn(m, tx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return msgs
+	}
+	a, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := ackFirstHalf(c, a)
+	other, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AckWithTxn(msgs[2], other); err == nil {
+		t.Fatal("a second transaction acknowledged a batch member the first holds")
+	}
+	if err := a.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c = sub()
+	commit, err := client.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ackFirstHalf(c, commit) // all 10 are back after the abort
+	if err := commit.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	c = sub()
+	defer c.Close()
+	got := receiveN(t, c, 5)
+	for i, m := range got {
+		if want := fmt.Sprintf("b-%d", i+5); string(m.Payload()) != want {
+			t.Fatalf("after the commit: %q, want %q", m.Payload(), want)
+		}
+	}
+	receiveNone(t, c)
+}
