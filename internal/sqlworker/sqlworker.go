@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -148,7 +149,7 @@ func StartRole(ctx context.Context, cfg config.SQLWorkerConfig, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	authz, err := auth.NewAuthorizer(cfg.Security.Authz, resources.PermissionSource{R: res}, log)
+	authz, err := auth.NewAuthorizer(cfg.Security.Authz, auth.CachedPolicies(resources.PermissionSource{R: res}, policyCacheTTL, policyCacheEntries), log)
 	if err != nil {
 		return nil, err
 	}
@@ -168,3 +169,10 @@ func StartRole(ctx context.Context, cfg config.SQLWorkerConfig, log *slog.Logger
 	}
 	return w, nil
 }
+
+// Permissions are read through a cache as the broker reads them (brokerd/services.go): a
+// grant or revocation takes effect within policyCacheTTL.
+const (
+	policyCacheTTL     = 2 * time.Second
+	policyCacheEntries = 10000
+)

@@ -121,6 +121,9 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		if s.sql, err = sqlworker.Start(sqlworker.Options{
 			Config: sqlCfg, BindAddress: cfg.Broker.BindAddress, Store: s.store, Resources: res,
 			Schemas: s.svc.Topics.Schemas(), Logs: s.svc.ManagedLedgers(), Logger: logger, Registerer: s.registry,
+			// The broker's own authentication and authorization: a SQL login is a Pulsar
+			// token (or basic password) and a table read needs the consume permission.
+			Auth: s.svc.Security.Authn, Authz: s.svc.Security.Authz,
 		}); err != nil {
 			return nil, fmt.Errorf("standalone: %w", err)
 		}
