@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"slices"
@@ -227,4 +228,56 @@ var moreNamespacePolicies = []policy{
 			}
 			return nil
 		}),
+}
+
+// registerClusterRates registers the namespace rate policies, which Pulsar's Policies keeps
+// per cluster: GET/POST/DELETE act on this broker's cluster's entry.
+func (s *server) registerClusterRates(mux *http.ServeMux) {
+	const base = "/admin/v2/namespaces/{tenant}/{namespace}/"
+	for _, pol := range []policy{
+		clusterField(s.cluster, "publishRate", func(p *resources.Policies) *map[string]resources.PublishRate { return &p.PublishMaxMessageRate }, nil),
+		clusterField(s.cluster, "dispatchRate", func(p *resources.Policies) *map[string]resources.DispatchRate { return &p.TopicDispatchRate }, checkDispatchRate),
+		clusterField(s.cluster, "subscriptionDispatchRate", func(p *resources.Policies) *map[string]resources.DispatchRate { return &p.SubscriptionDispatchRate }, checkDispatchRate),
+		clusterField(s.cluster, "replicatorDispatchRate", func(p *resources.Policies) *map[string]resources.DispatchRate { return &p.ReplicatorDispatchRate }, checkDispatchRate),
+		clusterField(s.cluster, "subscribeRate", func(p *resources.Policies) *map[string]resources.SubscribeRate { return &p.ClusterSubscribeRate }, nil),
+	} {
+		mux.HandleFunc("GET "+base+pol.name, s.handle(func(ctx context.Context, r *http.Request) (any, error) {
+			p, err := s.namespacePolicies(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			return pol.get(&p), nil
+		}))
+		mux.HandleFunc("POST "+base+pol.name, s.handle(func(ctx context.Context, r *http.Request) (any, error) {
+			return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error { return pol.set(p, r) })
+		}))
+		mux.HandleFunc("DELETE "+base+pol.name, s.handle(func(ctx context.Context, r *http.Request) (any, error) {
+			return nil, s.updatePolicies(ctx, r, func(p *resources.Policies) error { pol.remove(p); return nil })
+		}))
+	}
+}
+
+// clusterField is a namespace policy stored per cluster, read and written for cluster.
+func clusterField[T any](cluster, name string, f func(*resources.Policies) *map[string]T, check func(*T) error) policy {
+	return policy{
+		name: name,
+		get: func(p *resources.Policies) any {
+			if v, ok := (*f(p))[cluster]; ok {
+				return v
+			}
+			return nil
+		},
+		set: func(p *resources.Policies, r *http.Request) error {
+			v, err := decodeChecked(r, check)
+			if err != nil {
+				return err
+			}
+			if *f(p) == nil {
+				*f(p) = map[string]T{}
+			}
+			(*f(p))[cluster] = *v
+			return nil
+		},
+		remove: func(p *resources.Policies) { delete(*f(p), cluster) },
+	}
 }

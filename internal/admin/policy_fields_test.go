@@ -73,6 +73,17 @@ func TestMorePolicyEndpoints(t *testing.T) {
 	if v, err := a.Namespaces().GetOffloadDeleteLag(*ns); err != nil || v != 1000 {
 		t.Fatalf("deletion lag = %d, %v", v, err)
 	}
+	// Rates in a namespace of their own: the other tests publish to public/default.
+	must(t, "create namespace", a.Namespaces().CreateNamespace("public/policy-rates"))
+	rns, _ := utils.GetNamespaceName("public/policy-rates")
+	must(t, "set publish rate", a.Namespaces().SetPublishRate(*rns, utils.PublishRate{PublishThrottlingRateInMsg: 40, PublishThrottlingRateInByte: -1}))
+	if r, err := a.Namespaces().GetPublishRate(*rns); err != nil || r.PublishThrottlingRateInMsg != 40 {
+		t.Fatalf("namespace publish rate = %+v, %v", r, err)
+	}
+	must(t, "set dispatch rate", a.Namespaces().SetDispatchRate(*rns, utils.DispatchRate{DispatchThrottlingRateInMsg: 9, RatePeriodInSecond: 1}))
+	if r, err := a.Namespaces().GetDispatchRate(*rns); err != nil || r.DispatchThrottlingRateInMsg != 9 {
+		t.Fatalf("namespace dispatch rate = %+v, %v", r, err)
+	}
 	must(t, "clear deletion lag", a.Namespaces().ClearOffloadDeleteLag(*ns))
 	if v, err := a.Namespaces().GetOffloadDeleteLag(*ns); err != nil || v != -1 {
 		t.Fatalf("cleared deletion lag = %d, %v", v, err)

@@ -107,6 +107,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.createNamespace))
 	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.deleteNamespace))
 	s.registerPolicies(mux)
+	s.registerClusterRates(mux) // policy_fields.go
 	s.registerTopics(mux)
 	s.registerTopicPolicies(mux)
 	s.registerBrokers(mux)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -91,6 +92,15 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 		tx = &topics.TxnID{Most: cmd.GetTxnidMostBits(), Least: cmd.GetTxnidLeastBits()}
 	}
 	p.publish(seq, highest, topics.HighestSequence(seq, highest, md), entry, topics.MetaOf(md), tx)
+	if tp := p.tp.Load(); tp != nil {
+		// Over the topic's publish rate: stop reading this connection until the window ends.
+		if d := tp.Topic().PublishThrottle(int(md.GetNumMessagesInBatch()), int(size)); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-c.closed:
+			}
+		}
+	}
 	return nil
 }
 

@@ -46,6 +46,10 @@ type PoliciesConfig struct {
 	MaxConsumersPerSubscription int `key:"maxConsumersPerSubscription" help:"most consumers per subscription (0: unlimited)"`
 	MaxSubscriptionsPerTopic    int `key:"maxSubscriptionsPerTopic" help:"most subscriptions per topic (0: unlimited)"`
 	MaxTopicsPerNamespace       int `key:"maxTopicsPerNamespace" help:"most topics per namespace, partitions counted one by one (0: unlimited)"`
+	// MaxPublishRatePerTopicInMessages / InBytes are the default publish rate of a topic
+	// per second (0: unlimited); the publishRate policies override them.
+	MaxPublishRatePerTopicInMessages int64 `key:"maxPublishRatePerTopicInMessages" help:"messages per second a topic accepts before its producers are paused (0: unlimited)"`
+	MaxPublishRatePerTopicInBytes    int64 `key:"maxPublishRatePerTopicInBytes" help:"bytes per second a topic accepts before its producers are paused (0: unlimited)"`
 }
 
 // DefaultPoliciesConfig returns Pulsar's broker.conf defaults.
@@ -78,5 +82,7 @@ func (c *PoliciesConfig) Validate() error {
 		AtLeast("maxConsumersPerSubscription", c.MaxConsumersPerSubscription, 0),
 		AtLeast("maxSubscriptionsPerTopic", c.MaxSubscriptionsPerTopic, 0),
 		AtLeast("maxTopicsPerNamespace", c.MaxTopicsPerNamespace, 0),
+		AtLeast("maxPublishRatePerTopicInMessages", c.MaxPublishRatePerTopicInMessages, 0),
+		AtLeast("maxPublishRatePerTopicInBytes", c.MaxPublishRatePerTopicInBytes, 0),
 	)
 }

@@ -48,6 +48,7 @@ type effectivePolicies struct {
 	maxUnackedConsumer, maxUnackedSub int
 	persistence                       *resources.PersistencePolicies // nil: the broker's E/Qw/Qa
 	offload                           offload.Trigger
+	publishMsgs, publishBytes         int64 // per second; <= 0: unlimited (publish_rate.go)
 }
 
 // topicPolicyState is a topic's applied policies and last quota verdict.
@@ -55,6 +56,8 @@ type topicPolicyState struct {
 	mu          sync.Mutex
 	eff         effectivePolicies
 	quotaExceed bool // last check: over a producer-policy quota
+
+	pubRate publishRate // publish_rate.go
 
 	// The unacked limits of eff plus one, read on the dispatch path without the lock
 	// (0, the zero value: unset, also for topics whose policies never applied).
@@ -114,6 +117,13 @@ func (s *Service) resolvePolicies(ctx context.Context, name Name) (effectivePoli
 	pick(ns.MaxUnackedPerConsumer, tp.MaxUnackedMessagesOnConsumer, &eff.maxUnackedConsumer)
 	pick(ns.MaxUnackedPerSubscription, tp.MaxUnackedMessagesOnSubscription, &eff.maxUnackedSub)
 	eff.persistence = firstNonNil(tp.Persistence, ns.Persistence)
+	eff.publishMsgs, eff.publishBytes = pc.MaxPublishRatePerTopicInMessages, pc.MaxPublishRatePerTopicInBytes
+	if r, ok := ns.PublishMaxMessageRate[s.cfg.ClusterName]; ok {
+		eff.publishMsgs, eff.publishBytes = int64(r.RateInMsg), r.RateInByte
+	}
+	if r := tp.PublishRate; r != nil {
+		eff.publishMsgs, eff.publishBytes = int64(r.RateInMsg), r.RateInByte
+	}
 	eff.offload = s.resolveOffload(&ns, &tp)
 	eff.retention = firstNonNil(tp.RetentionPolicies, ns.RetentionPolicies)
 	quotas := ns.BacklogQuotaMap
@@ -171,6 +181,7 @@ func (s *Service) applyPolicies(ctx context.Context, t *Topic) error {
 	t.pol.unackedConsumer.Store(int64(eff.maxUnackedConsumer) + 1)
 	t.pol.unackedSub.Store(int64(eff.maxUnackedSub) + 1)
 	t.pol.mu.Unlock()
+	t.pol.pubRate.set(eff.publishMsgs, eff.publishBytes)
 	if t.log != nil {
 		t.pokeSubscriptions() // a raised unacked limit may let consumers receive again
 	}

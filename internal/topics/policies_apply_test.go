@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
@@ -236,4 +237,54 @@ func TestOffloadPoliciesDriveTheTrigger(t *testing.T) {
 		p.OffloadPolicies = &offload.Policies{ThresholdInBytes: i64(0), DeletionLagInMillis: i64(-1)}
 	})
 	waitUntil(t, "topic offloadPolicies", func() bool { return trig().ThresholdBytes == 0 && trig().DeletionLagMillis == -1 })
+}
+
+// The publish rate: a window's budget then a pause until the window ends; the topic's
+// publishRate over the namespace's for this cluster over the broker's key.
+func TestPublishRatePolicy(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := publishRate{now: func() time.Time { return now }}
+	if d := r.take(100, 1<<20); d != 0 {
+		t.Fatalf("unlimited: pause %v", d)
+	}
+	r.set(3, 0)
+	r.take(1, 10)
+	if d := r.take(1, 10); d != 0 {
+		t.Fatalf("2 of 3: pause %v", d)
+	}
+	now = now.Add(300 * time.Millisecond)
+	if d := r.take(1, 10); d != 700*time.Millisecond {
+		t.Fatalf("3 of 3: pause %v, want the rest of the window", d)
+	}
+	now = now.Add(700 * time.Millisecond)
+	if d := r.take(1, 10); d != 0 {
+		t.Fatalf("next window: pause %v", d)
+	}
+	r.set(0, 100)
+	if d := r.take(1, 150); d <= 0 {
+		t.Fatalf("over the byte rate: pause %v", d)
+	}
+
+	b := newMemBackend(t)
+	setNS(t, b, func(p *resources.Policies) {
+		p.PublishMaxMessageRate = map[string]resources.PublishRate{"standalone": {RateInMsg: 50}, "elsewhere": {RateInMsg: 1}}
+	})
+	svc := b.start(t, func(c *config.BrokerConfig) { c.Policies.MaxPublishRatePerTopicInMessages = 1000 })
+	tp, err := svc.Topic(ctxT(t), mustName(t, "persistent://public/default/rate"), Load{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := func() int64 {
+		tp.pol.pubRate.mu.Lock()
+		defer tp.pol.pubRate.mu.Unlock()
+		return tp.pol.pubRate.maxMsgs
+	}
+	if l := limit(); l != 50 {
+		t.Fatalf("rate %d, want the namespace's for this cluster, 50", l)
+	}
+	setTopic(t, b, "rate", func(p *resources.TopicPolicies) { p.PublishRate = &resources.PublishRate{RateInMsg: 7} })
+	waitUntil(t, "the topic's rate", func() bool { return limit() == 7 })
+	setTopic(t, b, "rate", func(p *resources.TopicPolicies) { p.PublishRate = nil })
+	setNS(t, b, func(p *resources.Policies) { p.PublishMaxMessageRate = nil })
+	waitUntil(t, "the broker's rate", func() bool { return limit() == 1000 })
 }
