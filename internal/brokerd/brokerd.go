@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 		if b.fnw, err = functions.Start(ctx, functions.Options{
 			Config: cfg.Functions, Store: b.store, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			Packages:         &pkgstore.Ledgers{Client: b.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas},
-			BrokerServiceURL: brokerURL, WebServiceURL: webURL, DataDir: cfg.FunctionsDataDir, Logger: logger,
+			BrokerServiceURL: brokerURL, WebServiceURL: webURL, DataDir: cfg.FunctionsDataDir, Logger: logger, Registerer: reg,
 		}); err != nil {
 			return nil, fmt.Errorf("broker: functions worker: %w", err)
 		}

@@ -17,10 +17,11 @@ import (
 // back to 1 s after a minute of healthy running). A crash, hang or limit is reported in
 // status (numRestarts, failureException) and never stops the worker.
 type supervisor struct {
-	log      *slog.Logger
-	fqfn     string
-	id       int
-	workerID string
+	log       *slog.Logger
+	fqfn      string
+	id        int
+	component ComponentType
+	workerID  string
 	// assignment is what this supervisor runs; a changed one replaces it.
 	assignment Assignment
 	start      func(ctx context.Context) (RunningInstance, error)

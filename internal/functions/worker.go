@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/functions/wasm"
 	"github.com/magnetar-io/magnetar/internal/io/builtin"
@@ -53,6 +55,9 @@ type Options struct {
 	// from internal/auth (AuthenticateHTTP, then Authorizer.Namespace with
 	// NamespaceFunctions); nil admits everything, as the broker does without auth.
 	Authorize func(r *http.Request, tenant, namespace string) error
+	// Registerer, when set, gets the instances' metrics under Pulsar's names
+	// (pulsar_function_*, pulsar_source_*, pulsar_sink_*; metrics.go).
+	Registerer prometheus.Registerer
 	// Connectors are the built-in sources and sinks (nil: every one compiled in,
 	// builtin.Registry).
 	Connectors *connector.Registry
@@ -91,6 +96,8 @@ type Worker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	http   http.Handler
+
+	collector prometheus.Collector // nil without Options.Registerer
 }
 
 // Start registers the worker, campaigns for leadership and starts running the instances
@@ -145,6 +152,12 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		w.connectors = builtin.Registry()
 	}
 	w.http = w.routes()
+	if o.Registerer != nil {
+		w.collector = metricsCollector{w: w}
+		if err := o.Registerer.Register(w.collector); err != nil {
+			return nil, fmt.Errorf("functions: registering metrics: %w", err)
+		}
+	}
 	infoJSON, _ := json.Marshal(w.info)
 	regOpts := metadata.DefaultRegistrationOptions()
 	regOpts.TTL = time.Duration(o.Config.SessionTimeoutMs) * time.Millisecond
@@ -181,6 +194,9 @@ func (w *Worker) Close() error {
 	w.mu.Unlock()
 	stopAll(sups)
 	w.wasm.Close()
+	if w.collector != nil {
+		w.opts.Registerer.Unregister(w.collector)
+	}
 	return w.reg.Close()
 }
 
@@ -414,7 +430,7 @@ func (w *Worker) reconcile(ctx context.Context) error {
 func (w *Worker) startInstance(key string, rk runKey, m *FunctionMeta) {
 	ctx, cancel := context.WithCancel(w.ctx)
 	s := &supervisor{
-		log: w.log, fqfn: rk.fqfn, id: rk.id, workerID: w.info.WorkerID, assignment: rk.a,
+		log: w.log, fqfn: rk.fqfn, id: rk.id, workerID: w.info.WorkerID, assignment: rk.a, component: m.ComponentType,
 		liveness: time.Duration(w.cfg.InstanceLivenessCheckFreqMs) * time.Millisecond,
 		maxWait:  time.Duration(w.cfg.MaxRestartBackoffMs) * time.Millisecond,
 		cancel:   cancel, done: make(chan struct{}),

@@ -109,7 +109,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		if s.fnw, err = functions.Start(ctx, functions.Options{
 			Config: cfg.Functions, Store: s.store, Packages: &pkgstore.Ledgers{Client: s.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas}, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			BrokerServiceURL: "pulsar://" + s.svc.BrokerAddr(), WebServiceURL: "http://" + s.svc.HTTPAddr(),
-			DataDir: cfg.DataDir, Logger: logger,
+			DataDir: cfg.DataDir, Logger: logger, Registerer: s.registry,
 		}); err != nil {
 			return nil, fmt.Errorf("standalone: functions worker: %w", err)
 		}

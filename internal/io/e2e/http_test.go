@@ -121,4 +121,24 @@ func TestHTTPSourceAndSink(t *testing.T) {
 	if err != nil || string(m.Payload()) != "bad" {
 		t.Fatalf("dead letter: %v %v", m, err)
 	}
+	// The instances' counters under Pulsar's metric names.
+	eventually(t, "Pulsar's source and sink metrics", func() (bool, error) {
+		resp, err := http.Get("http://" + sa.HTTPAddr() + "/metrics")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var missing []string
+		for _, want := range []string{
+			`pulsar_source_written_total{cluster="standalone",fqfn="public/default/hook-in",instance_id="0",name="hook-in",namespace="default",tenant="public"} 32`,
+			`pulsar_sink_written_total{cluster="standalone",fqfn="public/default/hook-out",instance_id="0",name="hook-out",namespace="default",tenant="public"} 31`,
+			`pulsar_sink_received_total{cluster="standalone",fqfn="public/default/hook-out",instance_id="0",name="hook-out",namespace="default",tenant="public"}`,
+		} {
+			if !bytes.Contains(b, []byte(want)) {
+				missing = append(missing, want)
+			}
+		}
+		return len(missing) == 0, fmt.Errorf("missing %v", missing)
+	})
 }
