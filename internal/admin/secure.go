@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
@@ -31,6 +32,9 @@ import (
 //     shape is superuser-only.
 //   - The principal goes into the request's context for the topic service, which checks
 //     again what it is asked to do.
+//
+// The console's static files under /ui are open (its API calls are not). Functions, sources
+// and sinks (/admin/v3) need the namespace's functions, sources or sinks permission.
 //
 // /metrics and /status.html stay open (the Go client's CI waits on /metrics) unless
 // authenticateMetricsEndpoint; health and readiness are superuser-only, as in Pulsar.
@@ -121,11 +125,17 @@ func routeRule(method, p string) rule {
 	switch {
 	case p == "/metrics" || p == "/status.html" || strings.HasPrefix(p, "/metrics/"):
 		return rule{open: true}
+	case at(0) == "ui" && (method == http.MethodGet || method == http.MethodHead):
+		// The console's page, scripts and config.json hold no data; its API calls carry the
+		// token its login asks for and are judged like any other.
+		return rule{open: true}
 	case at(0) == "lookup" && at(1) == "v2" && at(2) == "topic" && len(seg) >= 7:
 		return topicRule(at(3), at(4), at(5), at(6), auth.TopicLookup, "")
 	case at(0) == "topics" && (at(1) == "persistent" || at(1) == "non-persistent") && len(seg) >= 5 && method == http.MethodPost:
 		// The REST producer (produce.go): produce permission, as a PRODUCER command needs.
 		return topicRule(at(1), at(2), at(3), at(4), auth.TopicProduce, "")
+	case at(0) == "admin" && at(1) == "v3":
+		return v3Rule(method, seg)
 	case at(0) != "admin" || at(1) != "v2":
 		return super
 	}
@@ -174,6 +184,28 @@ func routeRule(method, p string) rule {
 		return topicRule("persistent", at(3), at(4), at(5), auth.TopicAdmin, "")
 	}
 	return super // brokers, bookies, bundle owners, load reports, broker-to-broker routes
+}
+
+// v3Rule classifies /admin/v3 paths. Functions, sources and sinks under a tenant and
+// namespace need the namespace's functions, sources or sinks permission (tenant admins and
+// superusers have them), as Pulsar's allowFunctionOps; the worker-wide paths (upload,
+// download, reloads) are superusers'; the lists of built-in connectors need only
+// authentication. The rest of v3 (transactions, ...) is superusers'.
+func v3Rule(method string, seg []string) rule {
+	if len(seg) < 3 {
+		return rule{kind: "super"}
+	}
+	op, ok := map[string]auth.NamespaceOp{"functions": auth.NamespaceFunctions,
+		"sources": auth.NamespaceSources, "sinks": auth.NamespaceSinks}[seg[2]]
+	switch {
+	case !ok:
+	case len(seg) >= 5:
+		return rule{kind: "namespace", tenant: seg[3], ns: seg[4], nsOp: op}
+	case len(seg) == 4 && method == http.MethodGet &&
+		slices.Contains([]string{"connectors", "builtins", "builtinsources", "builtinsinks"}, seg[3]):
+		return rule{kind: "authenticated"}
+	}
+	return rule{kind: "super"}
 }
 
 // topicOpOf is what an operation on a topic needs, by what follows the topic in the path.

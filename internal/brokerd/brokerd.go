@@ -132,6 +132,8 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 			Config: cfg.Functions, Store: b.store, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			Packages:         &pkgstore.Ledgers{Client: b.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas},
 			BrokerServiceURL: brokerURL, WebServiceURL: webURL, DataDir: cfg.FunctionsDataDir, Logger: logger, Registerer: reg,
+			// Instances connect with the broker's own client credentials (brokerClient*).
+			InstanceAuthPlugin: cfg.Broker.Security.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Broker.Security.Client.AuthenticationParameters,
 		}); err != nil {
 			return nil, fmt.Errorf("broker: functions worker: %w", err)
 		}

@@ -277,7 +277,15 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/admin/v2/brokers/configuration", "", onlyRoot},
 		{"POST", "/admin/v2/brokers/configuration/dispatcherMaxReadBatchSize/100", "", onlyRoot},
 		{"GET", "/admin/v2/bookies/all", "", onlyRoot},
+		// Functions, sources and sinks: the namespace's functions/sources/sinks permission.
+		{"GET", "/admin/v3/functions/acme/app", "", acmeAdmins},
+		{"GET", "/admin/v3/sources/acme/app", "", acmeAdmins},
+		{"GET", "/admin/v3/sinks/acme/app/ghost", "", acmeAdmins},
+		{"GET", "/admin/v3/functions/connectors", "", everyoneRoles}, // as clusters: anonymousUserRole is set
+		{"POST", "/admin/v3/functions/upload", "", onlyRoot},
+		{"GET", "/admin/v2/worker/cluster", "", onlyRoot},
 		// Open.
+		{"GET", "/ui/", "", everyoneRoles},
 		{"GET", "/metrics", "", everyoneRoles},
 		{"GET", "/status.html", "", everyoneRoles},
 	}

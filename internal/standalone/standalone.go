@@ -110,6 +110,8 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 			Config: cfg.Functions, Store: s.store, Packages: &pkgstore.Ledgers{Client: s.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas}, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			BrokerServiceURL: "pulsar://" + s.svc.BrokerAddr(), WebServiceURL: "http://" + s.svc.HTTPAddr(),
 			DataDir: cfg.DataDir, Logger: logger, Registerer: s.registry,
+			// Instances connect with the broker's own client credentials (brokerClient*).
+			InstanceAuthPlugin: cfg.Broker.Security.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Broker.Security.Client.AuthenticationParameters,
 		}); err != nil {
 			return nil, fmt.Errorf("standalone: functions worker: %w", err)
 		}

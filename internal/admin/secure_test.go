@@ -1,0 +1,38 @@
+package admin
+
+import (
+	"testing"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
+)
+
+// TestRouteRule pins how paths outside /admin/v2 are classified; the authorization matrix
+// (internal/standalone) checks the decisions end to end.
+func TestRouteRule(t *testing.T) {
+	for _, c := range []struct {
+		method, path string
+		want         rule
+	}{
+		{"GET", "/ui/", rule{open: true}},
+		{"GET", "/ui/assets/app.js", rule{open: true}},
+		{"POST", "/ui/x", rule{kind: "super"}},
+		{"POST", "/topics/persistent/t/ns/x", rule{kind: "topic", topic: auth.Topic{Tenant: "t", Namespace: "ns", Name: "persistent://t/ns/x"}, topicOp: auth.TopicProduce}},
+		{"POST", "/topics/persistent/t/ns/x/partitions/2", rule{kind: "topic", topic: auth.Topic{Tenant: "t", Namespace: "ns", Name: "persistent://t/ns/x"}, topicOp: auth.TopicProduce}},
+		{"GET", "/topics/persistent/t/ns/x", rule{kind: "super"}},
+		{"POST", "/admin/v3/functions/t/ns/f", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceFunctions}},
+		{"GET", "/admin/v3/functions/t/ns", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceFunctions}},
+		{"DELETE", "/admin/v3/sources/t/ns/s", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceSources}},
+		{"PUT", "/admin/v3/sinks/t/ns/s", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceSinks}},
+		{"GET", "/admin/v3/sinks/builtinsinks", rule{kind: "authenticated"}},
+		{"POST", "/admin/v3/functions/upload", rule{kind: "super"}},
+		{"GET", "/admin/v3/functions/download", rule{kind: "super"}},
+		{"GET", "/admin/v3/transactions/coordinatorStats", rule{kind: "super"}},
+		{"GET", "/admin/v3", rule{kind: "super"}},
+		{"GET", "/admin/v2/worker/cluster", rule{kind: "super"}},
+		{"GET", "/somewhere/else", rule{kind: "super"}},
+	} {
+		if got := routeRule(c.method, c.path); got != c.want {
+			t.Errorf("%s %s: %+v, want %+v", c.method, c.path, got, c.want)
+		}
+	}
+}
