@@ -103,8 +103,8 @@ func checkPersistence(p *resources.PersistencePolicies) error {
 	return nil
 }
 
-func checkOffloadPolicies(p *offload.Policies) error {
-	if err := p.Validate(); err != nil {
+func checkOffloadPolicies(p *resources.OffloadPolicies) error {
+	if err := (*offload.Policies)(p).Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	return nil
@@ -144,7 +144,7 @@ var moreTopicPolicies = []topicPolicy{
 	topicField("replicatorDispatchRate", func(tp *resources.TopicPolicies) **resources.DispatchRate { return &tp.ReplicatorDispatchRate }, nil, checkDispatchRate),
 	topicField("publishRate", func(tp *resources.TopicPolicies) **resources.PublishRate { return &tp.PublishRate }, nil, nil),
 	topicField("subscribeRate", func(tp *resources.TopicPolicies) **resources.SubscribeRate { return &tp.SubscribeRate }, nil, nil),
-	topicField("offloadPolicies", func(tp *resources.TopicPolicies) **offload.Policies { return &tp.OffloadPolicies },
+	topicField("offloadPolicies", func(tp *resources.TopicPolicies) **resources.OffloadPolicies { return &tp.OffloadPolicies },
 		func(ns *resources.Policies) any { return ns.OffloadPolicies }, checkOffloadPolicies),
 	topicField("autoSubscriptionCreation", func(tp *resources.TopicPolicies) **resources.AutoSubscriptionCreationOverride {
 		return &tp.AutoSubscriptionCreation
@@ -220,7 +220,7 @@ var moreNamespacePolicies = []policy{
 	nsField("offloadThresholdInSeconds", func(p *resources.Policies) **int64 { return &p.OffloadThresholdInSeconds }, minusOne,
 		atLeast[int64](-1, "Invalid value for offloadThresholdInSecond")),
 	nsField("offloadDeletionLagMs", func(p *resources.Policies) **int64 { return &p.OffloadDeletionLagMs }, nil, atLeast[int64](-1, "")),
-	nsField("offloadPolicies", func(p *resources.Policies) **offload.Policies { return &p.OffloadPolicies }, nil, checkOffloadPolicies),
+	nsField("offloadPolicies", func(p *resources.Policies) **resources.OffloadPolicies { return &p.OffloadPolicies }, nil, checkOffloadPolicies),
 	nsField("persistence/bookieAffinity", func(p *resources.Policies) **resources.BookieAffinityGroup { return &p.BookieAffinityGroup }, nil,
 		func(g *resources.BookieAffinityGroup) error {
 			if g.Primary == "" {

@@ -1,12 +1,13 @@
 package offload
 
 import (
-	"github.com/magnetar-io/magnetar/internal/config"
-
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // Driver names (Pulsar's managedLedgerOffloadDriver values). "S3" and "aws-s3" are the same
@@ -204,45 +205,9 @@ func (c Config) WithDriverMetadata(driver string, md map[string]string) Config {
 
 // Policies is Pulsar's OffloadPolicies: the JSON of a namespace's or topic's offloadPolicies
 // and the same keys in the broker configuration. Nil fields are unset and inherit (topic ->
-// namespace -> broker).
-type Policies struct {
-	Driver              *string `json:"managedLedgerOffloadDriver,omitempty"`
-	MaxThreads          *int    `json:"managedLedgerOffloadMaxThreads,omitempty"`
-	ReadThreads         *int    `json:"managedLedgerOffloadReadThreads,omitempty"`
-	PrefetchRounds      *int    `json:"managedLedgerOffloadPrefetchRounds,omitempty"`
-	ThresholdInBytes    *int64  `json:"managedLedgerOffloadThresholdInBytes,omitempty"`
-	ThresholdInSeconds  *int64  `json:"managedLedgerOffloadThresholdInSeconds,omitempty"`
-	DeletionLagInMillis *int64  `json:"managedLedgerOffloadDeletionLagInMillis,omitempty"`
-	ReadPriority        *string `json:"managedLedgerOffloadedReadPriority,omitempty"`
-
-	S3Region           *string `json:"s3ManagedLedgerOffloadRegion,omitempty"`
-	S3Bucket           *string `json:"s3ManagedLedgerOffloadBucket,omitempty"`
-	S3ServiceEndpoint  *string `json:"s3ManagedLedgerOffloadServiceEndpoint,omitempty"`
-	S3MaxBlockSize     *int    `json:"s3ManagedLedgerOffloadMaxBlockSizeInBytes,omitempty"`
-	S3ReadBufferSize   *int    `json:"s3ManagedLedgerOffloadReadBufferSizeInBytes,omitempty"`
-	S3CredentialID     *string `json:"s3ManagedLedgerOffloadCredentialId,omitempty"`
-	S3CredentialSecret *string `json:"s3ManagedLedgerOffloadCredentialSecret,omitempty"`
-	S3Role             *string `json:"s3ManagedLedgerOffloadRole,omitempty"`
-	S3RoleSessionName  *string `json:"s3ManagedLedgerOffloadRoleSessionName,omitempty"`
-
-	GCSRegion                *string `json:"gcsManagedLedgerOffloadRegion,omitempty"`
-	GCSBucket                *string `json:"gcsManagedLedgerOffloadBucket,omitempty"`
-	GCSMaxBlockSize          *int    `json:"gcsManagedLedgerOffloadMaxBlockSizeInBytes,omitempty"`
-	GCSReadBufferSize        *int    `json:"gcsManagedLedgerOffloadReadBufferSizeInBytes,omitempty"`
-	GCSServiceAccountKeyFile *string `json:"gcsManagedLedgerOffloadServiceAccountKeyFile,omitempty"`
-
-	FileSystemProfilePath *string `json:"fileSystemProfilePath,omitempty"`
-	FileSystemURI         *string `json:"fileSystemURI,omitempty"`
-
-	Bucket          *string `json:"managedLedgerOffloadBucket,omitempty"`
-	Region          *string `json:"managedLedgerOffloadRegion,omitempty"`
-	ServiceEndpoint *string `json:"managedLedgerOffloadServiceEndpoint,omitempty"`
-	MaxBlockSize    *int    `json:"managedLedgerOffloadMaxBlockSizeInBytes,omitempty"`
-	ReadBufferSize  *int    `json:"managedLedgerOffloadReadBufferSizeInBytes,omitempty"`
-
-	// Ours, same conventions.
-	ReadCacheSize *int64 `json:"managedLedgerOffloadReadCacheSizeInBytes,omitempty"`
-}
+// namespace -> broker). The record's shape is resources.OffloadPolicies (resources owns the
+// policy records and sits below this package); this type adds resolving and validating.
+type Policies resources.OffloadPolicies
 
 // Merge returns p with every unset field taken from under (p wins).
 func (p Policies) Merge(under Policies) Policies {

@@ -1,7 +1,5 @@
 package resources
 
-import "github.com/magnetar-io/magnetar/internal/offload"
-
 // Policies is a namespace's policies, with Pulsar's JSON field names (pulsaradmin's
 // utils.Policies) so that tools decode what we return. Pointer fields are unset (inherit the
 // broker default) when nil.
@@ -30,7 +28,7 @@ type Policies struct {
 	CompactionThreshold       *int64                     `json:"compaction_threshold,omitempty"`
 	// Offload: offload_policies wins over the three legacy fields, which Pulsar keeps for
 	// set-offload-threshold / set-offload-deletion-lag (topics.resolveOffload merges them).
-	OffloadPolicies           *offload.Policies    `json:"offload_policies,omitempty"`
+	OffloadPolicies           *OffloadPolicies     `json:"offload_policies,omitempty"`
 	OffloadThreshold          *int64               `json:"offload_threshold,omitempty"`
 	OffloadThresholdInSeconds *int64               `json:"offload_threshold_in_seconds,omitempty"`
 	OffloadDeletionLagMs      *int64               `json:"offload_deletion_lag_ms,omitempty"`

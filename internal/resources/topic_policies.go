@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
-	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
 // TopicPoliciesRoot is the prefix of topic-level policies (see doc.go). Pulsar keeps them
@@ -40,7 +39,7 @@ type TopicPolicies struct {
 	ReplicatorDispatchRate               *DispatchRate                     `json:"replicatorDispatchRate,omitempty"`
 	PublishRate                          *PublishRate                      `json:"publishRate,omitempty"`
 	SubscribeRate                        *SubscribeRate                    `json:"subscribeRate,omitempty"`
-	OffloadPolicies                      *offload.Policies                 `json:"offloadPolicies,omitempty"`
+	OffloadPolicies                      *OffloadPolicies                  `json:"offloadPolicies,omitempty"`
 	AutoSubscriptionCreation             *AutoSubscriptionCreationOverride `json:"autoSubscriptionCreation,omitempty"`
 	ReplicationClusters                  []string                          `json:"replicationClusters,omitempty"`
 	CompactionThreshold                  *int64                            `json:"compactionThreshold,omitempty"`

@@ -231,10 +231,10 @@ func (s *Service) resolveOffload(ns *resources.Policies, tp *resources.TopicPoli
 		DeletionLagInMillis: ns.OffloadDeletionLagMs}
 	p := legacy
 	if ns.OffloadPolicies != nil {
-		p = ns.OffloadPolicies.Merge(p)
+		p = (*offload.Policies)(ns.OffloadPolicies).Merge(p)
 	}
 	if tp.OffloadPolicies != nil {
-		p = tp.OffloadPolicies.Merge(p)
+		p = (*offload.Policies)(tp.OffloadPolicies).Merge(p)
 	}
 	t := s.ledgers.DefaultConfig().Offload
 	if p.ThresholdInBytes != nil {
