@@ -60,6 +60,29 @@ type Broker interface {
 	ServiceURL() string
 }
 
+// Storage is what the admin API shows of the storage layer beyond its records, as the
+// ledger client sees it (brokerd adapts internal/ledger to it); nil answers 501.
+type Storage interface {
+	// BookieStates lists the registered and the decommissioned bookies.
+	BookieStates(ctx context.Context) ([]BookieState, error)
+	// UnderReplicated lists the ledgers with a fragment on a bookie that is not registered.
+	UnderReplicated(ctx context.Context) ([]UnderReplicatedLedger, error)
+}
+
+// BookieState is one bookie as `magnetar admin bookies list` shows it.
+type BookieState struct {
+	Address        string `json:"address"`
+	Rack           string `json:"rack"`
+	State          string `json:"state"` // writable, readonly, or gone (decommissioned, no registration)
+	Decommissioned bool   `json:"decommissioned"`
+}
+
+// UnderReplicatedLedger is a ledger the auditor still has to re-replicate.
+type UnderReplicatedLedger struct {
+	LedgerID int64    `json:"ledgerId"`
+	Missing  []string `json:"missingBookies"`
+}
+
 // MessageID is Pulsar's MessageId JSON.
 type MessageID struct {
 	LedgerID       int64 `json:"ledgerId"`

@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-
-	"github.com/magnetar-io/magnetar/internal/ledger"
 )
 
 // registerBrokers adds the broker endpoints and the HTTP lookups the Go client uses with an
@@ -106,39 +104,33 @@ func (s *server) bookies(ctx context.Context, _ *http.Request) (any, error) {
 // bookieStates lists registered and decommissioned bookies with their state (writable,
 // readonly, gone), as the ledger client sees them.
 func (s *server) bookieStates(ctx context.Context, _ *http.Request) (any, error) {
-	bs, err := ledger.ListBookies(ctx, s.res.Store())
+	if s.storage == nil {
+		return nil, fmt.Errorf("%w: no storage view in this process", ErrNotSupported)
+	}
+	bs, err := s.storage.BookieStates(ctx)
 	if err != nil {
 		return nil, err
 	}
-	type state struct {
-		Address        string `json:"address"`
-		Rack           string `json:"rack"`
-		State          string `json:"state"`
-		Decommissioned bool   `json:"decommissioned"`
+	if bs == nil {
+		bs = []BookieState{}
 	}
-	out := []state{}
-	for _, b := range bs {
-		out = append(out, state{b.Address, b.Rack, b.State, b.Decommissioned})
-	}
-	return out, nil
+	return bs, nil
 }
 
 // underReplicated lists the ledgers with a fragment on a bookie that is not registered now:
 // what the auditor still has to re-replicate.
 func (s *server) underReplicated(ctx context.Context, _ *http.Request) (any, error) {
-	ls, err := ledger.UnderReplicated(ctx, s.res.Store())
+	if s.storage == nil {
+		return nil, fmt.Errorf("%w: no storage view in this process", ErrNotSupported)
+	}
+	ls, err := s.storage.UnderReplicated(ctx)
 	if err != nil {
 		return nil, err
 	}
-	type entry struct {
-		LedgerID int64    `json:"ledgerId"`
-		Missing  []string `json:"missingBookies"`
+	if ls == nil {
+		ls = []UnderReplicatedLedger{}
 	}
-	out := []entry{}
-	for _, l := range ls {
-		out = append(out, entry{l.LedgerID, l.Missing})
-	}
-	return out, nil
+	return ls, nil
 }
 
 // bookieRacks is Pulsar's racks-info: group -> bookie -> {rack, hostname}; all bookies are

@@ -40,6 +40,8 @@ type Config struct {
 	ServiceURL func() string
 	// ServiceURLTLS is the pulsar+ssl:// URL lookups answer with ("" or nil: no TLS listener).
 	ServiceURLTLS func() string
+	// Storage shows bookie states and under-replicated ledgers; nil answers those 501.
+	Storage Storage
 	// Cluster is this broker's cluster name; WebServiceAddr its HTTP host:port and
 	// WebServiceAddrTLS its HTTPS one ("" without).
 	Cluster           string
@@ -63,7 +65,7 @@ type Config struct {
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
-	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready,
+	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, storage: cfg.Storage,
 		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, webServiceAddrTLS: cfg.WebServiceAddrTLS,
 		serviceURLTLS: cfg.ServiceURLTLS, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions}
 	s.maxMessageSize = cmp.Or(cfg.MaxMessageSize, 5<<20)
@@ -161,6 +163,7 @@ type server struct {
 	log            *slog.Logger
 	ready          func() bool
 	broker         Broker
+	storage        Storage
 	cluster        string
 	webServiceAddr string
 	// TLS side, for lookup answers (brokerUrlTls, httpUrlTls).

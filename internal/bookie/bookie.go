@@ -16,6 +16,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // Options are what Start takes besides the config. Zero values mean "build it from the config".
@@ -129,7 +130,7 @@ func Start(ctx context.Context, cfg config.BookieConfig, opts Options) (*Bookie,
 				TTL:           time.Duration(cfg.MetadataSessionTimeoutMillis) * time.Millisecond,
 				RetryInterval: 100 * time.Millisecond, MaxRetryInterval: 5 * time.Second,
 			},
-			reg:     bookieproto.Registration{Address: b.addr, Rack: cfg.Rack, InstanceID: b.instanceID()},
+			reg:     resources.BookieRegistration{Address: b.addr, Rack: cfg.Rack, InstanceID: b.instanceID()},
 			verify:  verifyLater,
 			log:     logger.With("component", "bookie-registration"),
 			metrics: srv.metrics,

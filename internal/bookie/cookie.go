@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // ErrCookieMismatch: the metadata store's cookie for this bookie's address names another
@@ -17,14 +17,14 @@ import (
 var ErrCookieMismatch = fmt.Errorf("%w (cluster-wide)", storage.ErrCookie)
 
 // cookieKey is the metadata key of addr's cookie.
-func cookieKey(addr string) string { return bookieproto.CookiePrefix + addr }
+func cookieKey(addr string) string { return resources.BookieCookieKey(addr) }
 
 // verifyCookie checks the cluster-wide cookie of addr against the storage's instance: an
 // absent cookie is written (first join, or a bookie from before cookies were kept in the
 // store), a matching one passes, and another instance's is ErrCookieMismatch, which names
 // what to do. It returns the store's error when the store does not answer.
 func verifyCookie(ctx context.Context, store metadata.Store, addr string, id storage.Identity, jdir, ldir string) error {
-	want := bookieproto.Cookie{Address: addr, InstanceID: id.InstanceID(), JournalDir: jdir, LedgerDir: ldir, CreatedMillis: time.Now().UnixMilli()}
+	want := resources.BookieCookie{Address: addr, InstanceID: id.InstanceID(), JournalDir: jdir, LedgerDir: ldir, CreatedMillis: time.Now().UnixMilli()}
 	for {
 		kv, err := store.Get(ctx, cookieKey(addr))
 		if errors.Is(err, metadata.ErrNotFound) {
@@ -41,7 +41,7 @@ func verifyCookie(ctx context.Context, store metadata.Store, addr string, id sto
 		if err != nil {
 			return fmt.Errorf("bookie: read cookie %s: %w", cookieKey(addr), err)
 		}
-		var have bookieproto.Cookie
+		var have resources.BookieCookie
 		if err := json.Unmarshal(kv.Value, &have); err != nil || have.InstanceID == "" {
 			return fmt.Errorf("%w: cookie %s is unreadable (%v); delete it if this bookie's data is the one the cluster knows",
 				ErrCookieMismatch, cookieKey(addr), err)

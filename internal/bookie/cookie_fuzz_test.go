@@ -6,9 +6,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 type fixedIdentity struct{ id string }
@@ -33,7 +33,7 @@ func FuzzCookieRecord(f *testing.F) {
 			t.Fatal(err)
 		}
 		err := verifyCookie(ctx, st, "a:1", fixedIdentity{"me"}, "/j", "/l")
-		var c bookieproto.Cookie
+		var c resources.BookieCookie
 		matches := json.Unmarshal(value, &c) == nil && c.InstanceID == "me"
 		switch {
 		case matches && err != nil:

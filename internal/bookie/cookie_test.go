@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/logging"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 func openDisk(cfg config.BookieStorageConfig, logger *slog.Logger, reg prometheus.Registerer) (storage.Storage, error) {
@@ -42,7 +42,7 @@ func TestClusterCookieRefusesWipedOrForeignDisk(t *testing.T) {
 	}
 	instance := b.instanceID()
 	waitFor(t, "registration with the instance id", func() bool {
-		r, _, ok := registration(t, md, bookieproto.RegistrationPrefix+addr)
+		r, _, ok := registration(t, md, resources.BookieRegistrationsPrefix+addr)
 		return ok && r.InstanceID == instance
 	})
 	if err := b.Close(); err != nil {
@@ -73,7 +73,7 @@ func TestClusterCookieRefusesWipedOrForeignDisk(t *testing.T) {
 	if !errors.Is(err, ErrCookieMismatch) || !strings.Contains(err.Error(), "wiped") || !strings.Contains(err.Error(), instance) {
 		t.Fatalf("wiped disks at %s: %v, want ErrCookieMismatch naming the old instance", addr, err)
 	}
-	if _, _, ok := registration(t, md, bookieproto.RegistrationPrefix+addr); ok {
+	if _, _, ok := registration(t, md, resources.BookieRegistrationsPrefix+addr); ok {
 		t.Fatal("a refused bookie is registered")
 	}
 

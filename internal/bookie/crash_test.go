@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/logging"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
 	"github.com/magnetar-io/magnetar/internal/perf"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // crashBookieFlags make a crash test exercise more than the journal: a small write cache
@@ -267,10 +268,10 @@ func TestProcessRegistersInEtcd(t *testing.T) {
 	flags := []string{"--metadata-url", url, "--metadata-store-session-timeout-millis", "1000"}
 
 	p := startBookieProcess(t, dir, flags...)
-	regKey := bookieproto.RegistrationPrefix + p.addr
+	regKey := resources.BookieRegistrationsPrefix + p.addr
 	waitFor(t, "registration", func() bool {
 		r, _, ok := registration(t, md, regKey)
-		return ok && r.State == bookieproto.StateWritable && r.Address == p.addr
+		return ok && r.State == resources.BookieWritable && r.Address == p.addr
 	})
 	p.kill()
 	waitFor(t, "the killed bookie's key to expire", func() bool {
@@ -279,7 +280,7 @@ func TestProcessRegistersInEtcd(t *testing.T) {
 	})
 
 	p = startBookieProcess(t, dir, flags...)
-	regKey = bookieproto.RegistrationPrefix + p.addr
+	regKey = resources.BookieRegistrationsPrefix + p.addr
 	waitFor(t, "registration after restart", func() bool {
 		_, _, ok := registration(t, md, regKey)
 		return ok

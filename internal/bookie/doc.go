@@ -17,7 +17,7 @@
 //     bookie_server_malformed_frames_total; other connections are not disturbed.
 //   - A fencing read or read-LAC fences before answering; a corrupt entry is CORRUPT, never
 //     NO_SUCH_ENTRY.
-//   - Registration is a session-bound key bookieproto.RegistrationPrefix+address whose JSON
+//   - Registration is a session-bound key resources.BookieRegistrationsPrefix+address whose JSON
 //     value follows storage.ReadOnly; losing the metadata session never stops serving.
 //   - Close deregisters, stops reading, answers what was read (bounded by shutdownTimeout),
 //     then closes the storage it opened.

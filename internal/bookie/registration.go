@@ -9,19 +9,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // registrar keeps the bookie's session-bound registration key
-// (bookieproto.RegistrationPrefix + advertised address) in the metadata store, on top of
+// (resources.BookieRegistrationsPrefix + advertised address) in the metadata store, on top of
 // metadata.Registration (which re-registers after a session loss). It never stops the data
 // plane: a store that is down at startup is retried in the background, and while registered
 // it polls storage.ReadOnly and rewrites the value when the state changes, so ledger clients
 // stop placing new ledgers on a read-only bookie.
 type registrar struct {
 	store    metadata.Store
-	reg      bookieproto.Registration
+	reg      resources.BookieRegistration
 	readOnly func() bool
 	opts     metadata.RegistrationOptions
 	poll     time.Duration // how often readOnly is checked
@@ -40,13 +40,13 @@ func (r *registrar) registered() bool {
 	return reg != nil && reg.Registered()
 }
 
-func (r *registrar) key() string { return bookieproto.RegistrationPrefix + r.reg.Address }
+func (r *registrar) key() string { return resources.BookieRegistrationKey(r.reg.Address) }
 
 func (r *registrar) state() string {
 	if r.readOnly() {
-		return bookieproto.StateReadOnly
+		return resources.BookieReadOnly
 	}
-	return bookieproto.StateWritable
+	return resources.BookieWritable
 }
 
 func (r *registrar) value(state string) []byte {
@@ -60,7 +60,7 @@ func (r *registrar) value(state string) []byte {
 }
 
 func (r *registrar) setGauge(state string) {
-	if state == bookieproto.StateReadOnly {
+	if state == resources.BookieReadOnly {
 		r.metrics.registration.Set(2)
 	} else {
 		r.metrics.registration.Set(1)

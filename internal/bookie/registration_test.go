@@ -13,6 +13,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/logging"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // waitFor polls cond until it holds, failing after a generous bound.
@@ -25,16 +26,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func registration(t *testing.T, md metadata.Store, key string) (bookieproto.Registration, metadata.Version, bool) {
+func registration(t *testing.T, md metadata.Store, key string) (resources.BookieRegistration, metadata.Version, bool) {
 	t.Helper()
 	kv, err := md.Get(context.Background(), key)
 	if errors.Is(err, metadata.ErrNotFound) {
-		return bookieproto.Registration{}, 0, false
+		return resources.BookieRegistration{}, 0, false
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r bookieproto.Registration
+	var r resources.BookieRegistration
 	if err := json.Unmarshal(kv.Value, &r); err != nil {
 		t.Fatalf("registration %q: %v", kv.Value, err)
 	}
@@ -76,24 +77,24 @@ func TestRegistrationFollowsStateAndSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	regKey := bookieproto.RegistrationPrefix + b.AdvertisedAddr()
+	regKey := resources.BookieRegistrationsPrefix + b.AdvertisedAddr()
 	if b.AdvertisedAddr() != b.Addr() {
 		t.Fatalf("advertised %s, listening %s", b.AdvertisedAddr(), b.Addr())
 	}
 	waitFor(t, "writable registration", func() bool {
 		r, _, ok := registration(t, md, regKey)
-		return ok && r.State == bookieproto.StateWritable && r.Rack == "/rack-a" && r.Address == b.Addr()
+		return ok && r.State == resources.BookieWritable && r.Rack == "/rack-a" && r.Address == b.Addr()
 	})
 
 	st.SetReadOnly(true)
 	waitFor(t, "read-only registration", func() bool {
 		r, _, ok := registration(t, md, regKey)
-		return ok && r.State == bookieproto.StateReadOnly
+		return ok && r.State == resources.BookieReadOnly
 	})
 	st.SetReadOnly(false)
 	waitFor(t, "writable again", func() bool {
 		r, _, ok := registration(t, md, regKey)
-		return ok && r.State == bookieproto.StateWritable
+		return ok && r.State == resources.BookieWritable
 	})
 
 	// Session loss: the key vanishes, the bookie keeps serving and registers again.
@@ -161,7 +162,7 @@ func TestRegistrationRetriesWhileServing(t *testing.T) {
 	defer f.client.Close()
 	mustAdd(t, f, 1, 0, -1, []byte("served before registration"))
 	waitFor(t, "registration after the store came back", func() bool {
-		_, _, ok := registration(t, md, bookieproto.RegistrationPrefix+b.AdvertisedAddr())
+		_, _, ok := registration(t, md, resources.BookieRegistrationsPrefix+b.AdvertisedAddr())
 		return ok
 	})
 	waitFor(t, "Ready once registered", b.Ready)

@@ -214,7 +214,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}
 	var h http.Handler = admin.Handler(admin.Config{
 		Resources: o.Resources, Gatherer: o.Registry, Logger: o.Logger, Ready: s.ready.Load,
-		Topics: s.Topics, ServiceURL: s.Broker.ServiceURL, ServiceURLTLS: s.Broker.ServiceURLTLS,
+		Topics: s.Topics, ServiceURL: s.Broker.ServiceURL, ServiceURLTLS: s.Broker.ServiceURLTLS, Storage: storageView{o.Store},
 		Cluster: o.Broker.ClusterName, WebServiceAddr: webAddr, WebServiceAddrTLS: addrOf(s.lns.HTTPS), Pprof: o.Broker.EnablePprof,
 		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
 		MaxMessageSize: o.Broker.MaxMessageSize, Transactions: s.Broker.Coordinators(),

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // Metadata layout (all JSON; this package owns every key under /functions):
@@ -23,12 +24,12 @@ import (
 // Function metadata is written only by the leader (every admin write is forwarded to it),
 // with CAS on the key's version, so two racing updates never both win.
 const (
-	prefixWorkers     = "/functions/workers/"
-	electionLeader    = "/functions/leader"
-	prefixMeta        = "/functions/meta/"
-	prefixAssignments = "/functions/assignments/"
-	prefixState       = "/functions/state/"
-	prefixPackages    = "/functions/packages/"
+	prefixWorkers     = resources.FunctionsRoot + "workers/"
+	electionLeader    = resources.FunctionsRoot + "leader"
+	prefixMeta        = resources.FunctionsRoot + "meta/"
+	prefixAssignments = resources.FunctionsRoot + "assignments/"
+	prefixState       = resources.FunctionsRoot + "state/"
+	prefixPackages    = resources.FunctionsRoot + "packages/"
 )
 
 // WorkerInfo is one worker's membership record (pulsaradmin's WorkerInfo plus its URL).

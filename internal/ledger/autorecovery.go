@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // Auto-recovery. One auditor in the cluster, elected through the metadata store, scans the
@@ -367,13 +368,13 @@ func (l auditedLedger) uses(set map[string]bool) bool {
 
 // scanLedgers lists every ledger's metadata and the registered bookies.
 func scanLedgers(ctx context.Context, store metadata.Store, logger *slog.Logger) ([]auditedLedger, map[string]bool, error) {
-	regs, err := store.List(ctx, bookieproto.RegistrationPrefix)
+	regs, err := store.List(ctx, resources.BookieRegistrationsPrefix)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ledger: list bookies: %w", err)
 	}
 	registered := map[string]bool{}
 	for _, kv := range regs {
-		registered[strings.TrimPrefix(kv.Key, bookieproto.RegistrationPrefix)] = true
+		registered[strings.TrimPrefix(kv.Key, resources.BookieRegistrationsPrefix)] = true
 	}
 	kvs, err := store.List(ctx, ledgersPrefix)
 	if err != nil {

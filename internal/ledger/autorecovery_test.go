@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 func newTestAuditor(t testing.TB, store metadata.Store, bk bookieproto.Client, name string) *Auditor {
@@ -168,7 +169,7 @@ func TestUnderReplicatedAndDecommission(t *testing.T) {
 			states[b.Address] = b.State
 		}
 	}
-	if len(states) != 2 || states[victim] != "gone" || states[live] != bookieproto.StateWritable {
+	if len(states) != 2 || states[victim] != "gone" || states[live] != resources.BookieWritable {
 		t.Fatalf("ListBookies: %+v", st)
 	}
 	// New ensembles avoid a decommissioned bookie even while it is writable.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // BenchmarkReplicatedAdd measures pipelined 1 KiB adds through the ledger client to bookie
@@ -143,7 +143,7 @@ func BenchmarkWriteStallOnBookieKill(b *testing.B) {
 		}
 		// The next ledger must not be placed on the dead bookie before its lease expires.
 		waitFor(b, func() bool {
-			_, err := pc.store.Get(ctx, bookieproto.RegistrationPrefix+victim)
+			_, err := pc.store.Get(ctx, resources.BookieRegistrationsPrefix+victim)
 			return err != nil
 		})
 		b.StartTimer()

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // bookieInfo is what the client knows about one registered bookie.
@@ -27,9 +26,9 @@ type bookieInfo struct {
 
 // decommissionPrefix holds one key per bookie being decommissioned (Decommission): new
 // ensembles avoid it and the auditor moves every fragment off it.
-const decommissionPrefix = "/ledger-decommissioned/"
+const decommissionPrefix = resources.DecommissionedBookiesPrefix
 
-// bookieSet tracks the bookies registered under bookieproto.RegistrationPrefix and the
+// bookieSet tracks the bookies registered under resources.BookieRegistrationsPrefix and the
 // decommission markers: a List at start, then watches that are re-established (with a
 // fresh List, since a watch that was cut may have missed deletions) whenever the store
 // closes them.
@@ -50,7 +49,7 @@ func newBookieSet(store metadata.Store, logger *slog.Logger) *bookieSet {
 
 // load replaces the known sets with what the store lists now.
 func (s *bookieSet) load(ctx context.Context) error {
-	return errors.Join(s.loadPrefix(ctx, bookieproto.RegistrationPrefix), s.loadPrefix(ctx, decommissionPrefix))
+	return errors.Join(s.loadPrefix(ctx, resources.BookieRegistrationsPrefix), s.loadPrefix(ctx, decommissionPrefix))
 }
 
 func (s *bookieSet) loadPrefix(ctx context.Context, prefix string) error {
@@ -72,21 +71,15 @@ func (s *bookieSet) loadPrefix(ctx context.Context, prefix string) error {
 	return nil
 }
 
-// parse decodes a registration; a malformed one is logged and ignored rather than trusted.
+// parse decodes a registration (resources owns the record); a malformed one is logged and
+// ignored rather than trusted.
 func (s *bookieSet) parse(key string, value []byte) (bookieInfo, bool) {
-	addr := strings.TrimPrefix(key, bookieproto.RegistrationPrefix)
-	var r bookieproto.Registration
-	if err := json.Unmarshal(value, &r); err != nil {
+	r, err := resources.ParseBookieRegistration(key, value)
+	if err != nil {
 		s.logger.Warn("ignoring malformed bookie registration", "key", key, "err", err)
 		return bookieInfo{}, false
 	}
-	if r.Address != "" {
-		addr = r.Address
-	}
-	if addr == "" {
-		return bookieInfo{}, false
-	}
-	return bookieInfo{Address: addr, Rack: r.Rack, Writable: r.State == bookieproto.StateWritable}, true
+	return bookieInfo{Address: r.Address, Rack: r.Rack, Writable: r.State == resources.BookieWritable}, true
 }
 
 func (s *bookieSet) notifyLocked() {
@@ -97,7 +90,7 @@ func (s *bookieSet) notifyLocked() {
 // run keeps the sets current until ctx is done.
 func (s *bookieSet) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for _, prefix := range []string{bookieproto.RegistrationPrefix, decommissionPrefix} {
+	for _, prefix := range []string{resources.BookieRegistrationsPrefix, decommissionPrefix} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -300,7 +293,7 @@ func pickByRack(c []bookieInfo, avoid map[string]bool) int {
 type BookieStatus struct {
 	Address        string
 	Rack           string
-	State          string // bookieproto.StateWritable, StateReadOnly, or "gone" (decommissioned, no registration)
+	State          string // resources.BookieWritable, StateReadOnly, or "gone" (decommissioned, no registration)
 	Decommissioned bool
 }
 
@@ -312,9 +305,9 @@ func ListBookies(ctx context.Context, store metadata.Store) ([]BookieStatus, err
 	}
 	var out []BookieStatus
 	for addr, b := range s.bookies {
-		state := bookieproto.StateReadOnly
+		state := resources.BookieReadOnly
 		if b.Writable {
-			state = bookieproto.StateWritable
+			state = resources.BookieWritable
 		}
 		out = append(out, BookieStatus{Address: addr, Rack: b.Rack, State: state, Decommissioned: s.decommissioned[addr]})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // fakeCluster is an in-process set of bookies behind one bookieproto.Client, with fault
@@ -91,8 +92,8 @@ func (fc *fakeCluster) register(addr, rack string) {
 	if err != nil {
 		fc.t.Fatal(err)
 	}
-	v, _ := json.Marshal(bookieproto.Registration{Address: addr, Rack: rack, State: bookieproto.StateWritable})
-	if _, err := sess.PutEphemeral(context.Background(), bookieproto.RegistrationPrefix+addr, v, metadata.NotExists); err != nil {
+	v, _ := json.Marshal(resources.BookieRegistration{Address: addr, Rack: rack, State: resources.BookieWritable})
+	if _, err := sess.PutEphemeral(context.Background(), resources.BookieRegistrationsPrefix+addr, v, metadata.NotExists); err != nil {
 		fc.t.Fatal(err)
 	}
 	fc.mu.Lock()

@@ -11,13 +11,15 @@ import (
 	"strings"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
-// Metadata-store keys of the ledger client (layout documented in doc.go).
+// Metadata-store keys of the ledger client (formats documented in doc.go; the layout of
+// every record of the cluster is resources/keys.go).
 const (
-	ledgersPrefix   = "/ledgers/"
-	idCounterKey    = "/ledger-id-counter"
-	auditorElection = "/ledger-auditor"
+	ledgersPrefix   = resources.LedgersPrefix
+	idCounterKey    = resources.LedgerIDCounterKey
+	auditorElection = resources.AuditorElectionKey
 	metadataFormat  = 1
 	maxEnsembleSize = 64 // ack sets are uint64 bitmasks over ensemble positions
 )

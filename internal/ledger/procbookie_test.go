@@ -22,6 +22,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/testbin"
 )
 
@@ -194,7 +195,7 @@ func (pc *procCluster) start() string {
 	pc.procs[addr] = &bookieProc{cmd: cmd, stdin: stdin}
 	pc.mu.Unlock()
 	waitFor(t, func() bool {
-		_, err := pc.store.Get(context.Background(), bookieproto.RegistrationPrefix+addr)
+		_, err := pc.store.Get(context.Background(), resources.BookieRegistrationsPrefix+addr)
 		return err == nil
 	})
 	return addr
@@ -207,7 +208,7 @@ func (pc *procCluster) startBinary() string {
 	t.Helper()
 	ctx := context.Background()
 	before := map[string]bool{}
-	kvs, err := pc.store.List(ctx, bookieproto.RegistrationPrefix)
+	kvs, err := pc.store.List(ctx, resources.BookieRegistrationsPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +237,13 @@ func (pc *procCluster) startBinary() string {
 	}
 	var addr string
 	waitFor(t, func() bool {
-		kvs, err := pc.store.List(ctx, bookieproto.RegistrationPrefix)
+		kvs, err := pc.store.List(ctx, resources.BookieRegistrationsPrefix)
 		if err != nil {
 			return false
 		}
 		for _, kv := range kvs {
 			if !before[kv.Key] {
-				addr = strings.TrimPrefix(kv.Key, bookieproto.RegistrationPrefix)
+				addr = strings.TrimPrefix(kv.Key, resources.BookieRegistrationsPrefix)
 				return true
 			}
 		}
@@ -329,7 +330,7 @@ func runProcessScenarios(t *testing.T, newCluster func(testing.TB, int) (*procCl
 		// expired yet (that is a different scenario).
 		for _, addr := range killed {
 			waitFor(t, func() bool {
-				_, err := pc.store.Get(context.Background(), bookieproto.RegistrationPrefix+addr)
+				_, err := pc.store.Get(context.Background(), resources.BookieRegistrationsPrefix+addr)
 				return err != nil
 			})
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // realCluster runs real bookie servers in this process: disk storage (journal, entry logs,
@@ -72,7 +73,7 @@ func (rc *realCluster) start() string {
 	rc.mu.Unlock()
 	// Wait for the registration so that clients created next see the bookie.
 	waitFor(rc.t, func() bool {
-		_, err := rc.store.Get(context.Background(), bookieproto.RegistrationPrefix+addr)
+		_, err := rc.store.Get(context.Background(), resources.BookieRegistrationsPrefix+addr)
 		return err == nil
 	})
 	return addr

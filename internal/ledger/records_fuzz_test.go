@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // FuzzBookieRecords reads back bookie registrations and decommission marks as the ledger
@@ -24,12 +24,12 @@ func FuzzBookieRecords(f *testing.F) {
 	f.Add("x/y", []byte(`{"address":7}`))
 	f.Fuzz(func(t *testing.T, addr string, value []byte) {
 		s := newBookieSet(nil, slog.New(slog.DiscardHandler))
-		b, ok := s.parse(bookieproto.RegistrationPrefix+addr, value)
+		b, ok := s.parse(resources.BookieRegistrationsPrefix+addr, value)
 		if ok {
 			if b.Address == "" {
 				t.Fatal("accepted a registration without an address")
 			}
-			var r bookieproto.Registration
+			var r resources.BookieRegistration
 			if err := json.Unmarshal(value, &r); err != nil {
 				t.Fatalf("accepted a registration that is not JSON: %v", err)
 			}
@@ -40,7 +40,7 @@ func FuzzBookieRecords(f *testing.F) {
 		if strings.ContainsAny(addr, "\x00") {
 			return
 		}
-		if _, err := st.Put(ctx, bookieproto.RegistrationPrefix+addr, value, metadata.AnyVersion); err != nil {
+		if _, err := st.Put(ctx, resources.BookieRegistrationsPrefix+addr, value, metadata.AnyVersion); err != nil {
 			return
 		}
 		_, _ = st.Put(ctx, decommissionPrefix+addr, value, metadata.AnyVersion)

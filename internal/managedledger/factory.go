@@ -16,10 +16,11 @@ import (
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/offload"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // DefaultMetadataRoot is where managed ledgers keep their ledger lists and cursor snapshots.
-const DefaultMetadataRoot = "/managed-ledgers"
+const DefaultMetadataRoot = resources.ManagedLedgersRoot
 
 // FactoryOptions wires a Factory to its dependencies.
 type FactoryOptions struct {

@@ -31,11 +31,12 @@ var (
 	ErrClosed = errors.New("ownership: closed")
 )
 
-// Key prefixes (doc.go).
+// Key prefixes of the records this package owns (doc.go; the cluster's whole layout is
+// resources/keys.go).
 const (
-	BrokersPrefix   = "/loadbalance/brokers/"
-	OwnershipPrefix = "/namespace/"
-	LeaderElection  = "/loadbalance/leader"
+	BrokersPrefix   = resources.BrokersPrefix
+	OwnershipPrefix = resources.BundleOwnershipPrefix
+	LeaderElection  = resources.LeaderElectionKey
 )
 
 // BrokerInfo is a live broker's registration value.

@@ -8,7 +8,7 @@ func (r *Resources) UpdateCluster(ctx context.Context, name string, modify func(
 	if err := checkNames(name); err != nil {
 		return err
 	}
-	return update(ctx, r, clustersPrefix+name, modify)
+	return update(ctx, r, ClustersPrefix+name, modify)
 }
 
 // DeleteCluster deletes a cluster record; ErrNotFound if it does not exist. Whether the
@@ -17,5 +17,5 @@ func (r *Resources) DeleteCluster(ctx context.Context, name string) error {
 	if err := checkNames(name); err != nil {
 		return err
 	}
-	return r.del(ctx, clustersPrefix+name)
+	return r.del(ctx, ClustersPrefix+name)
 }

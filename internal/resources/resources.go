@@ -19,13 +19,6 @@ var (
 	ErrInvalid       = errors.New("resources: invalid name or value")
 )
 
-// Key prefixes (see doc.go).
-const (
-	clustersPrefix    = "/admin/clusters/"
-	policiesPrefix    = "/admin/policies/"
-	partitionedPrefix = "/admin/partitioned-topics/"
-)
-
 // ClusterData describes a cluster (Pulsar's ClusterData JSON).
 type ClusterData struct {
 	ServiceURL          string   `json:"serviceUrl,omitempty"`
@@ -173,7 +166,7 @@ func (r *Resources) EnsureDefaults(ctx context.Context, cluster string) error {
 
 // Clusters lists cluster names.
 func (r *Resources) Clusters(ctx context.Context) ([]string, error) {
-	return r.children(ctx, clustersPrefix)
+	return r.children(ctx, ClustersPrefix)
 }
 
 // Cluster returns one cluster.
@@ -182,7 +175,7 @@ func (r *Resources) Cluster(ctx context.Context, name string) (ClusterData, erro
 	if err := checkNames(name); err != nil {
 		return c, err
 	}
-	_, err := r.get(ctx, clustersPrefix+name, &c)
+	_, err := r.get(ctx, ClustersPrefix+name, &c)
 	return c, err
 }
 
@@ -191,12 +184,12 @@ func (r *Resources) CreateCluster(ctx context.Context, name string, c ClusterDat
 	if err := checkNames(name); err != nil {
 		return err
 	}
-	return r.create(ctx, clustersPrefix+name, c)
+	return r.create(ctx, ClustersPrefix+name, c)
 }
 
 // Tenants lists tenant names.
 func (r *Resources) Tenants(ctx context.Context) ([]string, error) {
-	return r.children(ctx, policiesPrefix)
+	return r.children(ctx, PoliciesPrefix)
 }
 
 // Tenant returns one tenant.
@@ -205,7 +198,7 @@ func (r *Resources) Tenant(ctx context.Context, name string) (TenantInfo, error)
 	if err := checkNames(name); err != nil {
 		return t, err
 	}
-	_, err := r.get(ctx, policiesPrefix+name, &t)
+	_, err := r.get(ctx, PoliciesPrefix+name, &t)
 	return t, err
 }
 
@@ -215,7 +208,7 @@ func (r *Resources) CreateTenant(ctx context.Context, name string, t TenantInfo)
 		return err
 	}
 	normalizeTenant(&t)
-	return r.create(ctx, policiesPrefix+name, t)
+	return r.create(ctx, PoliciesPrefix+name, t)
 }
 
 // UpdateTenant replaces a tenant's info.
@@ -224,7 +217,7 @@ func (r *Resources) UpdateTenant(ctx context.Context, name string, t TenantInfo)
 		return err
 	}
 	normalizeTenant(&t)
-	return update(ctx, r, policiesPrefix+name, func(old *TenantInfo) error { *old = t; return nil })
+	return update(ctx, r, PoliciesPrefix+name, func(old *TenantInfo) error { *old = t; return nil })
 }
 
 // DeleteTenant deletes a tenant that has no namespaces.
@@ -239,7 +232,7 @@ func (r *Resources) DeleteTenant(ctx context.Context, name string) error {
 	if len(ns) > 0 {
 		return fmt.Errorf("%w: tenant %s has namespaces %v", ErrNotEmpty, name, ns)
 	}
-	return r.del(ctx, policiesPrefix+name)
+	return r.del(ctx, PoliciesPrefix+name)
 }
 
 func normalizeTenant(t *TenantInfo) {
@@ -264,7 +257,7 @@ func (r *Resources) Namespaces(ctx context.Context, tenant string) ([]string, er
 	if _, err := r.Tenant(ctx, tenant); err != nil {
 		return nil, err
 	}
-	names, err := r.children(ctx, policiesPrefix+tenant+"/")
+	names, err := r.children(ctx, PoliciesPrefix+tenant+"/")
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +273,7 @@ func (r *Resources) Namespace(ctx context.Context, tenant, ns string) (Policies,
 	if err := checkNames(tenant, ns); err != nil {
 		return p, err
 	}
-	_, err := r.get(ctx, policiesPrefix+tenant+"/"+ns, &p)
+	_, err := r.get(ctx, PoliciesPrefix+tenant+"/"+ns, &p)
 	return p, err
 }
 
@@ -297,7 +290,7 @@ func (r *Resources) CreateNamespace(ctx context.Context, tenant, ns string, p Po
 		return err
 	}
 	p.Bundles = b
-	return r.create(ctx, policiesPrefix+tenant+"/"+ns, p)
+	return r.create(ctx, PoliciesPrefix+tenant+"/"+ns, p)
 }
 
 // UpdateNamespace changes a namespace's policies by read-modify-CAS.
@@ -305,7 +298,7 @@ func (r *Resources) UpdateNamespace(ctx context.Context, tenant, ns string, modi
 	if err := checkNames(tenant, ns); err != nil {
 		return err
 	}
-	return update(ctx, r, policiesPrefix+tenant+"/"+ns, modify)
+	return update(ctx, r, PoliciesPrefix+tenant+"/"+ns, modify)
 }
 
 // DeleteNamespace deletes a namespace's policies; ErrNotEmpty while it has topics.
@@ -313,7 +306,7 @@ func (r *Resources) DeleteNamespace(ctx context.Context, tenant, ns string) erro
 	if err := checkNames(tenant, ns); err != nil {
 		return err
 	}
-	for _, prefix := range []string{partitionedPrefix, topicsPrefix} {
+	for _, prefix := range []string{PartitionedTopicsPrefix, TopicsPrefix} {
 		kvs, err := r.store.List(ctx, prefix+tenant+"/"+ns+"/")
 		if err != nil {
 			return err
@@ -322,11 +315,11 @@ func (r *Resources) DeleteNamespace(ctx context.Context, tenant, ns string) erro
 			return fmt.Errorf("%w: namespace %s/%s still has topics", ErrNotEmpty, tenant, ns)
 		}
 	}
-	return r.del(ctx, policiesPrefix+tenant+"/"+ns)
+	return r.del(ctx, PoliciesPrefix+tenant+"/"+ns)
 }
 
 func partitionedKey(domain, tenant, ns, topic string) string {
-	return partitionedPrefix + tenant + "/" + ns + "/" + domain + "/" + topic
+	return PartitionedTopicsPrefix + tenant + "/" + ns + "/" + domain + "/" + topic
 }
 
 // PartitionedTopic returns a partitioned topic's metadata; ErrNotFound if it is not partitioned.
@@ -356,7 +349,7 @@ func (r *Resources) DeletePartitionedTopic(ctx context.Context, domain, tenant, 
 
 // PartitionedTopics lists the partitioned topic names ("domain://tenant/ns/topic") of a namespace.
 func (r *Resources) PartitionedTopics(ctx context.Context, tenant, ns string) ([]string, error) {
-	prefix := partitionedPrefix + tenant + "/" + ns + "/"
+	prefix := PartitionedTopicsPrefix + tenant + "/" + ns + "/"
 	kvs, err := r.store.List(ctx, prefix)
 	if err != nil {
 		return nil, err

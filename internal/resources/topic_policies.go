@@ -9,11 +9,6 @@ import (
 	"github.com/magnetar-io/magnetar/internal/metadata"
 )
 
-// TopicPoliciesRoot is the prefix of topic-level policies (see doc.go). Pulsar keeps them
-// in a system topic; we keep them in the metadata store next to the namespace policies, so
-// brokers watch one place for both.
-const TopicPoliciesRoot = "/admin/topic-policies"
-
 // TopicPolicies are a topic's own policies, overriding its namespace's. Field names are
 // Pulsar's TopicPolicies JSON. Nil fields are unset (the namespace value applies).
 type TopicPolicies struct {

@@ -16,7 +16,7 @@ import (
 )
 
 // Root is the metadata-store prefix of every schema (layout in doc.go).
-const Root = "/schemas"
+const Root = resources.SchemasRoot
 
 // maxAddAttempts bounds the optimistic retry of an add that lost a race with another
 // writer of the same topic's schema.

@@ -2,7 +2,6 @@ package topics
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -12,12 +11,8 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
-
-// DynamicConfigPath is the metadata key holding the dynamic configuration overrides, a JSON
-// object of key name -> value string (Pulsar keeps them at the same path in ZooKeeper).
-// Every broker watches it, so a change made through any broker's admin API reaches all.
-const DynamicConfigPath = "/admin/configuration"
 
 // Errors of the dynamic configuration. The admin API answers them 412 (as Pulsar does for a
 // key that is not dynamic) and 400 (admin/errors.go).
@@ -154,35 +149,16 @@ func (c DynamicConfig) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// update applies change to the stored overrides with compare-and-set, retrying on a
-// concurrent writer.
+// update applies change to the stored overrides (resources.UpdateDynamicConfig).
 func (c DynamicConfig) update(ctx context.Context, change func(map[string]string)) error {
-	st := c.s.store
-	for {
-		m := map[string]string{}
-		ver := metadata.NotExists
-		kv, err := st.Get(ctx, DynamicConfigPath)
-		switch {
-		case err == nil:
-			ver = kv.Version
-			if err := json.Unmarshal(kv.Value, &m); err != nil {
-				// A damaged record is replaced rather than blocking every change forever.
-				c.s.log.Warn("replacing an unreadable dynamic configuration record", "err", err)
-				m = map[string]string{}
-			}
-		case errors.Is(err, metadata.ErrNotFound):
-		default:
-			return fmt.Errorf("topics: dynamic configuration: %w", err)
-		}
-		change(m)
-		b, _ := json.Marshal(m)
-		if _, err = st.Put(ctx, DynamicConfigPath, b, ver); errors.Is(err, metadata.ErrBadVersion) {
-			continue
-		} else if err != nil {
-			return fmt.Errorf("topics: dynamic configuration: %w", err)
-		}
-		return nil
+	replaced, err := c.s.res.UpdateDynamicConfig(ctx, change)
+	if replaced {
+		c.s.log.Warn("replaced an unreadable dynamic configuration record")
 	}
+	if err != nil {
+		return fmt.Errorf("topics: dynamic configuration: %w", err)
+	}
+	return nil
 }
 
 // applyDynamic sets every dynamic key from the start configuration, then from the stored
@@ -212,12 +188,13 @@ func (s *Service) applyDynamic(m map[string]string) {
 // broken watch is re-established after a pause.
 func (s *Service) watchDynamic(ctx context.Context) {
 	for ctx.Err() == nil {
-		ch, err := s.store.Watch(ctx, DynamicConfigPath, false)
+		ch, err := s.store.Watch(ctx, resources.DynamicConfigKey, false)
 		if err == nil {
 			for ev := range ch {
 				m := map[string]string{}
 				if ev.Type == metadata.EventPut {
-					if err := json.Unmarshal(ev.Value, &m); err != nil {
+					var err error
+					if m, err = resources.ParseDynamicConfig(ev.Value); err != nil {
 						s.log.Warn("unreadable dynamic configuration record", "err", err)
 						continue
 					}

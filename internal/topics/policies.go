@@ -477,7 +477,7 @@ func startPolicies(s *Service) *policyManager {
 	ctx, cancel := context.WithCancel(context.Background())
 	pm := &policyManager{s: s, cancel: cancel, kick: make(chan struct{}, 1)}
 	pm.wg.Add(3)
-	go pm.watch(ctx, "/admin/policies/")
+	go pm.watch(ctx, resources.PoliciesPrefix)
 	go pm.watch(ctx, resources.TopicPoliciesRoot+"/")
 	go pm.checker(ctx)
 	return pm

@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/admin"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
+	"github.com/magnetar-io/magnetar/internal/brokerd"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/logging"
@@ -197,7 +198,7 @@ func TestAuditorInBookieProcessesRereplicatesLostBookie(t *testing.T) {
 
 	// With one bookie left the ledger (E=2) cannot be repaired: the admin CLI must list it as
 	// under-replicated, missing the bookie just killed, and list the remaining bookie.
-	srv := httptest.NewServer(admin.Handler(admin.Config{Resources: resources.New(store)}))
+	srv := httptest.NewServer(admin.Handler(admin.Config{Resources: resources.New(store), Storage: brokerd.NewStorageView(store)}))
 	defer srv.Close()
 	adminCLI := func(args ...string) (string, error) {
 		out, err := exec.Command(binary, append([]string{"admin", "--admin-url", srv.URL, "-o", "json"}, args...)...).CombinedOutput()

@@ -23,6 +23,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/etcdstore"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 const (
@@ -296,7 +297,7 @@ func startCluster(ctx context.Context, t testing.TB) (metadata.Store, []string) 
 	}
 	t.Cleanup(func() { bk.Close() })
 	for {
-		if _, err := store.Get(ctx, bookieproto.RegistrationPrefix+bk.AdvertisedAddr()); err == nil {
+		if _, err := store.Get(ctx, resources.BookieRegistrationsPrefix+bk.AdvertisedAddr()); err == nil {
 			break
 		}
 		if ctx.Err() != nil {
