@@ -202,7 +202,7 @@ func (s *Subscription) Name() string { return s.name }
 func (s *Subscription) Type() SubType {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.typ
+	return s.d.kind()
 }
 
 // Topic is the subscription's topic.

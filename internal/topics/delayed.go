@@ -3,7 +3,6 @@ package topics
 import (
 	"container/heap"
 	"context"
-	"sort"
 	"time"
 )
 
@@ -90,8 +89,7 @@ const (
 
 // delaysLocked tells whether the subscription holds delayed messages at all.
 func (s *Subscription) delaysLocked() bool {
-	return s.t.s.cfg.Delivery.DelayedDeliveryEnabled &&
-		(s.typ == Shared || s.typ == KeyShared)
+	return s.t.s.cfg.Delivery.DelayedDeliveryEnabled && s.d.delays()
 }
 
 // delayLocked decides about an entry just read whose deliver_at_time is at (0: none).
@@ -153,12 +151,6 @@ func (s *Subscription) waitDueLocked() {
 	s.waitLocked(max(time.Until(due), time.Millisecond))
 }
 
-// sortReplay restores the position order of the Key_Shared held-back entries after due
-// delayed entries joined them.
-func sortReplay(r []replayItem) {
-	sort.SliceStable(r, func(i, j int) bool { return r[i].pos.Less(r[j].pos) })
-}
-
 // dispatchDueLocked hands out the tracked entries that are due, as far as permits go, and
 // returns how many it sent. Entries nobody can take now are tracked again (Shared) or held
 // for their key's consumer (Key_Shared).
@@ -197,23 +189,19 @@ func (s *Subscription) dispatchDueLocked(backoff *time.Duration) (int, readStatu
 			continue
 		}
 		m := metaOf(e)
-		var cs *Consumer
-		slot := -1
-		if s.typ == KeyShared {
-			slot = keyHashSlot(m.Key)
-			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, slot, e.Position) {
-				s.replay = append(s.replay, replayItem{e.Position, slot})
-				continue
-			}
-		} else if cs = s.pickLocked(); cs == nil {
+		cs, slot, hold := s.d.route(e, m, false)
+		switch {
+		case hold: // the dispatcher keeps it for its key's consumer
+			continue
+		case cs == nil:
 			s.delayed.add(e.Position, at[e.Position])
 			continue
 		}
 		s.sendLocked(cs, e, msgCount(m), slot)
 		sent++
 	}
-	if s.typ == KeyShared {
-		sortReplay(s.replay)
+	if ks, ok := s.d.(*keySharedDispatcher); ok {
+		ks.sortHeld()
 	}
 	return sent, readOK
 }

@@ -77,17 +77,47 @@ func murmur3(data string, seed uint32) uint32 {
 	return h
 }
 
-// addKeySharedLocked registers cs with the key router: ring points (AUTO_SPLIT) or its
-// declared ranges (STICKY, which must not overlap other consumers').
-func (s *Subscription) addKeySharedLocked(cs *Consumer, meta *KeySharedPolicy) error {
+// keySharedDispatcher serves Key_Shared subscriptions: an entry goes to its key's
+// consumer. One whose consumer cannot take it now (no permits, its slot still draining at
+// another consumer, a newcomer's join limit: keyshared_join.go), or whose key already has
+// entries held, is held back in replay, in position order, and retried first every round
+// (retryHeld); so a key's entries always leave in order.
+type keySharedDispatcher struct {
+	s      *Subscription
+	mode   KeySharedMode
+	ring   []ringPoint  // AUTO_SPLIT: ringPoints per consumer, by hash
+	replay []replayItem // entries held back, in position order
+}
+
+// replayItem is a Key_Shared entry held back for a consumer that cannot take it now.
+type replayItem struct {
+	pos  Position
+	slot int
+}
+
+// maxReplay bounds the Key_Shared held-back entries; beyond it the dispatcher stops reading
+// new entries until some go out.
+func maxReplay(readBatch int) int { return 10 * readBatch }
+
+func (d *keySharedDispatcher) kind() SubType        { return KeyShared }
+func (d *keySharedDispatcher) permits() int         { return d.s.permitsOfAll() }
+func (d *keySharedDispatcher) delays() bool         { return true }
+func (d *keySharedDispatcher) releasesListed() bool { return true }
+func (d *keySharedDispatcher) joined(*Consumer)     {}
+
+// admit registers cs with the key router: ring points (AUTO_SPLIT) or its declared ranges
+// (STICKY, which must not overlap other consumers'); a mode other than the connected
+// consumers' is ConsumerBusy.
+func (d *keySharedDispatcher) admit(cs *Consumer, meta *KeySharedPolicy) error {
+	s := d.s
 	if meta == nil {
 		meta = &KeySharedPolicy{}
 	}
 	mode := meta.Mode
-	if len(s.consumers) > 0 && mode != s.ksMode {
-		return fmt.Errorf("%w: subscription %s is Key_Shared %s, not %s", wire.ErrConsumerBusy, s.name, s.ksMode, mode)
+	if len(s.consumers) > 0 && mode != d.mode {
+		return fmt.Errorf("%w: subscription %s is Key_Shared %s, not %s", wire.ErrConsumerBusy, s.name, d.mode, mode)
 	}
-	s.ksMode = mode
+	d.mode = mode
 	cs.outOfOrder = meta.AllowOutOfOrder // keyshared_join.go
 	if mode == Sticky {
 		if len(meta.Ranges) == 0 {
@@ -111,26 +141,33 @@ func (s *Subscription) addKeySharedLocked(cs *Consumer, meta *KeySharedPolicy) e
 	s.setJoinLimitLocked(cs, meta) // keyshared_join.go
 	for i := 0; i < ringPoints; i++ {
 		h := murmur3(cs.name+"#"+strconv.Itoa(i)+"#"+strconv.FormatUint(cs.id, 10)+cs.client.Address(), 0)
-		s.ring = append(s.ring, ringPoint{h, cs})
+		d.ring = append(d.ring, ringPoint{h, cs})
 	}
-	sort.Slice(s.ring, func(i, j int) bool { return s.ring[i].hash < s.ring[j].hash })
+	sort.Slice(d.ring, func(i, j int) bool { return d.ring[i].hash < d.ring[j].hash })
 	return nil
 }
 
-func (s *Subscription) removeKeySharedLocked(cs *Consumer) {
-	out := s.ring[:0]
-	for _, p := range s.ring {
+func (d *keySharedDispatcher) left(cs *Consumer) {
+	out := d.ring[:0]
+	for _, p := range d.ring {
 		if p.c != cs {
 			out = append(out, p)
 		}
 	}
-	s.ring = out
+	d.ring = out
 }
 
-// keyConsumerLocked is the consumer that owns slot, or nil.
-func (s *Subscription) keyConsumerLocked(slot int) *Consumer {
-	if s.ksMode == Sticky {
-		for _, cs := range s.consumers {
+// flowed wakes a dispatcher waiting at the tail: held-back entries may go now.
+func (d *keySharedDispatcher) flowed(*Consumer) {
+	if len(d.replay) > 0 && d.s.cancelRead != nil {
+		d.s.cancelRead()
+	}
+}
+
+// consumerOf is the consumer that owns slot, or nil.
+func (d *keySharedDispatcher) consumerOf(slot int) *Consumer {
+	if d.mode == Sticky {
+		for _, cs := range d.s.consumers {
 			for _, r := range cs.ranges {
 				if int(r.Start) <= slot && slot <= int(r.End) {
 					return cs
@@ -139,14 +176,102 @@ func (s *Subscription) keyConsumerLocked(slot int) *Consumer {
 		}
 		return nil
 	}
-	if len(s.ring) == 0 {
+	if len(d.ring) == 0 {
 		return nil
 	}
 	// Spread the 16-bit slot over the 32-bit ring.
 	h := uint32(slot) * (1 << 16)
-	i := sort.Search(len(s.ring), func(i int) bool { return s.ring[i].hash >= h })
-	if i == len(s.ring) {
+	i := sort.Search(len(d.ring), func(i int) bool { return d.ring[i].hash >= h })
+	if i == len(d.ring) {
 		i = 0
 	}
-	return s.ring[i].c
+	return d.ring[i].c
 }
+
+// route sends an entry to its key's consumer if that consumer may take it now, and holds it
+// otherwise; a fresh entry of a key with entries already held waits behind them.
+func (d *keySharedDispatcher) route(e Entry, m EntryMeta, fresh bool) (*Consumer, int, bool) {
+	s := d.s
+	slot := keyHashSlot(m.Key)
+	cs := d.consumerOf(slot)
+	if cs == nil || !s.canReceiveLocked(cs) || (fresh && d.slotWaiting(slot)) || s.keyBlockedLocked(cs, slot, e.Position) {
+		d.replay = append(d.replay, replayItem{e.Position, slot})
+		return nil, slot, true
+	}
+	return cs, slot, false
+}
+
+// routeNonPersistent gives a non-persistent message to its key's consumer if it has permits.
+func (d *keySharedDispatcher) routeNonPersistent(m EntryMeta) *Consumer {
+	if cs := d.consumerOf(keyHashSlot(m.Key)); cs != nil && cs.permits > 0 {
+		return cs
+	}
+	return nil
+}
+
+func (d *keySharedDispatcher) slotWaiting(slot int) bool {
+	for _, r := range d.replay {
+		if r.slot == slot {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *keySharedDispatcher) held() []Position {
+	if len(d.replay) == 0 {
+		return nil
+	}
+	ps := make([]Position, len(d.replay))
+	for i, r := range d.replay {
+		ps[i] = r.pos
+	}
+	return ps
+}
+
+// retryHeld retries the held-back entries, oldest first; an entry of a key stays held while
+// an older entry of the same key does, which keeps per-key order.
+func (d *keySharedDispatcher) retryHeld(entries []Entry) int {
+	s := d.s
+	byPos := make(map[Position]Entry, len(entries))
+	for _, e := range entries {
+		byPos[e.Position] = e
+	}
+	held := d.replay
+	d.replay = nil
+	blocked := map[int]bool{}
+	sent := 0
+	for _, r := range held {
+		e, ok := byPos[r.pos]
+		if !ok {
+			continue // acknowledged or trimmed meanwhile
+		}
+		if _, busy := s.pending[r.pos]; busy {
+			continue
+		}
+		cs := d.consumerOf(r.slot)
+		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, r.slot, r.pos) {
+			blocked[r.slot] = true
+			d.replay = append(d.replay, r)
+			continue
+		}
+		s.sendLocked(cs, e, msgCount(metaOf(e)), r.slot)
+		sent++
+	}
+	return sent
+}
+
+func (d *keySharedDispatcher) holdFull() bool {
+	return len(d.replay) >= maxReplay(d.s.t.s.dyn.maxReadBatch())
+}
+func (d *keySharedDispatcher) dropHeld() { d.replay = d.replay[:0] }
+
+// sortHeld restores the position order of the held-back entries after due delayed entries
+// joined them.
+func (d *keySharedDispatcher) sortHeld() {
+	sort.SliceStable(d.replay, func(i, j int) bool { return d.replay[i].pos.Less(d.replay[j].pos) })
+}
+
+// stalled: nothing went out although consumers had permits (every entry was for a consumer
+// without any); the loop waits for a FLOW or a consumer change, or a little while.
+func (d *keySharedDispatcher) stalled(sent int) bool { return sent == 0 }

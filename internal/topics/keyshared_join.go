@@ -13,7 +13,7 @@ package topics
 // may still hold unacknowledged messages of those keys. So the newcomer is limited to
 // entries up to the highest position read when it joined (its join limit) until every
 // entry up to that limit is acknowledged (the mark-delete position reaches it); later
-// entries of its keys are held back meanwhile (s.replay), which keeps per-key order.
+// entries of its keys are held back meanwhile (keySharedDispatcher.replay), which keeps per-key order.
 
 // noteReadLocked records the highest position the dispatcher has read.
 func (s *Subscription) noteReadLocked(p Position) {
@@ -88,7 +88,8 @@ func (s *Subscription) releaseSlotLocked(slot int) {
 func (s *Subscription) acked() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.replay) == 0 || s.cancelRead == nil {
+	ks, ok := s.d.(*keySharedDispatcher)
+	if !ok || len(ks.replay) == 0 || s.cancelRead == nil {
 		return
 	}
 	wake := s.slotFreed

@@ -148,7 +148,7 @@ func (t *Topic) Stats() TopicStats {
 			ss.MsgBacklogNoDelay = ss.MsgBacklog
 		}
 		sub.mu.Lock()
-		ss.Type = sub.typ.String()
+		ss.Type = sub.d.kind().String()
 		ss.MsgDelayed = sub.delayed.len()
 		for _, cs := range sub.consumers {
 			ss.UnackedMessages += int64(cs.unacked)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,8 +45,9 @@ type Consumer struct {
 // Dispatch (persistent topics) is one goroutine per subscription, run: it waits until a
 // consumer that may receive has permits, reads up to min(dispatcherMaxReadBatchSize,
 // permits) entries from the cursor (waiting for new entries at the tail), and sends each
-// to a consumer: the active one for Exclusive/Failover, round-robin among consumers with
-// permits for Shared. An entry costs its message count in permits. Entries it cannot hand
+// to the consumer its dispatcher routes it to (dispatcher.go: one per subscription type:
+// the active one for Exclusive/Failover, round-robin among consumers with permits for
+// Shared, by key for Key_Shared). An entry costs its message count in permits. Entries it cannot hand
 // out (permits ran out) are not kept: the cursor is moved back to them (seek) and read
 // again later, so memory per subscription is bounded by one read batch. Producers never
 // wait for dispatch, and a slow consumer only stops its own subscription.
@@ -59,31 +59,26 @@ type Consumer struct {
 // exactly the released ones are delivered again. gen counts rewinds and resets: a read that
 // started before one is discarded.
 //
-// Key_Shared routing and its held-back entries are in keyshared.go and replayLocked; the
-// unacknowledged-message limits that bound pending are in canReceiveLocked.
+// Key_Shared routing and its held-back entries are in keyshared.go (keySharedDispatcher);
+// the unacknowledged-message limits that bound pending are in canReceiveLocked.
 type Subscription struct {
 	t *Topic
 	// msgsOut counts messages dispatched; rates turns it into pulsar_subscription_msg_rate_out.
 	msgsOut atomic.Int64
 	rates   rateMeter
 	name    string
-	typ     SubType
 	durable bool
 	cursor  *logCursor // nil for non-persistent topics
 	log     *slog.Logger
 
 	mu           sync.Mutex
+	d            dispatcher  // what the subscription type decides (dispatcher.go)
 	consumers    []*Consumer // in connection order
-	active       *Consumer   // Exclusive and Failover
-	rr           int
 	pending      map[Position]pendingAck
 	unacked      int // messages in pending
 	redeliveries map[Position]uint32
 	rewindReq    bool
-	ksMode       KeySharedMode // Key_Shared only (keyshared.go)
-	ring         []ringPoint
 	stalled      bool              // last round dispatched nothing although consumers had permits
-	replay       []replayItem      // Key_Shared entries held back, in position order
 	delayed      *delayedTracker   // delayed delivery (delayed.go); nil until needed
 	maxRead      Position          // highest position read for dispatch (keyshared_join.go)
 	slotHolds    map[int]*slotHold // Key_Shared: who holds unacked entries per slot (keyshared_join.go)
@@ -102,8 +97,8 @@ type Subscription struct {
 }
 
 func newSubscription(t *Topic, name string, typ SubType, durable bool, cur *logCursor) *Subscription {
-	return &Subscription{
-		t: t, name: name, typ: typ, durable: durable, cursor: cur,
+	s := &Subscription{
+		t: t, name: name, durable: durable, cursor: cur,
 		log:          t.logg.With("subscription", name),
 		maxRead:      Earliest,
 		pending:      map[Position]pendingAck{},
@@ -111,6 +106,8 @@ func newSubscription(t *Topic, name string, typ SubType, durable bool, cur *logC
 		wake:         make(chan struct{}, 1),
 		stopCh:       make(chan struct{}),
 	}
+	s.d = s.newDispatcherLocked(typ)
+	return s
 }
 
 func (s *Subscription) poke() {
@@ -128,24 +125,22 @@ func (s *Subscription) addConsumer(cs *Consumer, typ SubType, ks *KeySharedPolic
 	if s.stopped {
 		return fmt.Errorf("%w: subscription %s is closing", wire.ErrServiceNotReady, s.name)
 	}
-	if len(s.consumers) > 0 {
-		if typ != s.typ {
-			return fmt.Errorf("%w: subscription %s is %s, not %s", wire.ErrConsumerBusy, s.name, s.typ, typ)
+	switch {
+	case len(s.consumers) > 0 && typ != s.d.kind():
+		return fmt.Errorf("%w: subscription %s is %s, not %s", wire.ErrConsumerBusy, s.name, s.d.kind(), typ)
+	case typ != s.d.kind():
+		// The first consumer decides the type. Entries the old dispatcher held back are read
+		// again by a rewind.
+		if len(s.d.held()) > 0 {
+			s.requestRewindLocked()
 		}
-		if typ == Exclusive {
-			return fmt.Errorf("%w: exclusive subscription %s already has a consumer", wire.ErrConsumerBusy, s.name)
-		}
+		s.d = s.newDispatcherLocked(typ)
 	}
-	if typ == KeyShared {
-		if err := s.addKeySharedLocked(cs, ks); err != nil {
-			return err
-		}
+	if err := s.d.admit(cs, ks); err != nil {
+		return err
 	}
-	s.typ = typ
-	// A Failover consumer hears whether it is active at its first FLOW (notifyPending).
-	cs.notifyPending = typ == Failover
 	s.consumers = append(s.consumers, cs)
-	s.updateActiveLocked(cs)
+	s.d.joined(cs)
 	if len(s.consumers) == 1 {
 		s.setCursorActive(true) // the log caches new entries for this subscription again
 	}
@@ -171,9 +166,8 @@ func (s *Subscription) removeConsumer(cs *Consumer) {
 			break
 		}
 	}
-	s.removeKeySharedLocked(cs)
 	s.releaseLocked(cs, nil)
-	s.updateActiveLocked(nil)
+	s.d.left(cs)
 	last := len(s.consumers) == 0
 	if last {
 		s.setCursorActive(false) // nobody reads: stop keeping entries in the cache for it
@@ -210,116 +204,17 @@ func (s *Subscription) requestRewindLocked() {
 	s.poke()
 }
 
-// updateActiveLocked recomputes the active consumer of an Exclusive or Failover
-// subscription. The previous active consumer's unacknowledged entries move to the new one
-// (order is kept by rewinding). Failover consumers hear of the change through
-// ACTIVE_CONSUMER_CHANGE; added (if non-nil) and consumers not yet flowing are told at
-// their first FLOW (consumer.notifyPending).
-func (s *Subscription) updateActiveLocked(added *Consumer) {
-	if s.typ != Exclusive && s.typ != Failover {
-		s.active = nil
-		return
-	}
-	next := s.pickActiveLocked()
-	if next == s.active {
-		return
-	}
-	if old := s.active; old != nil && !old.removed {
-		s.releaseLocked(old, nil)
-	}
-	s.active = next
-	s.poke()
-	if s.typ == Failover {
-		for _, cs := range s.consumers {
-			if cs != added && !cs.notifyPending {
-				cs.client.ActiveChanged(cs == next)
-			}
-		}
-	}
-}
-
-// pickActiveLocked chooses the active consumer: for a partition, sort by (priority, name)
-// and take index partition % n (so consumers spread over partitions); otherwise the first
-// connected consumer of the best priority.
-func (s *Subscription) pickActiveLocked() *Consumer {
-	if len(s.consumers) == 0 {
-		return nil
-	}
-	if p := s.t.name.Partition; p >= 0 && s.typ == Failover {
-		sorted := append([]*Consumer(nil), s.consumers...)
-		sort.SliceStable(sorted, func(i, j int) bool {
-			if sorted[i].priority != sorted[j].priority {
-				return sorted[i].priority < sorted[j].priority
-			}
-			return sorted[i].name < sorted[j].name
-		})
-		best := 0
-		for best < len(sorted) && sorted[best].priority == sorted[0].priority {
-			best++
-		}
-		return sorted[p%best]
-	}
-	first := s.consumers[0]
-	for _, cs := range s.consumers[1:] {
-		if cs.priority < first.priority {
-			first = cs
-		}
-	}
-	return first
-}
-
 // flow adds permits to cs.
 func (s *Subscription) flow(cs *Consumer, n uint32) {
 	s.mu.Lock()
-	if cs.notifyPending {
-		cs.notifyPending = false
-		if s.typ == Failover && !cs.removed {
-			cs.client.ActiveChanged(cs == s.active)
-		}
-	}
 	cs.permits += int(n)
-	if len(s.replay) > 0 && s.cancelRead != nil {
-		// The dispatcher may be waiting at the tail while held-back entries could now go.
-		s.cancelRead()
-	}
+	s.d.flowed(cs)
 	s.mu.Unlock()
 	s.poke()
 }
 
-// pickLocked chooses the consumer for the next entry, or nil if none may receive now.
-func (s *Subscription) pickLocked() *Consumer {
-	if s.active != nil {
-		if s.canReceiveLocked(s.active) {
-			return s.active
-		}
-		return nil
-	}
-	if s.typ == Exclusive || s.typ == Failover {
-		return nil
-	}
-	return s.pickSharedLocked() // priority.go
-}
-
-// permitsLocked is the number of messages the subscription may dispatch now: the permits
-// of the consumers that can receive.
-func (s *Subscription) permitsLocked() int {
-	if s.active != nil {
-		if s.canReceiveLocked(s.active) {
-			return s.active.permits
-		}
-		return 0
-	}
-	if s.typ == Exclusive || s.typ == Failover {
-		return 0
-	}
-	n := 0
-	for _, cs := range s.consumers {
-		if s.canReceiveLocked(cs) {
-			n += cs.permits
-		}
-	}
-	return n
-}
+// permitsLocked is the number of messages the subscription may dispatch now.
+func (s *Subscription) permitsLocked() int { return s.d.permits() }
 
 // run is the dispatcher of a persistent subscription (see the type comment).
 func (s *Subscription) run() {
@@ -334,8 +229,8 @@ func (s *Subscription) run() {
 			return
 		}
 		if s.stalled {
-			// Key_Shared: nothing could go out last round although consumers had permits
-			// (every entry was for a consumer without any). Wait for a FLOW or a consumer
+			// Nothing could go out last round although consumers had permits (Key_Shared:
+			// every entry was for a consumer without any). Wait for a FLOW or a consumer
 			// change, or a little while for new entries.
 			s.stalled = false
 			s.waitLocked(50 * time.Millisecond)
@@ -343,7 +238,7 @@ func (s *Subscription) run() {
 		}
 		if s.rewindReq {
 			s.rewindReq = false
-			s.replay = s.replay[:0] // re-read by the rewind anyway
+			s.d.dropHeld() // re-read by the rewind anyway
 			s.cursor.rewind()
 		}
 		sent, st := s.dispatchDueLocked(&backoff) // delayed.go
@@ -353,11 +248,7 @@ func (s *Subscription) run() {
 		if st == readAgain {
 			continue
 		}
-		if len(s.replay) > 0 {
-			ps := make([]Position, len(s.replay))
-			for i, r := range s.replay {
-				ps[i] = r.pos
-			}
+		if ps := s.d.held(); len(ps) > 0 {
 			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]Entry, error) {
 				return s.cursor.readPositions(ctx, ps)
 			})
@@ -367,7 +258,7 @@ func (s *Subscription) run() {
 			if st == readAgain {
 				continue
 			}
-			sent += s.replayLocked(entries)
+			sent += s.d.retryHeld(entries)
 		}
 		if s.delayedFullLocked() {
 			if sent == 0 {
@@ -375,7 +266,7 @@ func (s *Subscription) run() {
 			}
 			continue
 		}
-		if len(s.replay) < maxReplay(s.t.s.dyn.maxReadBatch()) {
+		if !s.d.holdFull() {
 			n := s.entriesToReadLocked()
 			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]Entry, error) {
 				return s.cursor.read(ctx, n)
@@ -388,7 +279,7 @@ func (s *Subscription) run() {
 			}
 			sent += s.dispatchLocked(entries)
 		}
-		if s.typ == KeyShared && sent == 0 {
+		if s.d.stalled(sent) {
 			s.stalled = true
 		}
 	}
@@ -452,9 +343,9 @@ func (s *Subscription) readLocked(backoff *time.Duration, read func(context.Cont
 	return entries, readOK
 }
 
-// dispatchLocked hands entries out in order and returns how many it sent; see the type
-// comment. For Key_Shared, entries whose key's consumer cannot take them now (or whose key
-// already has entries waiting) join s.replay.
+// dispatchLocked hands entries out in order, as the dispatcher routes them, and returns how
+// many it sent; see the type comment. Entries the dispatcher holds back (Key_Shared) stay
+// with it; at the first entry nobody may receive, the cursor goes back to it.
 func (s *Subscription) dispatchLocked(entries []Entry) int {
 	sent := 0
 	for _, e := range entries {
@@ -476,19 +367,15 @@ func (s *Subscription) dispatchLocked(entries []Entry) int {
 			s.cursor.seek(e.Position)
 			return sent
 		}
-		count, key, slot := msgCount(m), m.Key, -1
-		var cs *Consumer
-		if s.typ == KeyShared {
-			slot = keyHashSlot(key)
-			if cs = s.keyConsumerLocked(slot); cs == nil || !s.canReceiveLocked(cs) || s.slotWaitingLocked(slot) || s.keyBlockedLocked(cs, slot, e.Position) {
-				s.replay = append(s.replay, replayItem{e.Position, slot})
-				continue
-			}
-		} else if cs = s.pickLocked(); cs == nil {
+		cs, slot, hold := s.d.route(e, m, true)
+		switch {
+		case hold:
+			continue
+		case cs == nil:
 			s.cursor.seek(e.Position)
 			return sent
 		}
-		s.sendLocked(cs, e, count, slot)
+		s.sendLocked(cs, e, msgCount(m), slot)
 		sent++
 	}
 	return sent
@@ -548,63 +435,13 @@ func (s *Subscription) canReceiveLocked(cs *Consumer) bool {
 	if !cs.writable() { // its client is not reading (ConsumerWritability)
 		return false
 	}
-	if s.typ == Exclusive || s.typ == Failover {
+	if k := s.d.kind(); k == Exclusive || k == Failover {
 		return cs.permits > 0
 	}
 	perConsumer, perSub := s.t.maxUnackedPerConsumer(), s.t.maxUnackedPerSubscription()
 	return cs.permits > 0 &&
 		(perConsumer <= 0 || cs.unacked < perConsumer) &&
 		(perSub <= 0 || s.unacked < perSub)
-}
-
-// replayItem is a Key_Shared entry held back for a consumer without permits.
-type replayItem struct {
-	pos  Position
-	slot int
-}
-
-// maxReplay bounds the Key_Shared held-back entries; beyond it the dispatcher stops reading
-// new entries until some go out.
-func maxReplay(readBatch int) int { return 10 * readBatch }
-
-func (s *Subscription) slotWaitingLocked(slot int) bool {
-	for _, r := range s.replay {
-		if r.slot == slot {
-			return true
-		}
-	}
-	return false
-}
-
-// replayLocked retries held-back Key_Shared entries, oldest first; an entry of a key stays
-// held while an older entry of the same key does, which keeps per-key order.
-func (s *Subscription) replayLocked(entries []Entry) int {
-	byPos := make(map[Position]Entry, len(entries))
-	for _, e := range entries {
-		byPos[e.Position] = e
-	}
-	held := s.replay
-	s.replay = nil
-	blocked := map[int]bool{}
-	sent := 0
-	for _, r := range held {
-		e, ok := byPos[r.pos]
-		if !ok {
-			continue // acknowledged or trimmed meanwhile
-		}
-		if _, busy := s.pending[r.pos]; busy {
-			continue
-		}
-		cs := s.keyConsumerLocked(r.slot)
-		if blocked[r.slot] || cs == nil || !s.canReceiveLocked(cs) || s.keyBlockedLocked(cs, r.slot, r.pos) {
-			blocked[r.slot] = true
-			s.replay = append(s.replay, r)
-			continue
-		}
-		s.sendLocked(cs, e, msgCount(metaOf(e)), r.slot)
-		sent++
-	}
-	return sent
 }
 
 // dispatchNonPersistent hands a just-published message to one consumer with permits, or
@@ -614,13 +451,7 @@ func (s *Subscription) dispatchNonPersistent(e Entry) {
 	defer s.mu.Unlock()
 	m := metaOf(e)
 	count := msgCount(m)
-	cs := s.pickLocked()
-	if s.typ == KeyShared {
-		if cs = s.keyConsumerLocked(keyHashSlot(m.Key)); cs != nil && cs.permits <= 0 {
-			cs = nil
-		}
-	}
-	if cs != nil {
+	if cs := s.d.routeNonPersistent(m); cs != nil {
 		cs.permits -= count
 		s.deliverLocked(cs, e, 0, count, nil)
 	}
@@ -704,7 +535,7 @@ func (s *Subscription) redeliver(cs *Consumer, ids []Position) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var only map[Position]bool
-	if (s.typ == Shared || s.typ == KeyShared) && len(ids) > 0 {
+	if s.d.releasesListed() && len(ids) > 0 {
 		only = make(map[Position]bool, len(ids))
 		for _, id := range ids {
 			only[id] = true
@@ -735,7 +566,7 @@ func (s *Subscription) reset(move func(*logCursor) error) error {
 		s.dropPendingLocked(p)
 	}
 	clear(s.redeliveries)
-	s.replay = nil
+	s.d.dropHeld()
 	s.maxRead = Earliest
 	s.delayed.clear()
 	s.gen++

@@ -164,8 +164,8 @@ func (c *Consumer) ackTxn(ctx context.Context, ids []AckID, cumulative bool, id 
 	if s.txn == nil {
 		return fmt.Errorf("%w: transactional acknowledgements need a durable subscription", wire.ErrNotAllowed)
 	}
-	if cumulative && (s.typ == Shared || s.typ == KeyShared) {
-		return fmt.Errorf("%w: cumulative acknowledgement is not allowed on a %s subscription", wire.ErrNotAllowed, s.typ)
+	if typ := s.Type(); cumulative && (typ == Shared || typ == KeyShared) {
+		return fmt.Errorf("%w: cumulative acknowledgement is not allowed on a %s subscription", wire.ErrNotAllowed, typ)
 	}
 	acks := make([]txn.AckPos, len(ids))
 	for i, a := range ids {
