@@ -124,16 +124,16 @@ func (ml *ManagedLedger) evictConsumed() {
 	cur := ml.ledgers[len(ml.ledgers)-1].LedgerID
 	var one *Cursor
 	var many []*Cursor
-	n := len(ml.cursors) + len(ml.nonDurable)
+	n := len(ml.cur.cursors) + len(ml.cur.nonDurable)
 	if n > 1 {
 		many = make([]*Cursor, 0, n)
 	}
-	for _, c := range ml.cursors {
+	for _, c := range ml.cur.cursors {
 		if one = c; n > 1 {
 			many = append(many, c)
 		}
 	}
-	for c := range ml.nonDurable {
+	for c := range ml.cur.nonDurable {
 		if one = c; n > 1 {
 			many = append(many, c)
 		}

@@ -61,7 +61,7 @@ type Cursor struct {
 
 	// Active-cursor state for the entry cache (cursor_active.go): attached by the broker
 	// while a consumer is connected, backlogged when far behind the end, counted in
-	// ml.activeCursors when attached and not backlogged.
+	// ml.cur.activeCursors when attached and not backlogged.
 	attached, backlogged, counted bool
 
 	// unlimited cursors read past the managed ledger's read limit (read_limit.go).
@@ -86,6 +86,18 @@ func (c *Cursor) ManagedLedger() *ManagedLedger { return c.ml }
 
 // ---- opening and closing cursors ----
 
+// cursorSet is a managed ledger's cursors: the durable ones by name and the non-durable
+// ones (readers). Guarded by ml.mu, except activeCursors.
+type cursorSet struct {
+	cursors    map[string]*Cursor
+	nonDurable map[*Cursor]struct{}
+	// activeCursors counts the cursors that are attached and not backlogged; adds are
+	// cached only while it is positive (cursor_active.go).
+	activeCursors atomic.Int32
+	// nonDurableSeq names readers ("reader-N").
+	nonDurableSeq int64
+}
+
 // OpenCursor returns the durable cursor called name, creating it at initial (the newest or
 // the oldest stored entry) if it does not exist.
 func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial InitialPosition) (*Cursor, error) {
@@ -95,7 +107,7 @@ func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial In
 	ml.metaMu.Lock()
 	defer ml.metaMu.Unlock()
 	ml.mu.Lock()
-	if c, ok := ml.cursors[name]; ok {
+	if c, ok := ml.cur.cursors[name]; ok {
 		ml.mu.Unlock()
 		return c, nil
 	}
@@ -134,7 +146,7 @@ func (ml *ManagedLedger) OpenCursor(ctx context.Context, name string, initial In
 	if err := ml.stateErrLocked(); err != nil {
 		return nil, err
 	}
-	ml.cursors[name] = c
+	ml.cur.cursors[name] = c
 	return c, nil
 }
 
@@ -162,10 +174,10 @@ func (ml *ManagedLedger) NewNonDurableCursor(start Position, inclusive bool) (*C
 	if lc := ml.lastConfirmedLocked(); lc.Less(md) {
 		md = lc
 	}
-	ml.nonDurableSeq++
-	c := newCursor(ml, fmt.Sprintf("reader-%d", ml.nonDurableSeq), false, md)
+	ml.cur.nonDurableSeq++
+	c := newCursor(ml, fmt.Sprintf("reader-%d", ml.cur.nonDurableSeq), false, md)
 	c.readPos = ml.nextLocked(md)
-	ml.nonDurable[c] = struct{}{}
+	ml.cur.nonDurable[c] = struct{}{}
 	// A reader is read by whoever opened it: it is attached while open (Pulsar's
 	// non-durable cursors are active), unless it starts far behind (cursor_active.go).
 	// c is not shared yet, so its fields need no lock.
@@ -194,7 +206,7 @@ func (c *Cursor) Close(ctx context.Context) error {
 	c.updateActiveLocked()
 	c.mu.Unlock()
 	c.ml.mu.Lock()
-	delete(c.ml.nonDurable, c)
+	delete(c.ml.cur.nonDurable, c)
 	c.ml.mu.Unlock()
 	return nil
 }
@@ -205,9 +217,9 @@ func (ml *ManagedLedger) DeleteCursor(ctx context.Context, name string) error {
 	ml.metaMu.Lock()
 	defer ml.metaMu.Unlock()
 	ml.mu.Lock()
-	c, ok := ml.cursors[name]
+	c, ok := ml.cur.cursors[name]
 	if ok {
-		delete(ml.cursors, name)
+		delete(ml.cur.cursors, name)
 	}
 	ml.mu.Unlock()
 	if !ok {

@@ -75,9 +75,12 @@ func (c *Cursor) IsActive() bool {
 
 // hasActiveCursors reports whether some cursor of the log is active, i.e. whether an entry
 // added now is likely to be read from the cache. Lock-free: the add path calls it under mu.
-func (ml *ManagedLedger) hasActiveCursors() bool { return ml.activeCursors.Load() > 0 }
+func (ml *ManagedLedger) hasActiveCursors() bool { return ml.cur.anyActive() }
 
-// updateActiveLocked brings ml.activeCursors in line with the cursor's flags. Caller holds
+// anyActive tells whether a cursor is attached and not backlogged.
+func (cs *cursorSet) anyActive() bool { return cs.activeCursors.Load() > 0 }
+
+// updateActiveLocked brings ml.cur.activeCursors in line with the cursor's flags. Caller holds
 // c.mu; every change of attached, backlogged or closed is followed by a call.
 func (c *Cursor) updateActiveLocked() {
 	want := c.attached && !c.backlogged && !c.closed
@@ -86,9 +89,9 @@ func (c *Cursor) updateActiveLocked() {
 	}
 	c.counted = want
 	if want {
-		c.ml.activeCursors.Add(1)
+		c.ml.cur.activeCursors.Add(1)
 	} else {
-		c.ml.activeCursors.Add(-1)
+		c.ml.cur.activeCursors.Add(-1)
 	}
 }
 
@@ -120,7 +123,7 @@ func (ml *ManagedLedger) checkBackloggedCursors() {
 		ml.mu.Unlock()
 		return
 	}
-	cursors := ml.cursorListLocked(true)
+	cursors := ml.cur.list(true)
 	ml.mu.Unlock()
 	for _, c := range cursors {
 		c.mu.Lock()

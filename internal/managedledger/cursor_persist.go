@@ -316,7 +316,7 @@ func (ml *ManagedLedger) recoverCursors(ctx context.Context) error {
 			return err
 		}
 		ml.mu.Lock()
-		ml.cursors[name] = c
+		ml.cur.cursors[name] = c
 		ml.mu.Unlock()
 	}
 	return nil

@@ -58,23 +58,8 @@ type ManagedLedger struct {
 	terminated  bool
 	termPos     Position
 
-	// Write path; see ml_add.go.
-	writer        ledger.Writer
-	writerCreated time.Time
-	writerErr     error
-	rolling       bool // do not submit to writer; a rollover will run once inflight is 0
-	rollStarted   bool
-	inflight      int
-	submitted     int   // pending[:submitted] went to writer
-	subEntries    int64 // entries handed to the current writer
-	subBytes      int64
-	ackedEntry    int64       // newest acknowledged entry of the current ledger
-	tail          []tailEntry // see ml_add.go: entries bookies may not know are confirmed
-	tailLedger    int64
-	pending       []*addOp
-	cbQueue       []completion
-	cbSpare       []completion
-	draining      bool
+	// add is the add pipeline (ml_add.go), guarded by mu like the ledger list it extends.
+	add addPipeline
 
 	entriesAdded    int64
 	addErrors       int64 // adds that completed with an error
@@ -86,14 +71,9 @@ type ManagedLedger struct {
 	notify          chan struct{} // closed and replaced whenever entries arrive or state changes
 	notifyTaken     bool          // someone waits on notify
 
-	cursors    map[string]*Cursor
-	nonDurable map[*Cursor]struct{}
-	// activeCursors counts the cursors that are attached and not backlogged; adds are
-	// cached only while it is positive (cursor_active.go).
-	activeCursors atomic.Int32
-	// nonDurableSeq names readers ("reader-N").
-	nonDurableSeq int64
-	readers       map[int64]ledger.Reader
+	// cur is the cursor registry (cursor.go), guarded by mu (activeCursors is atomic).
+	cur     cursorSet
+	readers map[int64]ledger.Reader
 	// deleteRetries are ledgers whose deletion failed; Trim retries them.
 	deleteRetries []int64
 	// offload is the offload run and its status (ml_offload.go).
@@ -127,16 +107,16 @@ func (ml *ManagedLedger) SetConfig(cfg Config) error {
 
 func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config) (*ManagedLedger, error) {
 	ml := &ManagedLedger{
-		f:          f,
-		name:       name,
-		key:        f.mlKey(name),
-		log:        f.log.With("ml", name),
-		cfg:        cfg,
-		notify:     make(chan struct{}),
-		cursors:    map[string]*Cursor{},
-		nonDurable: map[*Cursor]struct{}{},
-		readers:    map[int64]ledger.Reader{},
+		f:       f,
+		name:    name,
+		key:     f.mlKey(name),
+		log:     f.log.With("ml", name),
+		cfg:     cfg,
+		notify:  make(chan struct{}),
+		cur:     cursorSet{cursors: map[string]*Cursor{}, nonDurable: map[*Cursor]struct{}{}},
+		readers: map[int64]ledger.Reader{},
 	}
+	ml.add.ml = ml
 	// A previous owner still running (a zombie) may rewrite the ledger list between our
 	// read and our CAS, e.g. by rolling over; then recover again: the next attempt fences
 	// its new ledger, after which it cannot change the list any more.
@@ -159,7 +139,7 @@ func openManagedLedger(ctx context.Context, f *Factory, name string, cfg Config)
 		return nil, err
 	}
 	ml.log.Info("managed ledger opened", "ledgers", len(ml.ledgers), "entries", ml.numberOfEntries,
-		"cursors", len(ml.cursors), "lastConfirmed", ml.LastConfirmedEntry().String())
+		"cursors", len(ml.cur.cursors), "lastConfirmed", ml.LastConfirmedEntry().String())
 	return ml, nil
 }
 
@@ -209,8 +189,8 @@ func (ml *ManagedLedger) recoverLedgerList(ctx context.Context) error {
 			return fmt.Errorf("managedledger: %s: writing ledger list: %w", ml.name, err)
 		}
 		ml.ledgers, ml.version = list, nv
-		ml.writer, ml.writerCreated, ml.lastCreated = w, now, now
-		ml.tailLedger, ml.ackedEntry = w.ID(), -1
+		ml.add.writer, ml.add.writerCreated, ml.lastCreated = w, now, now
+		ml.add.tailLedger, ml.add.ackedEntry = w.ID(), -1
 	} else if len(drop) > 0 {
 		nv, err := ml.f.store.Put(ctx, ml.key, encodeMLInfo(&mlInfo{Ledgers: ml.ledgers, Terminated: info.Terminated}), ml.version)
 		if err != nil {
@@ -550,16 +530,17 @@ func (ml *ManagedLedger) LedgerIDs() []int64 {
 func (ml *ManagedLedger) Cursors() []*Cursor {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
-	return ml.cursorListLocked(false)
+	return ml.cur.list(false)
 }
 
-func (ml *ManagedLedger) cursorListLocked(withNonDurable bool) []*Cursor {
-	out := make([]*Cursor, 0, len(ml.cursors)+len(ml.nonDurable))
-	for _, c := range ml.cursors {
+// list is the cursors by name, readers too if withNonDurable. Caller holds ml.mu.
+func (cs *cursorSet) list(withNonDurable bool) []*Cursor {
+	out := make([]*Cursor, 0, len(cs.cursors)+len(cs.nonDurable))
+	for _, c := range cs.cursors {
 		out = append(out, c)
 	}
 	if withNonDurable {
-		for c := range ml.nonDurable {
+		for c := range cs.nonDurable {
 			out = append(out, c)
 		}
 	}
@@ -571,7 +552,7 @@ func (ml *ManagedLedger) cursorListLocked(withNonDurable bool) []*Cursor {
 func (ml *ManagedLedger) Cursor(name string) (*Cursor, bool) {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
-	c, ok := ml.cursors[name]
+	c, ok := ml.cur.cursors[name]
 	return c, ok
 }
 
@@ -579,7 +560,7 @@ func (ml *ManagedLedger) Cursor(name string) (*Cursor, bool) {
 func (ml *ManagedLedger) waitPending(ctx context.Context) error {
 	for {
 		ml.mu.Lock()
-		if len(ml.pending) == 0 {
+		if len(ml.add.pending) == 0 {
 			ml.mu.Unlock()
 			return nil
 		}
@@ -615,8 +596,8 @@ func (ml *ManagedLedger) Terminate(ctx context.Context) (Position, error) {
 	ml.metaMu.Lock()
 	defer ml.metaMu.Unlock()
 	ml.mu.Lock()
-	w := ml.writer
-	ml.writer = nil
+	w := ml.add.writer
+	ml.add.writer = nil
 	ml.mu.Unlock()
 	if w != nil {
 		if err := w.Close(ctx); err != nil {
@@ -675,7 +656,7 @@ func (ml *ManagedLedger) fenceLocked(cause error) {
 	}
 	ml.state = stateFenced
 	ml.fenceErr = fmt.Errorf("%w: %s: %w", ErrFenced, ml.name, cause)
-	ml.failPendingLocked(ml.fenceErr)
+	ml.add.failPendingLocked(ml.fenceErr)
 	ml.notifyLocked()
 	ml.log.Warn("managed ledger fenced by a newer owner; it accepts no more writes", "err", cause)
 }
@@ -696,9 +677,9 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 	ml.metaMu.Lock()
 	ml.mu.Lock()
 	fenced := ml.state == stateFenced
-	w := ml.writer
-	ml.writer = nil
-	cursors := ml.cursorListLocked(true)
+	w := ml.add.writer
+	ml.add.writer = nil
+	cursors := ml.cur.list(true)
 	ml.mu.Unlock()
 	var errs []error
 	if waitErr != nil {
@@ -744,10 +725,10 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 	if ml.state != stateDeleted {
 		ml.state = stateClosed
 	}
-	ml.failPendingLocked(fmt.Errorf("%w: %s", ErrClosed, ml.name))
+	ml.add.failPendingLocked(fmt.Errorf("%w: %s", ErrClosed, ml.name))
 	ml.notifyLocked()
 	ml.mu.Unlock()
-	ml.drainCallbacks()
+	ml.add.drainCallbacks()
 	ml.closeReaders()
 	ml.f.forget(ml)
 	return errors.Join(errs...)
@@ -758,7 +739,7 @@ func (ml *ManagedLedger) Close(ctx context.Context) error {
 func (ml *ManagedLedger) abandon() {
 	ml.mu.Lock()
 	ml.state = stateClosed
-	cursors := ml.cursorListLocked(true)
+	cursors := ml.cur.list(true)
 	ml.notifyLocked()
 	ml.mu.Unlock()
 	for _, c := range cursors {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -11,7 +12,7 @@ import (
 
 // The add pipeline.
 //
-// AddEntry appends an addOp to ml.pending (the queue of adds not yet completed, in call
+// AddEntry appends an addOp to ml.add.pending (the queue of adds not yet completed, in call
 // order) and submit hands every op not yet given to the current writer to
 // Writer.AppendAsync, in queue order (submitMu keeps the calls ordered even though they run
 // outside mu). The writer calls back in entry order, so a success always completes the head
@@ -20,7 +21,7 @@ import (
 // two ledgers race around a rollover.
 //
 // Rollover (rollover): once the current ledger is full or old (shouldRollLocked), or its
-// writer failed, ml.rolling stops submission. When the last op submitted to that writer has
+// writer failed, ml.add.rolling stops submission. When the last op submitted to that writer has
 // called back (inflight == 0), rollover closes the writer, creates a new ledger, writes the
 // new ledger list by CAS, and resubmits whatever is pending: ops that failed on the old
 // writer were never acknowledged, so they go to the new ledger (a failed add may still be on
@@ -31,6 +32,31 @@ import (
 // ledger) and a lost CAS on the ledger list (a newer owner rewrote it) move to the fenced
 // state and fail every pending add. Failing to create a ledger fails the pending adds with
 // ErrLedgerUnavailable; the next add tries again.
+
+// addPipeline is the add pipeline of one managed ledger: the queue of adds in call order,
+// the current writer and what was handed to it, the tail of the current ledger, and the
+// callbacks waiting to run in order. Its fields are guarded by ml.mu, the lock of the
+// ledger list its rollovers extend; submitMu orders the calls into the writer.
+type addPipeline struct {
+	ml *ManagedLedger
+
+	writer        ledger.Writer
+	writerCreated time.Time
+	writerErr     error
+	rolling       bool // do not submit to writer; a rollover will run once inflight is 0
+	rollStarted   bool
+	inflight      int
+	submitted     int   // pending[:submitted] went to writer
+	subEntries    int64 // entries handed to the current writer
+	subBytes      int64
+	ackedEntry    int64       // newest acknowledged entry of the current ledger
+	tail          []tailEntry // see below: entries bookies may not know are confirmed
+	tailLedger    int64
+	pending       []*addOp
+	cbQueue       []completion
+	cbSpare       []completion
+	draining      bool
+}
 
 // completion is one queued AddEntry callback.
 type completion struct {
@@ -89,13 +115,13 @@ func (ml *ManagedLedger) AddEntryMeta(data []byte, meta EntryMeta, cb func(Posit
 		ml.mu.Unlock()
 		return fmt.Errorf("%w: %s", ErrTerminated, ml.name)
 	}
-	if len(ml.pending) >= ml.cfg.MaxPendingAddEntries {
+	if len(ml.add.pending) >= ml.cfg.MaxPendingAddEntries {
 		ml.mu.Unlock()
-		return fmt.Errorf("%w: %s has %d adds in flight", ErrTooBusy, ml.name, len(ml.pending))
+		return fmt.Errorf("%w: %s has %d adds in flight", ErrTooBusy, ml.name, len(ml.add.pending))
 	}
-	ml.pending = append(ml.pending, &addOp{data: data, meta: meta, cb: cb})
+	ml.add.pending = append(ml.add.pending, &addOp{data: data, meta: meta, cb: cb})
 	ml.mu.Unlock()
-	ml.submit()
+	ml.add.submit()
 	return nil
 }
 
@@ -118,62 +144,64 @@ func (ml *ManagedLedger) Add(ctx context.Context, data []byte) (Position, error)
 }
 
 // submit gives every pending op not yet submitted to the current writer, in order.
-func (ml *ManagedLedger) submit() {
+func (p *addPipeline) submit() {
+	ml := p.ml
 	ml.submitMu.Lock()
 	defer ml.submitMu.Unlock()
 	ml.mu.Lock()
-	if ml.writer == nil {
+	if p.writer == nil {
 		// No ledger (creation failed earlier): start one if there is work.
-		start := ml.state == stateOpen && !ml.rollStarted && !ml.terminated && len(ml.pending) > 0
+		start := ml.state == stateOpen && !p.rollStarted && !ml.terminated && len(p.pending) > 0
 		if start {
-			ml.rolling, ml.rollStarted = true, true
+			p.rolling, p.rollStarted = true, true
 		}
 		ml.mu.Unlock()
 		if start {
-			go ml.rollover(nil)
+			go p.rollover(nil)
 		}
 		return
 	}
-	if ml.rolling || ml.writerErr != nil || ml.state != stateOpen || ml.submitted == len(ml.pending) {
+	if p.rolling || p.writerErr != nil || ml.state != stateOpen || p.submitted == len(p.pending) {
 		ml.mu.Unlock()
 		return
 	}
-	w := ml.writer
+	w := p.writer
 	var buf [16]*addOp // the usual batch is one op: no allocation
 	batch := buf[:0]
-	for ml.submitted < len(ml.pending) {
-		if ml.shouldRollLocked() {
+	for p.submitted < len(p.pending) {
+		if p.shouldRollLocked() {
 			// The ledger is full by what was already handed to it: keep the rest queued
 			// for the next ledger.
-			ml.rolling = true
+			p.rolling = true
 			break
 		}
-		op := ml.pending[ml.submitted]
-		op.visibleLAC = ml.ackedEntry
+		op := p.pending[p.submitted]
+		op.visibleLAC = p.ackedEntry
 		batch = append(batch, op)
-		ml.submitted++
-		ml.inflight++
-		ml.subEntries++
-		ml.subBytes += int64(len(op.data))
+		p.submitted++
+		p.inflight++
+		p.subEntries++
+		p.subBytes += int64(len(op.data))
 	}
-	start := ml.rolling && !ml.rollStarted && ml.inflight == 0
+	start := p.rolling && !p.rollStarted && p.inflight == 0
 	if start {
-		ml.rollStarted = true
+		p.rollStarted = true
 	}
 	ml.mu.Unlock()
 	for _, op := range batch {
 		op := op
-		w.AppendAsync(op.data, func(eid int64, err error) { ml.addDone(w, op, eid, err) })
+		w.AppendAsync(op.data, func(eid int64, err error) { p.addDone(w, op, eid, err) })
 	}
 	if start {
-		go ml.rollover(w)
+		go p.rollover(w)
 	}
 }
 
-func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err error) {
+func (p *addPipeline) addDone(w ledger.Writer, op *addOp, eid int64, err error) {
+	ml := p.ml
 	ml.mu.Lock()
-	ml.inflight--
-	head := len(ml.pending) > 0 && ml.pending[0] == op
+	p.inflight--
+	head := len(p.pending) > 0 && p.pending[0] == op
 	switch {
 	case op.done:
 		// Late result of an op already failed to its caller: if it succeeded the entry is in
@@ -184,9 +212,9 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 		// durable all the same, so it completes as a success.)
 		op.done = true
 		pos := Position{w.ID(), eid}
-		ml.pending[0] = nil
-		ml.pending = ml.pending[1:]
-		ml.submitted--
+		p.pending[0] = nil
+		p.pending = p.pending[1:]
+		p.submitted--
 		if n := len(ml.ledgers); n > 0 && ml.ledgers[n-1].LedgerID == pos.LedgerID {
 			ml.ledgers[n-1].Entries = eid + 1
 			ml.ledgers[n-1].Size += int64(len(op.data))
@@ -199,18 +227,18 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 			// serve a consumer that connects later (cursor_active.go).
 			ml.f.cache.insert(pos, op.data, op.meta)
 		}
-		ml.ackedEntry = eid
-		ml.tail = append(ml.tail, tailEntry{eid, op.data, op.meta})
+		p.ackedEntry = eid
+		p.tail = append(p.tail, tailEntry{eid, op.data, op.meta})
 		k := 0
-		for k < len(ml.tail) && ml.tail[k].entryID <= op.visibleLAC {
-			ml.tail[k].data = nil
+		for k < len(p.tail) && p.tail[k].entryID <= op.visibleLAC {
+			p.tail[k].data = nil
 			k++
 		}
-		ml.tail = ml.tail[k:]
-		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, pos: pos})
+		p.tail = p.tail[k:]
+		p.cbQueue = append(p.cbQueue, completion{cb: op.cb, pos: pos})
 		ml.notifyLocked()
-		if !ml.rolling && ml.shouldRollLocked() {
-			ml.rolling = true
+		if !p.rolling && p.shouldRollLocked() {
+			p.rolling = true
 		}
 	case err == nil:
 		// A success for a live op that is not the head of the queue means the ledger client
@@ -220,108 +248,112 @@ func (ml *ManagedLedger) addDone(w ledger.Writer, op *addOp, eid int64, err erro
 	case errors.Is(err, ledger.ErrFenced):
 		ml.fenceLocked(err)
 	default:
-		if ml.writerErr == nil && ml.writer == w {
-			ml.writerErr = err
-			ml.rolling = true
+		if p.writerErr == nil && p.writer == w {
+			p.writerErr = err
+			p.rolling = true
 			ml.log.Warn("add failed; rolling over to a new ledger and retrying pending adds", "ledger", w.ID(), "err", err)
 		}
 	}
-	start := ml.rolling && !ml.rollStarted && ml.inflight == 0 && ml.writer == w && ml.state == stateOpen
+	start := p.rolling && !p.rollStarted && p.inflight == 0 && p.writer == w && ml.state == stateOpen
 	if start {
-		ml.rollStarted = true
+		p.rollStarted = true
 	}
 	ml.mu.Unlock()
 	if start {
-		go ml.rollover(w)
+		go p.rollover(w)
 	}
-	ml.drainCallbacks()
+	p.drainCallbacks()
 }
 
 // shouldRollLocked applies the rollover rule to what was handed to the current writer: it
 // has entries and is older than the max rollover time, or is full (entries or bytes) and
 // older than the min rollover time. Counting submitted rather than acknowledged adds keeps a
 // deep pipeline from overfilling a ledger.
-func (ml *ManagedLedger) shouldRollLocked() bool {
-	if ml.writer == nil || ml.subEntries == 0 {
+func (p *addPipeline) shouldRollLocked() bool {
+	ml := p.ml
+	if p.writer == nil || p.subEntries == 0 {
 		return false
 	}
-	age := ml.f.now().Sub(ml.writerCreated)
+	age := ml.f.now().Sub(p.writerCreated)
 	if age >= ml.cfg.MaxLedgerRolloverTime {
 		return true
 	}
 	if age < ml.cfg.MinLedgerRolloverTime {
 		return false
 	}
-	return ml.subEntries >= ml.cfg.MaxEntriesPerLedger || ml.subBytes >= ml.cfg.MaxSizePerLedgerBytes
+	return p.subEntries >= ml.cfg.MaxEntriesPerLedger || p.subBytes >= ml.cfg.MaxSizePerLedgerBytes
 }
 
 // CheckRollover rolls the current ledger over if it is due by age (size and count are
 // checked on every add). The factory's background pass calls it; tests call it directly.
 func (ml *ManagedLedger) CheckRollover() {
 	ml.mu.Lock()
-	w := ml.writer
-	if ml.state != stateOpen || ml.closing || ml.rolling || !ml.shouldRollLocked() {
+	w := ml.add.writer
+	if ml.state != stateOpen || ml.closing || ml.add.rolling || !ml.add.shouldRollLocked() {
 		ml.mu.Unlock()
 		return
 	}
-	ml.rolling = true
-	start := ml.inflight == 0
+	ml.add.rolling = true
+	start := ml.add.inflight == 0
 	if start {
-		ml.rollStarted = true
+		ml.add.rollStarted = true
 	}
 	ml.mu.Unlock()
 	if start {
-		go ml.rollover(w)
+		go ml.add.rollover(w)
 	}
 }
 
-func (ml *ManagedLedger) failPendingLocked(err error) {
-	ml.addErrors += int64(len(ml.pending))
-	for _, op := range ml.pending {
+func (p *addPipeline) failPendingLocked(err error) {
+	ml := p.ml
+	ml.addErrors += int64(len(p.pending))
+	for _, op := range p.pending {
 		op.done = true
-		ml.cbQueue = append(ml.cbQueue, completion{cb: op.cb, err: err})
+		p.cbQueue = append(p.cbQueue, completion{cb: op.cb, err: err})
 	}
-	ml.pending, ml.submitted = nil, 0
+	p.pending, p.submitted = nil, 0
 }
 
 // drainCallbacks runs queued completions in order, on one goroutine at a time.
-func (ml *ManagedLedger) drainCallbacks() {
+func (p *addPipeline) drainCallbacks() {
+	ml := p.ml
 	ml.mu.Lock()
-	if ml.draining {
+	if p.draining {
 		ml.mu.Unlock()
 		return
 	}
-	ml.draining = true
-	for len(ml.cbQueue) > 0 {
+	p.draining = true
+	for len(p.cbQueue) > 0 {
 		// Swap in the spare slice so that completions queued meanwhile need no allocation.
-		q := ml.cbQueue
-		ml.cbQueue, ml.cbSpare = ml.cbSpare, nil
+		q := p.cbQueue
+		p.cbQueue, p.cbSpare = p.cbSpare, nil
 		ml.mu.Unlock()
 		for i := range q {
 			q[i].cb(q[i].pos, q[i].err)
 			q[i] = completion{}
 		}
 		ml.mu.Lock()
-		ml.cbSpare = q[:0]
+		p.cbSpare = q[:0]
 	}
-	ml.draining = false
+	p.draining = false
 	ml.mu.Unlock()
 }
 
 // rollover replaces old (nil: there is no ledger) by a new ledger; see the pipeline comment.
-func (ml *ManagedLedger) rollover(old ledger.Writer) {
+func (p *addPipeline) rollover(old ledger.Writer) {
+	ml := p.ml
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerOpTimeout)
 	defer cancel()
 	ml.metaMu.Lock()
 	defer ml.metaMu.Unlock()
-	defer ml.drainCallbacks()
+	defer p.drainCallbacks()
 
 	abort := func() bool {
 		// Fencing, or Close/Terminate with nothing left to write, got here first. With adds
 		// still pending, Close and Terminate wait for them, so the rollover must go on.
 		ending := ml.closing || ml.terminating || ml.terminated
-		if ml.state != stateOpen || ml.writer != old || (ending && len(ml.pending) == 0) {
-			ml.rolling, ml.rollStarted = false, false
+		if ml.state != stateOpen || p.writer != old || (ending && len(p.pending) == 0) {
+			p.rolling, p.rollStarted = false, false
 			return true
 		}
 		return false
@@ -337,7 +369,7 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 			if errors.Is(err, ledger.ErrFenced) {
 				ml.mu.Lock()
 				ml.fenceLocked(err)
-				ml.rolling, ml.rollStarted = false, false
+				p.rolling, p.rollStarted = false, false
 				ml.mu.Unlock()
 				return
 			}
@@ -359,9 +391,9 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 			return
 		}
 		ml.ledgers = list
-		ml.writer, ml.writerErr = nil, nil
-		ml.rolling, ml.rollStarted = false, false
-		ml.failPendingLocked(createErr)
+		p.writer, p.writerErr = nil, nil
+		p.rolling, p.rollStarted = false, false
+		p.failPendingLocked(createErr)
 		ml.notifyLocked()
 		ml.mu.Unlock()
 		ml.log.Warn("ledger creation failed; pending adds failed, the next add retries", "err", createErr)
@@ -381,22 +413,22 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 		if errors.Is(err, metadata.ErrBadVersion) {
 			ml.fenceLocked(err)
 		} else {
-			ml.writer, ml.writerErr = nil, nil
-			ml.failPendingLocked(fmt.Errorf("%w: %s: writing ledger list: %w", ErrLedgerUnavailable, ml.name, err))
+			p.writer, p.writerErr = nil, nil
+			p.failPendingLocked(fmt.Errorf("%w: %s: writing ledger list: %w", ErrLedgerUnavailable, ml.name, err))
 			ml.notifyLocked()
 		}
 		ml.ledgers = list[:len(list)-1]
-		ml.rolling, ml.rollStarted = false, false
+		p.rolling, p.rollStarted = false, false
 		ml.mu.Unlock()
 		return
 	}
 	ml.version, ml.ledgers = nv, list
-	ml.resetTailLocked()
-	ml.tailLedger = w.ID()
-	ml.writer, ml.writerErr, ml.writerCreated, ml.lastCreated = w, nil, now, now
-	ml.rolling, ml.rollStarted = false, false
-	ml.submitted, ml.inflight = 0, 0
-	ml.subEntries, ml.subBytes = 0, 0
+	p.resetTailLocked()
+	p.tailLedger = w.ID()
+	p.writer, p.writerErr, p.writerCreated, ml.lastCreated = w, nil, now, now
+	p.rolling, p.rollStarted = false, false
+	p.submitted, p.inflight = 0, 0
+	p.subEntries, p.subBytes = 0, 0
 	ml.notifyLocked()
 	ml.mu.Unlock()
 	if old != nil {
@@ -406,31 +438,32 @@ func (ml *ManagedLedger) rollover(old ledger.Writer) {
 	// cursor already read (and evicted) while it was the tail: drop those now, or they stay
 	// until the age bound when no further read comes.
 	ml.evictConsumed()
-	ml.submit()
+	p.submit()
 }
 
 // resetTailLocked is called when the current ledger changes: the old one is closed (so all
 // its entries are readable), and its tail entries go to the ordinary cache.
-func (ml *ManagedLedger) resetTailLocked() {
-	for _, t := range ml.tail {
+func (p *addPipeline) resetTailLocked() {
+	ml := p.ml
+	for _, t := range p.tail {
 		if !ml.hasActiveCursors() {
 			break
 		}
-		ml.f.cache.insert(Position{ml.tailLedger, t.entryID}, t.data, t.meta)
+		ml.f.cache.insert(Position{p.tailLedger, t.entryID}, t.data, t.meta)
 	}
-	ml.tail = nil
-	ml.ackedEntry = -1
+	p.tail = nil
+	p.ackedEntry = -1
 }
 
 // tailGet returns an entry of the current ledger's tail. Caller holds mu.
-func (ml *ManagedLedger) tailGetLocked(p Position) (Entry, bool) {
-	if p.LedgerID != ml.tailLedger || len(ml.tail) == 0 {
+func (p *addPipeline) tailGetLocked(pos Position) (Entry, bool) {
+	if pos.LedgerID != p.tailLedger || len(p.tail) == 0 {
 		return Entry{}, false
 	}
-	i := p.EntryID - ml.tail[0].entryID
-	if i < 0 || i >= int64(len(ml.tail)) {
+	i := pos.EntryID - p.tail[0].entryID
+	if i < 0 || i >= int64(len(p.tail)) {
 		return Entry{}, false
 	}
-	t := &ml.tail[i]
-	return Entry{Position: p, Data: t.data, Meta: t.meta}, true
+	t := &p.tail[i]
+	return Entry{Position: pos, Data: t.data, Meta: t.meta}, true
 }

@@ -181,7 +181,7 @@ func (ml *ManagedLedger) firstUnoffloadedLocked() Position {
 // complete offload.
 func (ml *ManagedLedger) nextToOffloadLocked(before Position) (ledgerInfo, bool) {
 	closed := len(ml.ledgers)
-	if ml.writer != nil || ml.state != stateClosed {
+	if ml.add.writer != nil || ml.state != stateClosed {
 		closed-- // the current ledger is never offloaded
 	}
 	for _, l := range ml.ledgers[:max(closed, 0)] {
@@ -297,7 +297,7 @@ func (ml *ManagedLedger) setOffloadContext(ctx context.Context, id int64, oc *of
 			ml.mu.Lock()
 			ml.fenceLocked(err)
 			ml.mu.Unlock()
-			ml.drainCallbacks()
+			ml.add.drainCallbacks()
 		}
 		return fmt.Errorf("managedledger: %s: recording the offload of ledger %d: %w", ml.name, id, err)
 	}
@@ -384,7 +384,7 @@ func (ml *ManagedLedger) offloadMaintenance(ctx context.Context) {
 // offload.
 func (ml *ManagedLedger) offloadTriggerLocked(t offload.Trigger, now time.Time) (Position, bool) {
 	n := len(ml.ledgers)
-	if n < 2 || ml.writer == nil && ml.state != stateClosed {
+	if n < 2 || ml.add.writer == nil && ml.state != stateClosed {
 		return Position{}, false
 	}
 	upTo := -1 // newest ledger index to offload

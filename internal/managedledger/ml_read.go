@@ -56,7 +56,7 @@ func (ml *ManagedLedger) readPositions(ctx context.Context, positions []Position
 			continue
 		}
 		ml.mu.Lock()
-		e, ok := ml.tailGetLocked(p)
+		e, ok := ml.add.tailGetLocked(p)
 		ml.mu.Unlock()
 		if ok {
 			out = append(out, e)
@@ -153,6 +153,6 @@ func (ml *ManagedLedger) readLedgerOnce(ctx context.Context, id, first, need, re
 func (ml *ManagedLedger) inTail(p Position) bool {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
-	_, ok := ml.tailGetLocked(p)
+	_, ok := ml.add.tailGetLocked(p)
 	return ok
 }

@@ -92,7 +92,7 @@ func (ml *ManagedLedger) trim(ctx context.Context, pick func(slowest Position, c
 			ml.mu.Lock()
 			ml.fenceLocked(err)
 			ml.mu.Unlock()
-			ml.drainCallbacks()
+			ml.add.drainCallbacks()
 		}
 		return fmt.Errorf("managedledger: %s: trimming ledger list: %w", ml.name, err)
 	}

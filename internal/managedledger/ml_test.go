@@ -158,7 +158,7 @@ func TestRolloverTriggers(t *testing.T) {
 func (ml *ManagedLedger) rollingNow() bool {
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
-	return ml.rolling
+	return ml.add.rolling
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

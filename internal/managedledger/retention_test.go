@@ -278,7 +278,7 @@ func TestNewestEntriesReadableWithoutCache(t *testing.T) {
 			t.Fatalf("round %d: read %v", round, es)
 		}
 	}
-	if l := len(ml.tail); l > 2 {
+	if l := len(ml.add.tail); l > 2 {
 		t.Fatalf("tail holds %d entries with one add in flight at a time", l)
 	}
 	// Once rolled over, the old ledger is closed and everything reads from the ledgers.

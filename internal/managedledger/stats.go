@@ -79,9 +79,9 @@ func (ml *ManagedLedger) Stats() Stats {
 		ReadErrors:      ml.readErrors.Load(),
 		NumberOfEntries: ml.numberOfEntries,
 		TotalSize:       ml.totalSize,
-		PendingAdds:     len(ml.pending),
+		PendingAdds:     len(ml.add.pending),
 		Ledgers:         len(ml.ledgers),
-		Cursors:         len(ml.cursors),
+		Cursors:         len(ml.cur.cursors),
 	}
 }
 
@@ -95,9 +95,9 @@ func (ml *ManagedLedger) stateNameLocked() string {
 		return "Closed"
 	case ml.terminated:
 		return "Terminated"
-	case ml.writer == nil:
+	case ml.add.writer == nil:
 		return "LedgerClosed"
-	case ml.rolling:
+	case ml.add.rolling:
 		return "ClosingLedger"
 	}
 	return "LedgerOpened"
@@ -112,12 +112,12 @@ func (ml *ManagedLedger) InternalStats() InternalStats {
 		TotalSize:                          ml.totalSize,
 		LastLedgerCreatedTimestamp:         formatTime(ml.lastCreated),
 		LastLedgerCreationFailureTimestamp: formatTime(ml.lastCreateFail),
-		PendingAddEntriesCount:             len(ml.pending),
+		PendingAddEntriesCount:             len(ml.add.pending),
 		LastConfirmedEntry:                 ml.lastConfirmedLocked().String(),
 		State:                              ml.stateNameLocked(),
 		Cursors:                            map[string]CursorStats{},
 	}
-	if n := len(ml.ledgers); n > 0 && ml.writer != nil {
+	if n := len(ml.ledgers); n > 0 && ml.add.writer != nil {
 		s.CurrentLedgerEntries = ml.ledgers[n-1].Entries
 		s.CurrentLedgerSize = ml.ledgers[n-1].Size
 	}
@@ -125,7 +125,7 @@ func (ml *ManagedLedger) InternalStats() InternalStats {
 		s.Ledgers = append(s.Ledgers, LedgerStats{LedgerID: l.LedgerID, Entries: l.Entries, Size: l.Size, Timestamp: l.Timestamp,
 			Offloaded: l.Offload != nil && l.Offload.Complete})
 	}
-	cursors := ml.cursorListLocked(true)
+	cursors := ml.cur.list(true)
 	ml.mu.Unlock()
 	for _, c := range cursors {
 		cs := c.stats()
