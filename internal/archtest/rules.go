@@ -6,12 +6,13 @@ package archtest
 const (
 	layerBase      = 0  // config, logging: imported by everything, import nothing of ours
 	layerCodec     = 10 // wire formats and the metadata Store interface with its backends
-	layerRecords   = 15 // resources: the one owner of every metadata key layout
-	layerSecurity  = 17 // auth: identities, authorization, TLS config shared by every role
+	layerSecurity  = 12 // auth: identities, authorization, TLS config shared by every role
+	layerRecords   = 15 // resources: the one owner of every metadata key layout (and auth's policy source)
 	layerStorage   = 20 // the BookKeeper client, the bookie server
 	layerTier      = 25 // tiered storage under the managed ledger
 	layerLog       = 30 // the managed ledger: a topic's log
-	layerDomain    = 35 // schema registry, bundle ownership
+	layerDomain    = 35 // schema registry, bundle ownership, transactions
+	layerColumns   = 37 // a schema's values as typed columns, for every reader of topic data
 	layerTopics    = 40 // the topic service every front end uses
 	layerOnTopics  = 45 // services built on topics that several front ends share
 	layerFront     = 50 // protocol front ends, REST, gateways, tools
@@ -55,8 +56,8 @@ var parts = []part{
 	{path: "internal/metadata/storetest", layer: layerCodec, testOnly: true},
 	{path: "internal/metadata/registrationtest", layer: layerCodec, testOnly: true},
 
-	{path: "internal/resources", layer: layerRecords},
 	{path: "internal/auth", layer: layerSecurity},
+	{path: "internal/resources", layer: layerRecords},
 
 	{path: "internal/ledger", layer: layerStorage},
 	{path: "internal/ledger/memledger", layer: layerStorage, testOnly: true},
@@ -70,12 +71,15 @@ var parts = []part{
 
 	{path: "internal/schema", layer: layerDomain},
 	{path: "internal/ownership", layer: layerDomain},
+	// Transactions live on managed ledgers (the coordinator's log, each topic's buffer and
+	// state log); the topic service calls them for every transactional publish and ack.
+	{path: "internal/txn", layer: layerDomain},
+
+	// Topic schemas as typed columns, shared by the SQL front end and the lakehouse writer.
+	{path: "internal/columns", layer: layerColumns},
 
 	{path: "internal/topics", layer: layerTopics},
 
-	{path: "internal/txn", layer: layerOnTopics},
-	// Topic schemas as typed columns, shared by the SQL front end and the lakehouse writer.
-	{path: "internal/columns", layer: layerOnTopics},
 	{path: "internal/lakehouse", layer: layerOnTopics},
 
 	{path: "internal/broker", layer: layerFront, deny: frontEndDeny},
