@@ -25,10 +25,10 @@ import (
 //
 // Group ids are any string, hence the escaping: each is one key segment.
 const (
-	kafkaGroupsPrefix   = "/kafka/groups/"
-	kafkaProducerIDsKey = "/kafka/producer-ids"
-	kafkaLogStartPrefix = "/kafka/log-start/"
-	kafkaOffsetsPrefix  = "/kafka/offsets/"
+	kafkaGroupsPrefix   = KafkaRoot + "groups/"
+	kafkaProducerIDsKey = KafkaRoot + "producer-ids"
+	kafkaLogStartPrefix = KafkaRoot + "log-start/"
+	kafkaOffsetsPrefix  = KafkaRoot + "offsets/"
 )
 
 // KafkaOffset is a committed offset kept in the metadata store, with the commit's time

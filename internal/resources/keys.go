@@ -55,4 +55,10 @@ const (
 	// worker's membership, leader election, function metadata, assignments, state and
 	// package references. Owner: internal/functions (functions/meta.go has the formats).
 	FunctionsRoot = "/functions/"
+
+	// KafkaRoot + groups/{group}, producer-ids, log-start/{partition},
+	// offsets/{group}/{partition}: the Kafka front end's group records, producer-id counter,
+	// DeleteRecords low watermarks and offsets committed for partitions owned elsewhere. Owner:
+	// resources (kafka.go has the shapes), for internal/kafka.
+	KafkaRoot = "/kafka/"
 )
