@@ -198,12 +198,13 @@ OFFLOAD_BENCH_FLAGS ?= -offload-backlog-mb 256
 bench-offload:
 	$(GO) test -tags $(TAGS) -timeout 2h -run '^$$' -bench BenchmarkRealOffload -benchtime 1x ./internal/managedledger/realtest/ $(OFFLOAD_BENCH_FLAGS)
 
-# IO connectors against servers that take long to start (issue 21): Apache Kafka from Maven
-# Central for the kafka source and sink, the S3-compatible server for the S3 sink. The
-# databases, Redis and HTTP tests run in make test.
+# IO connectors' long suites (issue 21): the kafka source and sink against Apache Kafka from
+# Maven Central, and the standalone SIGKILLed twice under a CDC -> JDBC stream. The database,
+# Redis, HTTP and S3 tests run in make test.
 .PHONY: io-compat
 io-compat:
 	$(GO) test -tags $(TAGS),iocompat -count=1 -timeout 30m ./internal/io/...
+	$(GO) test -tags $(TAGS),iocompat -count=1 -timeout 30m -run 'TestIOWorker' ./tests/e2e/
 
 # SQL over topics (issue 22): SQL_BENCH_MESSAGES JSON messages (the issue's figure: 10
 # million) in a standalone process; count(*) and a filtered aggregation against a Go reader

@@ -1,3 +1,5 @@
+//go:build iocompat
+
 package e2e
 
 import (
