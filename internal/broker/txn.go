@@ -217,11 +217,19 @@ func (c *conn) serveTxn(cmd *pb.BaseCommand) {
 	}
 }
 
-// withCoordinator runs f with the coordinator of id (its most significant bits).
+// withCoordinator runs f with the coordinator of id (its most significant bits), for the
+// transaction's owner only.
 func (c *conn) withCoordinator(ctx context.Context, id txn.ID, f func(*txn.Coordinator) error) error {
 	co, err := c.s.txn.Get(ctx, id.Most)
 	if err != nil {
 		return err
+	}
+	// With authentication, a transaction is the role's that opened it (Pulsar's
+	// verifyTxnOwnership, without its superuser exception: the broker has no authorizer).
+	if c.s.authn.Enabled() {
+		if m, ok := co.Get(id); ok && m.Owner != "" && m.Owner != topics.PrincipalFrom(ctx).Effective() {
+			return fmt.Errorf("%w: transaction %s belongs to another role", wire.ErrAuthorization, id)
+		}
 	}
 	return f(co)
 }
