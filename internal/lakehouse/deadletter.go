@@ -30,6 +30,7 @@ type deadLetters struct {
 	topic topics.Name
 	log   *slog.Logger
 	p     *topics.Producer
+	seq   int64 // sequence id of the last dead letter published
 
 	mu       sync.Mutex
 	inFlight int
@@ -73,9 +74,8 @@ func (d *deadLetters) publish(ctx context.Context, origin topics.Name, p Positio
 			spec.EventTime = time.UnixMilli(int64(m.eventTime))
 		}
 	}
-	if md != nil && md.GetPublishTime() > 0 {
-		spec.PublishTime = time.UnixMilli(int64(md.GetPublishTime()))
-	}
+	d.seq++
+	spec.ProducerName, spec.SequenceID = d.p.Name(), d.seq
 	msg, err := topics.BuildMessage(spec)
 	if err != nil {
 		return fmt.Errorf("dead letter: %w", err)

@@ -305,3 +305,96 @@ func readTable(t *testing.T, e *env, tenant, ns, name string) []row {
 	}
 	return out
 }
+
+const avroSchemaV2 = `{"type":"record","name":"Order","namespace":"test","fields":[
+ {"name":"id","type":"long"},{"name":"item","type":"string"},{"name":"price","type":["null","double"],"default":null},
+ {"name":"qty","type":["null","int"],"default":null}]}`
+
+type orderV2 struct {
+	ID    int64    `avro:"id"`
+	Item  string   `avro:"item"`
+	Price *float64 `avro:"price"`
+	Qty   *int32   `avro:"qty"`
+}
+
+// TestSchemaEvolutionAndDeadLetters: a topic policy (not the namespace's) enables the
+// table; a new schema version adds a column, which becomes an optional Iceberg column that
+// older rows leave null; a payload no schema decodes goes to the dead-letter topic with its
+// origin, and the table goes on.
+func TestSchemaEvolutionAndDeadLetters(t *testing.T) {
+	e := startEnv(t, nil)
+	const topic = "persistent://public/default/evolve"
+	c := e.client(t)
+	p1, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewAvroSchema(avroSchema, nil), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e.do(t, "POST", "/admin/v2/persistent/public/default/evolve/icebergPolicies", `{"enabled":true,"partitioning":"day"}`); code != 204 {
+		t.Fatalf("set topic policy: %d %s", code, body)
+	}
+	if code, body := e.do(t, "GET", "/admin/v2/persistent/public/default/evolve/icebergPolicies?applied=true", ""); code != 200 || !strings.Contains(body, `"Enabled":true`) {
+		t.Fatalf("applied policy: %d %s", code, body)
+	}
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := p1.Send(ctx, &pulsar.ProducerMessage{Value: order{ID: int64(i), Item: "v1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A producer without a schema sends bytes no schema version decodes.
+	raw, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Send(ctx, &pulsar.ProducerMessage{Payload: []byte{0xff, 0xfe, 0xfd}, Key: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, Schema: pulsar.NewAvroSchema(avroSchemaV2, nil), DisableBatching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 10; i < 20; i++ {
+		q := int32(i * 2)
+		if _, err := p2.Send(ctx, &pulsar.ProducerMessage{Value: orderV2{ID: int64(i), Item: "v2", Qty: &q}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := e.waitRows(t, "public/default/evolve", 20)
+	ps := st["partitions"].([]any)
+	if dl := ps[0].(map[string]any)["deadLetters"].(float64); dl != 1 {
+		t.Fatalf("deadLetters %v, want 1; stats %v", dl, st)
+	}
+
+	dlq, err := c.CreateReader(pulsar.ReaderOptions{Topic: topic + "-iceberg-DLQ", StartMessageID: pulsar.EarliestMessageID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dlq.Close()
+	rctx, cancel := context.WithTimeout(ctx, testDeadline)
+	defer cancel()
+	m, err := dlq.Next(rctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Payload()) != "\xff\xfe\xfd" || m.Key() != "bad" || m.Properties()["ICEBERG_ORIGIN_TOPIC"] != topic ||
+		!strings.HasPrefix(m.Properties()["ICEBERG_ORIGIN_MESSAGE_ID"], "(") || m.Properties()["ICEBERG_ERROR"] == "" {
+		t.Fatalf("dead letter %q key %q properties %v", m.Payload(), m.Key(), m.Properties())
+	}
+
+	rows := readTable(t, e, "public", "default", "evolve")
+	if len(rows) != 20 {
+		t.Fatalf("%d rows, want 20", len(rows))
+	}
+	for _, r := range rows {
+		id := r.Int("id")
+		if _, ok := r["qty"]; !ok {
+			t.Fatalf("no qty column: %v", r)
+		}
+		switch {
+		case id < 10 && (!r.IsNull("qty") || r.Str("item") != "v1"):
+			t.Fatalf("v1 row %v", r)
+		case id >= 10 && (r.Int("qty") != id*2 || r.Str("item") != "v2"):
+			t.Fatalf("v2 row %v", r)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -276,6 +277,9 @@ func (w *writer) consume(ctx context.Context, p Position, data []byte) error {
 		if err == nil {
 			err = w.row(p, md, m, d)
 		}
+		if err != nil && ver < 0 && errors.Is(err, columns.ErrMalformed) {
+			err = w.rowOfSomeVersion(ctx, p, md, m, err)
+		}
 		if err != nil {
 			if err := w.deadLetter(ctx, p, m.batchIndex, md, m, err); err != nil {
 				return err
@@ -283,6 +287,34 @@ func (w *writer) consume(ctx context.Context, p Position, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// maxVersionsTried bounds the schema versions tried on a message that names none.
+const maxVersionsTried = 16
+
+// rowOfSomeVersion decodes a message that carries no schema version (the Go client sends
+// none on messages it does not batch) with the newest version of the topic's schema that
+// decodes it whole: a newer version than the table's evolves the table first (only for a
+// message alone in its entry, so that the commit evolve makes covers whole entries), then
+// the table's and older ones are tried. first is the error of the latest.
+func (w *writer) rowOfSomeVersion(ctx context.Context, p Position, md *pb.MessageMetadata, m *message, first error) error {
+	if m.batchIndex < 0 {
+		latest, err := w.svc.topics.Schemas().Latest(ctx, topics.SchemaID(w.base))
+		if err == nil && latest.Version > w.schemaVer {
+			if err := w.evolve(ctx, latest.Version); err != nil {
+				return err
+			}
+			if d, err := w.decoder(ctx, -1); err == nil && w.row(p, md, m, d) == nil {
+				return nil
+			}
+		}
+	}
+	for v := w.schemaVer; v >= 0 && v > w.schemaVer-maxVersionsTried; v-- {
+		if d, err := w.decoder(ctx, v); err == nil && w.row(p, md, m, d) == nil {
+			return nil
+		}
+	}
+	return first
 }
 
 // decoder returns the decoder of messages written with schema version ver (-1: the
@@ -458,26 +490,8 @@ func (w *writer) commitPending(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	tx := w.tbl.NewTransaction()
-	props := iceberg.Properties{summaryTopic: w.name.String(), summaryLastEntry: w.last.String()}
-	if len(w.pending) > 0 {
-		if err := tx.AddDataFiles(ctx, w.pending, props); err != nil {
-			return fmt.Errorf("adding files to %s: %w", w.ident, err)
-		}
-	}
 	cctx := withPosition(ctx, positionChange{part: w.part, from: w.committed, to: w.last, gap: w.gap})
-	var tbl *table.Table
-	var err error
-	if len(w.pending) > 0 {
-		tbl, err = tx.Commit(cctx)
-	} else {
-		// Nothing to add (dead letters, tombstones, markers only): the position moves alone.
-		var md table.Metadata
-		var loc string
-		if md, loc, err = w.svc.cat.CommitTable(cctx, w.ident.iceberg(), nil, nil); err == nil {
-			tbl = w.svc.cat.tableOf(w.ident, md, loc)
-		}
-	}
+	tbl, err := w.commitFiles(cctx)
 	if err != nil {
 		w.st.commitErrors.Add(1)
 		w.st.setError(err)
@@ -492,6 +506,48 @@ func (w *writer) commitPending(ctx context.Context) error {
 	w.st.commitSeconds.Observe(time.Since(start).Seconds())
 	w.pending, w.pendRows = w.pending[:0], 0
 	return nil
+}
+
+// maxCommitAttempts bounds the retries of a commit that lost the race for the table to
+// another partition's writer (each retry rebuilds it on the table's new metadata).
+const maxCommitAttempts = 20
+
+// commitFiles commits the pending data files (or, with none, the position alone) and
+// returns the table after the commit. The partitions of one topic share a table: a commit
+// that finds the table changed by another writer (table.ErrCommitFailed) reloads it and
+// adds the same files again; the data files need not be rewritten, since a data file is
+// valid in any later metadata of the table.
+func (w *writer) commitFiles(cctx context.Context) (*table.Table, error) {
+	if len(w.pending) == 0 {
+		// Nothing to add (dead letters, tombstones, markers only): the position moves alone.
+		md, loc, err := w.svc.cat.CommitTable(cctx, w.ident.iceberg(), nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		return w.svc.cat.tableOf(w.ident, md, loc), nil
+	}
+	props := iceberg.Properties{summaryTopic: w.name.String(), summaryLastEntry: w.last.String()}
+	for attempt := 1; ; attempt++ {
+		tx := w.tbl.NewTransaction()
+		if err := tx.AddDataFiles(cctx, w.pending, props); err != nil {
+			return nil, fmt.Errorf("adding files to %s: %w", w.ident, err)
+		}
+		tbl, err := tx.Commit(cctx)
+		if err == nil || !errors.Is(err, table.ErrCommitFailed) || attempt == maxCommitAttempts {
+			return tbl, err
+		}
+		// Jittered, so that the partitions' writers do not meet again at once.
+		select {
+		case <-cctx.Done():
+			return nil, cctx.Err()
+		case <-time.After(time.Duration(rand.Int64N(int64(50*time.Millisecond) * int64(attempt)))):
+		}
+		fresh, lerr := w.svc.cat.LoadTable(cctx, w.ident.iceberg())
+		if lerr != nil {
+			return nil, lerr
+		}
+		w.tbl = fresh
+	}
 }
 
 // deadLetter publishes an unconvertible message (the whole entry when m is nil) to the
