@@ -191,6 +191,18 @@ func TestAvroTopicBecomesTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitRows(t, "public/default/orders", n)
+	// The lag (icebergStats lagMessages) comes down to 0 once everything is committed.
+	deadline := time.Now().Add(testDeadline)
+	for {
+		ps, _ := e.icebergStats(t, "public/default/orders")["partitions"].([]any)
+		if len(ps) == 1 && ps[0].(map[string]any)["lagMessages"].(float64) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lag not 0: %v", ps)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 
 	code, body := e.do(t, "GET", "/iceberg/v1/config", "")
 	if code != 200 {

@@ -58,7 +58,17 @@ func (s *Service) lag(name string) int64 {
 	}
 	st := t.Stats()
 	if ss, ok := st.Subscriptions[HoldSubscription]; ok {
-		return ss.MsgBacklog
+		s.mu.Lock()
+		var anchor int64
+		if ts := s.stats[name]; ts != nil {
+			ts.mu.Lock()
+			if ts.committed != none {
+				anchor = ts.anchorMsgs
+			}
+			ts.mu.Unlock()
+		}
+		s.mu.Unlock()
+		return max(0, ss.MsgBacklog-anchor)
 	}
 	return -1
 }

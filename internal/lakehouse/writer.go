@@ -17,6 +17,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/columns"
 	"github.com/magnetar-io/magnetar/internal/schema"
 	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
@@ -63,6 +64,7 @@ type writer struct {
 	pending   []iceberg.DataFile // written, not committed
 	pendRows  int64
 	gap       int64
+	lastMsgs  int64 // messages in entry last
 	dlq       *deadLetters
 	dec       entryDecoder
 }
@@ -120,6 +122,10 @@ func (w *writer) run(ctx context.Context) error {
 					return err
 				}
 				w.last = p
+			} else if p == w.committed {
+				// The anchor (moveHold): its messages are in the hold's backlog, not in
+				// the lag.
+				w.st.setAnchor(entryMessages(e.Data))
 			}
 		}
 		if w.buf != nil && w.buf.bytes >= w.svc.cfg.WriterBufferBytes {
@@ -246,6 +252,10 @@ func (w *writer) moveHold(ctx context.Context) {
 // dead-letter topic.
 func (w *writer) consume(ctx context.Context, p Position, data []byte) error {
 	md, msgs, err := w.dec.decode(data)
+	w.lastMsgs = 1
+	if md != nil {
+		w.lastMsgs = int64(wire.MessageCount(md))
+	}
 	if err != nil {
 		return w.deadLetter(ctx, p, -1, md, nil, err)
 	}
@@ -503,6 +513,7 @@ func (w *writer) commitPending(ctx context.Context) error {
 	w.st.commits.Add(1)
 	w.st.rows.Add(w.pendRows)
 	w.st.setCommitted(w.committed)
+	w.st.setAnchor(w.lastMsgs)
 	w.st.commitSeconds.Observe(time.Since(start).Seconds())
 	w.pending, w.pendRows = w.pending[:0], 0
 	return nil
@@ -580,6 +591,7 @@ func (w *writer) deadLetterTopic() topics.Name {
 type tableStats struct {
 	mu            sync.Mutex
 	committed     Position
+	anchorMsgs    int64 // messages of the committed entry, still in the hold's backlog
 	lastCommit    time.Time
 	lastError     string
 	lastErrorAt   time.Time
@@ -595,6 +607,31 @@ func (s *tableStats) setCommitted(p Position) {
 	s.mu.Lock()
 	s.committed, s.lastCommit = p, time.Now()
 	s.mu.Unlock()
+}
+
+// setAnchor records how many messages the committed entry holds: the hold subscription
+// stays on that entry (moveHold), so they are in its backlog but not in the lag.
+func (s *tableStats) setAnchor(n int64) {
+	s.mu.Lock()
+	s.anchorMsgs = n
+	s.mu.Unlock()
+}
+
+// entryMessages is the number of messages of a stored entry (1 if it cannot be read).
+func entryMessages(data []byte) int64 {
+	_, raw, err := wire.SplitHeadersAndPayload(data)
+	if err != nil {
+		return 1
+	}
+	en, err := wire.ParseEntry(raw, false)
+	if err != nil {
+		return 1
+	}
+	md, err := wire.ParseMetadata(en.Metadata)
+	if err != nil {
+		return 1
+	}
+	return int64(wire.MessageCount(md))
 }
 
 func (s *tableStats) setError(err error) {
