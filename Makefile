@@ -221,3 +221,9 @@ BENCH_TXN_N     ?= 200000
 .PHONY: bench-txn
 bench-txn:
 	$(GO) test -tags $(TAGS) -run '^$$' -bench TxnPublish -benchtime $(BENCH_TXN_N)x ./internal/broker/
+
+# Lakehouse (issue 23): a real standalone SIGKILLed under load, the table read by PyIceberg
+# (PyPI, into ~/.cache/magnetar-pyiceberg) through the REST catalog from a real S3 server.
+.PHONY: lakehouse-e2e
+lakehouse-e2e:
+	MAGNETAR_LAKEHOUSE_E2E=1 $(GO) test -tags $(TAGS) -count=1 -v -timeout 30m -run '^TestLakehouse' ./tests/e2e/
