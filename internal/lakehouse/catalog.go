@@ -17,10 +17,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // TablesRoot is the metadata-store prefix of table records (doc.go, "Table records").
-const TablesRoot = "/iceberg/tables"
+const TablesRoot = resources.IcebergTablesRoot
 
 // Errors of the catalog; rest.go maps them to the REST protocol's error types.
 var (

@@ -51,6 +51,11 @@ const (
 	// Owner: internal/ownership.
 	BundleOwnershipPrefix = "/namespace/"
 
+	// IcebergTablesRoot + /tenant/namespace/table (path-escaped): an Iceberg table's record
+	// (metadata location and the position each topic partition's data covers). Owner:
+	// internal/lakehouse (lakehouse/doc.go has the format).
+	IcebergTablesRoot = "/iceberg/tables"
+
 	// FunctionsRoot + workers/, leader, meta/, assignments/, state/, packages/: the functions
 	// worker's membership, leader election, function metadata, assignments, state and
 	// package references. Owner: internal/functions (functions/meta.go has the formats).
