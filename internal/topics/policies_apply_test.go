@@ -231,7 +231,9 @@ func TestOffloadPoliciesDriveTheTrigger(t *testing.T) {
 	if g := trig(); g.ThresholdBytes != 1000 || g.ThresholdSeconds != 60 || g.DeletionLagMillis != 5 {
 		t.Fatalf("legacy namespace fields: %+v", g)
 	}
-	setNS(t, b, func(p *resources.Policies) { p.OffloadPolicies = &resources.OffloadPolicies{ThresholdInBytes: i64(2000)} })
+	setNS(t, b, func(p *resources.Policies) {
+		p.OffloadPolicies = &resources.OffloadPolicies{ThresholdInBytes: i64(2000)}
+	})
 	waitUntil(t, "namespace offloadPolicies", func() bool { return trig().ThresholdBytes == 2000 && trig().ThresholdSeconds == 60 })
 	setTopic(t, b, "off", func(p *resources.TopicPolicies) {
 		p.OffloadPolicies = &resources.OffloadPolicies{ThresholdInBytes: i64(0), DeletionLagInMillis: i64(-1)}
