@@ -136,6 +136,8 @@ func routeRule(method, p string) rule {
 		return topicRule(at(1), at(2), at(3), at(4), auth.TopicProduce, "")
 	case at(0) == "admin" && at(1) == "v3":
 		return v3Rule(method, seg)
+	case at(0) == "iceberg" && at(1) == "v1":
+		return icebergRule(seg)
 	case at(0) != "admin" || at(1) != "v2":
 		return super
 	}
@@ -206,6 +208,26 @@ func v3Rule(method string, seg []string) rule {
 		return rule{kind: "authenticated"}
 	}
 	return rule{kind: "super"}
+}
+
+// icebergRule classifies the Iceberg REST catalog (internal/lakehouse, /iceberg/v1/...): a
+// table is its topic's data, so loading it needs consume on the topic; its namespace's
+// table list needs the topic list permission; the catalog's config and namespace list need
+// an authenticated role. The catalog's namespace is tenant 0x1F namespace. Changes are
+// refused by the catalog itself (tables follow their topics).
+func icebergRule(seg []string) rule {
+	if len(seg) >= 4 && seg[2] == "namespaces" {
+		tenant, ns, two := strings.Cut(seg[3], "\x1f")
+		switch {
+		case two && len(seg) >= 6 && seg[4] == "tables":
+			return topicRule("persistent", tenant, ns, seg[5], auth.TopicConsume, "")
+		case two && len(seg) == 5 && (seg[4] == "tables" || seg[4] == "views"):
+			return rule{kind: "namespace", tenant: tenant, ns: ns, nsOp: auth.NamespaceListTopics}
+		case len(seg) >= 5:
+			return rule{kind: "super"}
+		}
+	}
+	return rule{kind: "authenticated"}
 }
 
 // topicOpOf is what an operation on a topic needs, by what follows the topic in the path.

@@ -30,6 +30,14 @@ func TestRouteRule(t *testing.T) {
 		{"GET", "/admin/v3", rule{kind: "super"}},
 		{"GET", "/admin/v2/worker/cluster", rule{kind: "super"}},
 		{"GET", "/somewhere/else", rule{kind: "super"}},
+		{"GET", "/iceberg/v1/config", rule{kind: "authenticated"}},
+		{"GET", "/iceberg/v1/namespaces", rule{kind: "authenticated"}},
+		{"GET", "/iceberg/v1/namespaces/t\x1fns", rule{kind: "authenticated"}},
+		{"GET", "/iceberg/v1/namespaces/t\x1fns/tables", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceListTopics}},
+		{"GET", "/iceberg/v1/namespaces/t\x1fns/tables/x", rule{kind: "topic", topic: auth.Topic{Tenant: "t", Namespace: "ns", Name: "persistent://t/ns/x"}, topicOp: auth.TopicConsume}},
+		{"POST", "/iceberg/v1/namespaces/t\x1fns/tables/x/metrics", rule{kind: "topic", topic: auth.Topic{Tenant: "t", Namespace: "ns", Name: "persistent://t/ns/x"}, topicOp: auth.TopicConsume}},
+		{"GET", "/iceberg/v1/namespaces/t/tables", rule{kind: "super"}},
+		{"GET", "/iceberg/v2/config", rule{kind: "super"}},
 	} {
 		if got := routeRule(c.method, c.path); got != c.want {
 			t.Errorf("%s %s: %+v, want %+v", c.method, c.path, got, c.want)

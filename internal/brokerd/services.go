@@ -223,8 +223,8 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})
 	}
 	if s.Lakehouse != nil {
-		// Authentication is refused above until the broker enforces it; when it does, the
-		// catalog and the iceberg admin endpoints take its Authorize hook.
+		// admin.Secure below authenticates and authorizes the catalog (admin/secure.go:
+		// icebergRule: consume on a table's topic) and the iceberg admin paths.
 		h = s.Lakehouse.Mount(h, lakehouse.HTTPOptions{})
 	}
 	if o.WrapHTTP != nil {
