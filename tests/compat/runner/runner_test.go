@@ -97,9 +97,7 @@ func TestFastSubset(t *testing.T) {
 // knownFailures are fast-subset tests that fail for a cause recorded in
 // docs/compatibility.md whose fix lands with another issue's restructuring.
 var knownFailures = map[string]string{
-	"pulsar/TestProducerMetadata":          "producer metadata not in stats (issue 15 restructuring)",
-	"pulsar/TestConsumerMetadata":          "consumer metadata not in stats (issue 15 restructuring)",
-	"admin/TestPartitionState":             "excludePublishers/excludeConsumers ignored (issue 15 restructuring)",
-	"admin/TestPeekMessagesWithProperties": "peek does not create the subscription (issue 15 restructuring)",
-	"admin/TestNamespaces_Persistence":     "persistence policy answers {} for unset (issue 15 restructuring)",
+	"pulsar/TestProducerMetadata": "producer metadata not in stats (issue 15 restructuring)",
+	"pulsar/TestConsumerMetadata": "consumer metadata not in stats (issue 15 restructuring)",
+	"admin/TestPartitionState":    "the publisher's address is [::1]:port where the test wants 127.0.0.1 (localhost resolution in the runner's namespace)",
 }
