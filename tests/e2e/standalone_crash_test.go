@@ -20,6 +20,9 @@ import (
 func TestStandaloneSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 	dir := t.TempDir()
 	const topic = "persistent://public/default/crash"
+	// One lock for every round: a receipt read before a kill may run its callback after
+	// the round ended (the message is then acknowledged, and counts).
+	var mu sync.Mutex
 	acked := map[string]bool{}
 	for round := 0; round < 3; round++ {
 		p, broker, _ := startStandalone(t, dir)
@@ -31,7 +34,6 @@ func TestStandaloneSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
 		ackedThisRound := 0
 		killAfter := 100 + rand.IntN(400) // acknowledgements to see before the kill
 		done := make(chan struct{})
@@ -61,8 +63,10 @@ func TestStandaloneSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 		mu.Unlock()
 		c.Close()
 	}
-	mu := len(acked)
-	if mu == 0 {
+	mu.Lock()
+	nAcked := len(acked)
+	mu.Unlock()
+	if nAcked == 0 {
 		t.Fatal("no send was acknowledged before the kills; the test proves nothing")
 	}
 
@@ -96,10 +100,12 @@ func TestStandaloneSIGKILLLosesNoAcknowledgedMessage(t *testing.T) {
 		}
 		seen[string(m.Payload())] = true
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	for payload := range acked {
 		if !seen[payload] {
 			t.Errorf("acknowledged message %s lost", payload)
 		}
 	}
-	t.Logf("%d acknowledged messages over 3 SIGKILLs, %d stored, all acknowledged ones present", mu, len(seen))
+	t.Logf("%d acknowledged messages over 3 SIGKILLs, %d stored, all acknowledged ones present", nAcked, len(seen))
 }
