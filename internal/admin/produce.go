@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -97,19 +96,17 @@ func (s *server) registerProduce(mux *http.ServeMux) {
 
 // produce: POST /topics/{domain}/{tenant}/{namespace}/{topic}[/partitions/{n}].
 func (s *server) produce(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
 	pub, ok := s.broker.(Publisher)
 	if !ok {
 		return nil, fmt.Errorf("%w: the REST producer needs a broker in this process", ErrNotSupported)
 	}
-	t := topicRef{domain: "persistent", tenant: r.PathValue("tenant"), ns: r.PathValue("namespace"), local: r.PathValue("topic")}
-	if strings.HasPrefix(r.URL.Path, "/topics/non-persistent/") {
-		t.domain = "non-persistent"
-	}
-	if err := s.checkTopicRef(ctx, t); err != nil {
-		return nil, err
-	}
 	var req producerMessages
-	if err := decodeLimited(r, &req, s.maxMessageSize); err != nil {
+	// The body carries messages up to maxMessageSize, plus their JSON framing.
+	if err := decodeBodyUpTo(r, &req, s.maxMessageSize+64<<10); err != nil {
 		return nil, err
 	}
 	if len(req.Messages) == 0 {
@@ -162,34 +159,6 @@ func (s *server) produce(ctx context.Context, r *http.Request) (any, error) {
 		}
 	}
 	return acks, nil
-}
-
-// checkTopicRef is topicOf for a reference built from a /topics/ path.
-func (s *server) checkTopicRef(ctx context.Context, t topicRef) error {
-	if err := s.checkNamespace(ctx, t.tenant, t.ns); err != nil {
-		return err
-	}
-	if t.local == "" || strings.ContainsAny(t.local, "/\x00") || len(t.local) > 1024 {
-		return fmt.Errorf("%w: invalid topic name %q", ErrBadRequest, t.local)
-	}
-	return nil
-}
-
-// decodeLimited is decodeBody with a larger bound: a REST produce body carries messages up
-// to maxMessageSize, plus their JSON framing.
-func decodeLimited(r *http.Request, v any, maxMessageSize int) error {
-	limit := int64(maxMessageSize) + 64<<10
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
-	}
-	if int64(len(b)) > limit {
-		return fmt.Errorf("%w: body larger than %d bytes (maxMessageSize %d)", ErrBadRequest, limit, maxMessageSize)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%w: invalid JSON body: %v", ErrBadRequest, err)
-	}
-	return nil
 }
 
 // restSchema is the producer's schema: valueSchema, or the topic's schema at schemaVersion,

@@ -209,13 +209,16 @@ func (s *server) handle(f handlerFunc) http.HandlerFunc {
 
 // decodeBody decodes an optional JSON body into v. An empty body or the JSON null leaves v
 // as it is; unknown fields are ignored; malformed JSON is ErrBadRequest.
-func decodeBody(r *http.Request, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+func decodeBody(r *http.Request, v any) error { return decodeBodyUpTo(r, v, maxBodyBytes) }
+
+// decodeBodyUpTo is decodeBody with its own bound (the REST producer's bodies carry messages).
+func decodeBodyUpTo(r *http.Request, v any, limit int) error {
+	b, err := io.ReadAll(io.LimitReader(r.Body, int64(limit)+1))
 	if err != nil {
 		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
 	}
-	if len(b) > maxBodyBytes {
-		return fmt.Errorf("%w: body larger than %d bytes", ErrBadRequest, maxBodyBytes)
+	if len(b) > limit {
+		return fmt.Errorf("%w: body larger than %d bytes", ErrBadRequest, limit)
 	}
 	if s := strings.TrimSpace(string(b)); s == "" || s == "null" {
 		return nil

@@ -81,7 +81,7 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 
 // domainOf takes the domain from the path (the routes' first segment after /admin/v2/).
 func domainOf(r *http.Request) string {
-	if strings.HasPrefix(r.URL.Path, "/admin/v2/non-persistent/") {
+	if strings.HasPrefix(r.URL.Path, "/admin/v2/non-persistent/") || strings.HasPrefix(r.URL.Path, "/topics/non-persistent/") {
 		return "non-persistent"
 	}
 	return "persistent"
