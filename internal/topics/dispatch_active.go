@@ -103,14 +103,14 @@ func (d *activeDispatcher) pickActive() *Consumer {
 }
 
 func (d *activeDispatcher) permits() int {
-	if d.active != nil && d.s.canReceiveLocked(d.active) {
+	if d.active != nil && d.s.canSendLocked(d.active) {
 		return d.active.permits
 	}
 	return 0
 }
 
 func (d *activeDispatcher) route(Entry, EntryMeta, bool) (*Consumer, int, bool) {
-	if d.active != nil && d.s.canReceiveLocked(d.active) {
+	if d.active != nil && d.s.canSendLocked(d.active) {
 		return d.active, -1, false
 	}
 	return nil, -1, false

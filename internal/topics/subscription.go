@@ -426,22 +426,21 @@ func (s *Subscription) dropPendingLocked(p Position) {
 	}
 }
 
-// canReceiveLocked tells whether cs may be sent an entry now: it has permits and neither
-// it nor the subscription is at its unacknowledged-message limit (Pulsar's
-// maxUnackedMessagesPerConsumer / PerSubscription; 0 disables a limit). As in Pulsar the
-// limits bound Shared and Key_Shared subscriptions only: an Exclusive or Failover consumer
-// that reads a backlog without acknowledging (a replay, a seek) must not stall at 50,000.
+// canSendLocked tells whether cs may be sent an entry now: it has permits and its client is
+// reading (ConsumerWritability). The active dispatcher (Exclusive, Failover) asks only this.
+func (s *Subscription) canSendLocked(cs *Consumer) bool { return cs.writable() && cs.permits > 0 }
+
+// canReceiveLocked is canSendLocked for the shared dispatchers (Shared, Key_Shared), which
+// also stop at Pulsar's unacknowledged-message limits (maxUnackedMessagesPerConsumer /
+// PerSubscription; 0 disables a limit). As in Pulsar the limits bound shared subscriptions
+// only: an Exclusive or Failover consumer that reads a backlog without acknowledging (a
+// replay, a seek) must not stall at 50,000.
 func (s *Subscription) canReceiveLocked(cs *Consumer) bool {
-	if !cs.writable() { // its client is not reading (ConsumerWritability)
+	if !s.canSendLocked(cs) {
 		return false
 	}
-	if k := s.d.kind(); k == Exclusive || k == Failover {
-		return cs.permits > 0
-	}
 	perConsumer, perSub := s.t.maxUnackedPerConsumer(), s.t.maxUnackedPerSubscription()
-	return cs.permits > 0 &&
-		(perConsumer <= 0 || cs.unacked < perConsumer) &&
-		(perSub <= 0 || s.unacked < perSub)
+	return (perConsumer <= 0 || cs.unacked < perConsumer) && (perSub <= 0 || s.unacked < perSub)
 }
 
 // dispatchNonPersistent hands a just-published message to one consumer with permits, or
