@@ -15,6 +15,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-io/magnetar/pkg/pf/pfpb"
+	"github.com/magnetar-io/magnetar/pkg/pf/pfstats"
 )
 
 // Options tune an Instance beyond its Conf.
@@ -44,7 +45,7 @@ type Instance struct {
 	log      *slog.Logger
 	userLog  *slog.Logger
 	state    *stateClient
-	stats    stats
+	stats    pfstats.Stats
 	running  atomic.Bool
 	invoking atomic.Int64 // unix nanos the current invocation began, 0 when idle
 
@@ -96,11 +97,11 @@ func NewInstance(conf *Conf, fn any, opts Options) (*Instance, error) {
 
 // Status is the instance's status as InstanceControl reports it.
 func (in *Instance) Status() *pfpb.FunctionStatus {
-	return in.stats.status(in.running.Load(), in.conf.InstanceID, in.conf.WorkerID)
+	return in.stats.Status(in.running.Load(), in.conf.InstanceID, in.conf.WorkerID)
 }
 
 // Metrics returns the counters, resetting the windowed ones when reset is set.
-func (in *Instance) Metrics(reset bool) *pfpb.MetricsData { return in.stats.metrics(reset) }
+func (in *Instance) Metrics(reset bool) *pfpb.MetricsData { return in.stats.Metrics(reset) }
 
 // Healthy is false while one invocation has run past the hang timeout.
 func (in *Instance) Healthy() bool {
@@ -112,7 +113,7 @@ func (in *Instance) Healthy() bool {
 	return hang <= 0 || began == 0 || time.Since(time.Unix(0, began)) < hang
 }
 
-func (in *Instance) recordUserMetric(name string, v float64) { in.stats.userMetric(name, v) }
+func (in *Instance) recordUserMetric(name string, v float64) { in.stats.SetUserMetric(name, v) }
 
 // Run consumes, processes and produces until ctx is done (nil) or a failure the instance
 // cannot recover from (the error; the worker restarts it).
@@ -121,7 +122,7 @@ func (in *Instance) Run(ctx context.Context) (err error) {
 	defer func() {
 		in.running.Store(false)
 		if err != nil && !errors.Is(err, context.Canceled) {
-			in.stats.setFailure(err)
+			in.stats.SetFailure(err)
 		}
 	}()
 	if in.client, err = pulsar.NewClient(in.clientOptions()); err != nil {
@@ -140,7 +141,7 @@ func (in *Instance) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	in.stats.setFailure(nil)
+	in.stats.SetFailure(nil)
 	in.log.Info("function instance running", "inputs", in.conf.inputs(), "output", in.conf.SinkSpecTopic)
 	if in.wfn != nil {
 		return in.runWindowed(ctx, msgs)
@@ -323,7 +324,7 @@ func (in *Instance) invoke(ctx context.Context, rec *Record, w *Window) (out []b
 
 // handle processes one record.
 func (in *Instance) handle(ctx context.Context, cm pulsar.ConsumerMessage) {
-	in.stats.addReceived()
+	in.stats.AddReceived(1)
 	rec := toRecord(cm)
 	if in.conf.ProcessingGuarantees == AtMostOnce {
 		_ = cm.Consumer.Ack(cm.Message)
@@ -331,14 +332,14 @@ func (in *Instance) handle(ctx context.Context, cm pulsar.ConsumerMessage) {
 	began := time.Now()
 	out, err := in.invoke(ctx, rec, nil)
 	if err != nil {
-		in.stats.addUserException(err)
+		in.stats.AddUserException(err)
 		in.userLog.Warn("function failed on a record", "topic", rec.Topic, "id", rec.MessageID, "err", err)
 		if in.conf.ProcessingGuarantees != AtMostOnce && in.conf.ProcessingGuarantees != Manual {
 			cm.Consumer.Nack(cm.Message)
 		}
 		return
 	}
-	in.stats.addSuccess(time.Since(began))
+	in.stats.AddSuccess(time.Since(began))
 	if out == nil || in.conf.SinkSpecTopic == "" {
 		if in.autoAcks() {
 			_ = cm.Consumer.Ack(cm.Message)
@@ -352,13 +353,13 @@ func (in *Instance) handle(ctx context.Context, cm pulsar.ConsumerMessage) {
 				_ = cm.Consumer.Ack(cm.Message)
 			}
 		case in.conf.ProcessingGuarantees == EffectivelyOnce:
-			in.stats.addSystemException(err)
+			in.stats.AddSystemException(err)
 			select {
 			case in.fatal <- fmt.Errorf("pf: output %s: %w", in.conf.SinkSpecTopic, err):
 			default:
 			}
 		default:
-			in.stats.addSystemException(err)
+			in.stats.AddSystemException(err)
 			if in.conf.ProcessingGuarantees != AtMostOnce && in.conf.ProcessingGuarantees != Manual {
 				cm.Consumer.Nack(cm.Message)
 			}

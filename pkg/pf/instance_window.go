@@ -81,7 +81,7 @@ func (in *Instance) runWindowed(ctx context.Context, msgs chan pulsar.ConsumerMe
 		case now := <-tick.C:
 			fired = mgr.Tick(now)
 		case cm := <-msgs:
-			in.stats.addReceived()
+			in.stats.AddReceived(1)
 			rec := toRecord(cm)
 			if in.conf.ProcessingGuarantees == AtMostOnce {
 				_ = cm.Consumer.Ack(cm.Message)
@@ -95,7 +95,7 @@ func (in *Instance) runWindowed(ctx context.Context, msgs chan pulsar.ConsumerMe
 			switch {
 			case err != nil:
 				// Full: the record comes back later; memory stays bounded.
-				in.stats.addSystemException(err)
+				in.stats.AddSystemException(err)
 				cm.Consumer.Nack(cm.Message)
 			case late:
 				in.lateRecord(ctx, rec, cm)
@@ -122,7 +122,7 @@ func (in *Instance) eventTime(rec *Record) time.Time {
 func (in *Instance) lateRecord(ctx context.Context, rec *Record, cm pulsar.ConsumerMessage) {
 	ack := func(err error) {
 		if err != nil {
-			in.stats.addSystemException(err)
+			in.stats.AddSystemException(err)
 			cm.Consumer.Nack(cm.Message)
 			return
 		}
@@ -161,11 +161,11 @@ func (in *Instance) fire(ctx context.Context, w window.Window[windowed]) {
 	began := time.Now()
 	out, err := in.invoke(ctx, nil, ww)
 	if err != nil {
-		in.stats.addUserException(err)
+		in.stats.AddUserException(err)
 		settle(err)
 		return
 	}
-	in.stats.addSuccess(time.Since(began))
+	in.stats.AddSuccess(time.Since(began))
 	if out == nil || in.conf.SinkSpecTopic == "" {
 		settle(nil)
 		return
@@ -173,7 +173,7 @@ func (in *Instance) fire(ctx context.Context, w window.Window[windowed]) {
 	last := ww.Records[len(ww.Records)-1]
 	in.send(ctx, &Record{Key: last.Key, EventTime: w.End}, out, func(err error) {
 		if err != nil {
-			in.stats.addSystemException(err)
+			in.stats.AddSystemException(err)
 		}
 		settle(err)
 	})

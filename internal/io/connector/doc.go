@@ -25,7 +25,8 @@
 //	source.go      the source runner
 //	sink.go        the sink runner, dead-letter topic
 //	instance.go    Instance: status, metrics, health, stop (what the worker supervises)
-//	stats.go       counters in the shape of Pulsar's source and sink status
+//	(counters: pkg/pf/pfstats, the same Stats the Go SDK counts with; dead letters are
+//	the deadLetteredTotal user metric)
 //	batch.go       Batcher: size/time batching with retries, backoff and bad-record isolation
 //	tracker.go     Tracker: the highest position whose records are all published
 package connector

@@ -13,6 +13,7 @@ import (
 	plog "github.com/apache/pulsar-client-go/pulsar/log"
 
 	"github.com/magnetar-io/magnetar/pkg/pf/pfpb"
+	"github.com/magnetar-io/magnetar/pkg/pf/pfstats"
 )
 
 // Validator is implemented by connectors that can check their configs without connecting:
@@ -60,7 +61,7 @@ type Instance struct {
 	spec    Spec
 	def     *Definition
 	log     *slog.Logger
-	stats   stats
+	stats   pfstats.Stats
 	running atomic.Bool
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -84,6 +85,7 @@ func Start(reg *Registry, spec Spec) (*Instance, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &Instance{spec: spec, def: d, cancel: cancel, done: make(chan struct{}),
 		log: spec.Logger.With("connector", d.Name, "instance", spec.FQFN()+":"+fmt.Sprint(spec.InstanceID))}
+	in.stats.SetUserMetric("deadLetteredTotal", 0) // reported from the start, as before any dead letter
 	go in.run(ctx)
 	return in, nil
 }
@@ -105,7 +107,7 @@ func (in *Instance) run(ctx context.Context) {
 		err = nil
 	}
 	if err != nil {
-		in.stats.setFailure(err)
+		in.stats.SetFailure(err)
 		in.log.Warn("connector instance failed", "err", err)
 	}
 	in.mu.Lock()
@@ -139,12 +141,12 @@ func (h warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
 
 // Status is the instance's status (FunctionStatus shape; see stats).
 func (in *Instance) Status(context.Context) (*pfpb.FunctionStatus, error) {
-	return in.stats.status(in.running.Load(), in.spec.InstanceID, in.spec.WorkerID), nil
+	return in.stats.Status(in.running.Load(), in.spec.InstanceID, in.spec.WorkerID), nil
 }
 
 // Metrics are the instance's counters.
 func (in *Instance) Metrics(_ context.Context, reset bool) (*pfpb.MetricsData, error) {
-	return in.stats.metrics(reset), nil
+	return in.stats.Metrics(reset), nil
 }
 
 // Health is always good while the instance runs: a connector waiting for its target to come
@@ -188,7 +190,7 @@ func (c *ictx) NumInstances() int       { return c.in.spec.NumInstances }
 func (c *ictx) Name() string            { return c.in.spec.FQFN() }
 func (c *ictx) Offsets() OffsetStore    { return c.in.spec.Offsets }
 func (c *ictx) EffectivelyOnce() bool   { return c.in.spec.ProcessingGuarantees == EffectivelyOnce }
-func (c *ictx) SourceException(e error) { c.in.stats.addConnectorException(e) }
+func (c *ictx) SourceException(e error) { c.in.stats.AddUserException(e) }
 
 // MemoryOffsets is an OffsetStore in memory (tests, local runs).
 type MemoryOffsets struct {

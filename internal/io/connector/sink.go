@@ -63,7 +63,7 @@ func (in *Instance) runSink(ctx context.Context, client pulsar.Client) error {
 	}
 	r.consumer = c
 	defer c.Close()
-	in.stats.setFailure(nil)
+	in.stats.SetFailure(nil)
 	in.log.Info("sink running", "inputs", in.spec.Inputs, "pattern", in.spec.TopicsPattern, "subscription", in.spec.SubscriptionName)
 	for {
 		select {
@@ -128,7 +128,7 @@ func messageIDString(id pulsar.MessageID) string {
 }
 
 func (r *sinkRun) record(m pulsar.Message) *Record {
-	r.in.stats.addReceived(1)
+	r.in.stats.AddReceived(1)
 	atMost := r.in.spec.ProcessingGuarantees == AtMostOnce
 	if atMost {
 		_ = r.consumer.Ack(m)
@@ -147,13 +147,13 @@ func (r *sinkRun) record(m pulsar.Message) *Record {
 
 func (r *sinkRun) finish(m pulsar.Message, rec *Record, err error, atMost bool, began time.Time) {
 	if err == nil {
-		r.in.stats.addWritten(time.Since(began))
+		r.in.stats.AddSuccess(time.Since(began))
 		if !atMost {
 			_ = r.consumer.Ack(m)
 		}
 		return
 	}
-	r.in.stats.addConnectorException(err)
+	r.in.stats.AddUserException(err)
 	if atMost {
 		return
 	}
@@ -170,7 +170,7 @@ func (r *sinkRun) deadLetter(m pulsar.Message, rec *Record, cause error) {
 	topic := r.in.spec.deadLetterTopic(rec.Topic)
 	p, err := r.dlqProducer(topic)
 	if err != nil {
-		r.in.stats.addSystemException(err)
+		r.in.stats.AddSystemException(err)
 		r.consumer.Nack(m)
 		return
 	}
@@ -184,11 +184,11 @@ func (r *sinkRun) deadLetter(m pulsar.Message, rec *Record, cause error) {
 	msg := &pulsar.ProducerMessage{Payload: rec.Value, Key: rec.Key, Properties: props, EventTime: rec.EventTime}
 	p.SendAsync(context.Background(), msg, func(_ pulsar.MessageID, _ *pulsar.ProducerMessage, err error) {
 		if err != nil {
-			r.in.stats.addSystemException(fmt.Errorf("dead-letter topic %s: %w", topic, err))
+			r.in.stats.AddSystemException(fmt.Errorf("dead-letter topic %s: %w", topic, err))
 			r.consumer.Nack(m)
 			return
 		}
-		r.in.stats.addDeadLettered()
+		r.in.stats.AddUserMetric("deadLetteredTotal", 1)
 		r.in.log.Warn("record sent to the dead-letter topic", "topic", rec.Topic, "id", rec.MessageID, "dlq", topic, "err", cause)
 		_ = r.consumer.Ack(m)
 	})

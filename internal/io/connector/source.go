@@ -39,7 +39,7 @@ func (in *Instance) runSource(ctx context.Context, client pulsar.Client) error {
 		}
 	}
 	r := &sourceRun{ictx: &ictx{in: in, cfg: cfg}, client: client, producers: map[string]*topicProducer{}, fatal: make(chan error, 1)}
-	in.stats.setFailure(nil)
+	in.stats.SetFailure(nil)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srcDone := make(chan error, 1)
@@ -76,7 +76,7 @@ func (in *Instance) runSource(ctx context.Context, client pulsar.Client) error {
 }
 
 func (r *sourceRun) fail(err error) {
-	r.in.stats.addSystemException(err)
+	r.in.stats.AddSystemException(err)
 	select {
 	case r.fatal <- err:
 	default:
@@ -102,7 +102,7 @@ func (r *sourceRun) Emit(ctx context.Context, rec *Record) error {
 		r.fail(err)
 		return err
 	}
-	r.in.stats.addReceived(1)
+	r.in.stats.AddReceived(1)
 	msg := &pulsar.ProducerMessage{Payload: rec.Value, Key: rec.Key, Properties: rec.Properties, EventTime: rec.EventTime}
 	began := time.Now()
 	onAck := rec.OnAck
@@ -111,7 +111,7 @@ func (r *sourceRun) Emit(ctx context.Context, rec *Record) error {
 			r.fail(fmt.Errorf("publishing to %s: %w", topic, err))
 			return
 		}
-		r.in.stats.addWritten(time.Since(began))
+		r.in.stats.AddSuccess(time.Since(began))
 		if onAck != nil {
 			onAck()
 		}

@@ -1,4 +1,9 @@
-package pf
+// Package pfstats is an instance's counters in the shape the functions worker reports
+// every instance (pfpb.FunctionStatus, pfpb.MetricsData): totals since start, and a window
+// that Metrics(true) resets (the "1min" figures, which the worker resets every minute).
+// The Go SDK's function instances (pkg/pf) and the connector runtime's sources and sinks
+// (internal/io/connector) count with it; the admin API renames the fields for connectors.
+package pfstats
 
 import (
 	"strconv"
@@ -11,31 +16,30 @@ import (
 // maxLatestExceptions is how many recent exceptions a status keeps (Pulsar keeps 10).
 const maxLatestExceptions = 10
 
-// stats are an instance's counters: totals since start, and a window reset by
-// GetAndResetMetrics (the "1min" figures, which the worker resets every minute).
-type stats struct {
+// Stats is safe for concurrent use; the zero value is ready.
+type Stats struct {
 	mu                               sync.Mutex
 	received, success, user, system  int64
 	rReceived, rSuccess, rUser, rSys int64
-	latencySum                       time.Duration
-	latencyN                         int64
-	rLatencySum                      time.Duration
-	rLatencyN                        int64
+	latencySum, rLatencySum          time.Duration
+	latencyN, rLatencyN              int64
 	lastInvocation                   time.Time
 	latestUser, latestSystem         []*pfpb.FunctionStatus_ExceptionInformation
 	userMetrics                      map[string]float64
 	failure                          string
 }
 
-func (s *stats) addReceived() {
+// AddReceived counts n received messages.
+func (s *Stats) AddReceived(n int64) {
 	s.mu.Lock()
-	s.received++
-	s.rReceived++
+	s.received += n
+	s.rReceived += n
 	s.lastInvocation = time.Now()
 	s.mu.Unlock()
 }
 
-func (s *stats) addSuccess(lat time.Duration) {
+// AddSuccess counts one message processed (written, for a connector) in lat.
+func (s *Stats) AddSuccess(lat time.Duration) {
 	s.mu.Lock()
 	s.success++
 	s.rSuccess++
@@ -54,7 +58,9 @@ func pushException(list []*pfpb.FunctionStatus_ExceptionInformation, err error) 
 	return list
 }
 
-func (s *stats) addUserException(err error) {
+// AddUserException counts an exception of the user's code (a connector's, for sources
+// and sinks).
+func (s *Stats) AddUserException(err error) {
 	s.mu.Lock()
 	s.user++
 	s.rUser++
@@ -62,7 +68,8 @@ func (s *stats) addUserException(err error) {
 	s.mu.Unlock()
 }
 
-func (s *stats) addSystemException(err error) {
+// AddSystemException counts an exception of the runtime.
+func (s *Stats) AddSystemException(err error) {
 	s.mu.Lock()
 	s.system++
 	s.rSys++
@@ -70,22 +77,33 @@ func (s *stats) addSystemException(err error) {
 	s.mu.Unlock()
 }
 
-func (s *stats) setFailure(err error) {
+// SetFailure records why the instance stopped (nil: it runs).
+func (s *Stats) SetFailure(err error) {
 	s.mu.Lock()
-	if err == nil {
-		s.failure = ""
-	} else {
+	s.failure = ""
+	if err != nil {
 		s.failure = err.Error()
 	}
 	s.mu.Unlock()
 }
 
-func (s *stats) userMetric(name string, v float64) {
+// SetUserMetric sets a user metric, reported in MetricsData.UserMetrics.
+func (s *Stats) SetUserMetric(name string, v float64) {
 	s.mu.Lock()
 	if s.userMetrics == nil {
 		s.userMetrics = map[string]float64{}
 	}
 	s.userMetrics[name] = v
+	s.mu.Unlock()
+}
+
+// AddUserMetric adds delta to a user metric.
+func (s *Stats) AddUserMetric(name string, delta float64) {
+	s.mu.Lock()
+	if s.userMetrics == nil {
+		s.userMetrics = map[string]float64{}
+	}
+	s.userMetrics[name] += delta
 	s.mu.Unlock()
 }
 
@@ -96,7 +114,8 @@ func avgMs(sum time.Duration, n int64) float64 {
 	return float64(sum.Microseconds()) / 1000 / float64(n)
 }
 
-func (s *stats) status(running bool, instanceID int, workerID string) *pfpb.FunctionStatus {
+// Status is the instance's FunctionStatus.
+func (s *Stats) Status(running bool, instanceID int, workerID string) *pfpb.FunctionStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &pfpb.FunctionStatus{
@@ -114,7 +133,8 @@ func (s *stats) status(running bool, instanceID int, workerID string) *pfpb.Func
 	return st
 }
 
-func (s *stats) metrics(reset bool) *pfpb.MetricsData {
+// Metrics is the instance's MetricsData; reset starts a new window.
+func (s *Stats) Metrics(reset bool) *pfpb.MetricsData {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := &pfpb.MetricsData{
@@ -123,7 +143,7 @@ func (s *stats) metrics(reset bool) *pfpb.MetricsData {
 		SystemExceptionsTotal: s.system, SystemExceptionsTotal_1Min: s.rSys,
 		UserExceptionsTotal: s.user, UserExceptionsTotal_1Min: s.rUser,
 		AvgProcessLatency: avgMs(s.latencySum, s.latencyN), AvgProcessLatency_1Min: avgMs(s.rLatencySum, s.rLatencyN),
-		UserMetrics: map[string]float64{},
+		UserMetrics: make(map[string]float64, len(s.userMetrics)),
 	}
 	if !s.lastInvocation.IsZero() {
 		m.LastInvocation = s.lastInvocation.UnixMilli()
