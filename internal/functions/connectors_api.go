@@ -299,43 +299,19 @@ func (w *Worker) connectorUpdate(k connectorKind) func(*http.Request) (any, erro
 		t, ns, n := r.PathValue("tenant"), r.PathValue("namespace"), r.PathValue("name")
 		var m *FunctionMeta
 		if k.kind == connector.KindSource {
-			upd := &SourceConfig{}
-			found, err := w.readConnectorUpload(r, k, upd)
+			merged, err := updatedConnector(w, r, k, *old.Source, mergeSource, func(c *SourceConfig) *string { return &c.Archive },
+				func(c *SourceConfig) error { return w.normalizeSource(c, t, ns, n) })
 			if err != nil {
 				return nil, err
 			}
-			merged := *old.Source
-			if found {
-				mergeSource(&merged, upd)
-			}
-			if a, err := urlArchive(r); err != nil {
-				return nil, err
-			} else if a != "" {
-				merged.Archive = a
-			}
-			if err := w.normalizeSource(&merged, t, ns, n); err != nil {
-				return nil, err
-			}
-			m = connectorMeta(k, &merged, nil)
+			m = connectorMeta(k, merged, nil)
 		} else {
-			upd := &SinkConfig{}
-			found, err := w.readConnectorUpload(r, k, upd)
+			merged, err := updatedConnector(w, r, k, *old.Sink, mergeSink, func(c *SinkConfig) *string { return &c.Archive },
+				func(c *SinkConfig) error { return w.normalizeSink(c, t, ns, n) })
 			if err != nil {
 				return nil, err
 			}
-			merged := *old.Sink
-			if found {
-				mergeSink(&merged, upd)
-			}
-			if a, err := urlArchive(r); err != nil {
-				return nil, err
-			} else if a != "" {
-				merged.Archive = a
-			}
-			if err := w.normalizeSink(&merged, t, ns, n); err != nil {
-				return nil, err
-			}
-			m = connectorMeta(k, nil, &merged)
+			m = connectorMeta(k, nil, merged)
 		}
 		m.Version, m.CreateTime = old.Version+1, old.CreateTime
 		m.InstanceStates, m.Restarts = old.InstanceStates, old.Restarts
@@ -349,6 +325,32 @@ func (w *Worker) connectorUpdate(k connectorKind) func(*http.Request) (any, erro
 
 // mergeSource applies an update: the fields it sets replace the old ones (pulsar-admin's
 // update sends only what changed).
+// updatedConnector is an update of one connector's config: old, overlaid with the uploaded
+// config when there is one and with the archive named in the URL, then normalized.
+func updatedConnector[C any](w *Worker, r *http.Request, k connectorKind, old C, merge func(dst, u *C),
+	archive func(*C) *string, normalize func(*C) error) (*C, error) {
+	upd := new(C)
+	found, err := w.readConnectorUpload(r, k, upd)
+	if err != nil {
+		return nil, err
+	}
+	merged := old
+	if found {
+		merge(&merged, upd)
+	}
+	a, err := urlArchive(r)
+	if err != nil {
+		return nil, err
+	}
+	if a != "" {
+		*archive(&merged) = a
+	}
+	if err := normalize(&merged); err != nil {
+		return nil, err
+	}
+	return &merged, nil
+}
+
 func mergeSource(dst, u *SourceConfig) {
 	setStr(&dst.ClassName, u.ClassName)
 	setStr(&dst.TopicName, u.TopicName)
