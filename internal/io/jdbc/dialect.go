@@ -1,6 +1,7 @@
 package jdbc
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -53,6 +54,31 @@ func (postgresDialect) placeholder(n int, c *column) string {
 
 func (postgresDialect) maxParams() int { return 65535 }
 
+// postgresKinds maps a column type to the kind the sink converts values to (unlisted: "other").
+var postgresKinds = map[string]string{
+	"int2":        "int",
+	"int4":        "int",
+	"int8":        "int",
+	"oid":         "int",
+	"float4":      "float",
+	"float8":      "float",
+	"numeric":     "decimal",
+	"money":       "decimal",
+	"bool":        "bool",
+	"bytea":       "binary",
+	"date":        "date",
+	"time":        "time",
+	"timestamp":   "timestamp",
+	"timestamptz": "timestamptz",
+	"json":        "json",
+	"jsonb":       "json",
+	"text":        "string",
+	"varchar":     "string",
+	"bpchar":      "string",
+	"name":        "string",
+	"uuid":        "string",
+}
+
 func (d postgresDialect) columns(ctx context.Context, db *sql.DB, table string) ([]*column, error) {
 	rows, err := db.QueryContext(ctx, `SELECT a.attname, t.typname, format_type(a.atttypid, NULL), a.atttypmod,
 		COALESCE((SELECT true FROM pg_index i WHERE i.indrelid = a.attrelid AND i.indisprimary AND a.attnum = ANY(i.indkey)), false)
@@ -74,32 +100,7 @@ func (d postgresDialect) columns(ctx context.Context, db *sql.DB, table string) 
 		if c.precision < 0 {
 			c.precision = 6
 		}
-		switch typ {
-		case "int2", "int4", "int8", "oid":
-			c.kind = "int"
-		case "float4", "float8":
-			c.kind = "float"
-		case "numeric", "money":
-			c.kind = "decimal"
-		case "bool":
-			c.kind = "bool"
-		case "bytea":
-			c.kind = "binary"
-		case "date":
-			c.kind = "date"
-		case "time":
-			c.kind = "time"
-		case "timestamp":
-			c.kind = "timestamp"
-		case "timestamptz":
-			c.kind = "timestamptz"
-		case "json", "jsonb":
-			c.kind = "json"
-		case "text", "varchar", "bpchar", "name", "uuid":
-			c.kind = "string"
-		default:
-			c.kind = "other"
-		}
+		c.kind = cmp.Or(postgresKinds[typ], "other")
 		out = append(out, c)
 	}
 	return out, rows.Err()
@@ -152,6 +153,42 @@ func (mysqlDialect) placeholder(int, *column) string { return "?" }
 
 func (mysqlDialect) maxParams() int { return 65535 }
 
+// mysqlKinds maps a column type to the kind the sink converts values to (unlisted: "other").
+var mysqlKinds = map[string]string{
+	"tinyint":    "int",
+	"smallint":   "int",
+	"mediumint":  "int",
+	"int":        "int",
+	"integer":    "int",
+	"bigint":     "int",
+	"year":       "int",
+	"bit":        "int",
+	"float":      "float",
+	"double":     "float",
+	"real":       "float",
+	"decimal":    "decimal",
+	"numeric":    "decimal",
+	"binary":     "binary",
+	"varbinary":  "binary",
+	"tinyblob":   "binary",
+	"blob":       "binary",
+	"mediumblob": "binary",
+	"longblob":   "binary",
+	"date":       "date",
+	"time":       "time",
+	"datetime":   "timestamp",
+	"timestamp":  "timestamptz",
+	"json":       "json",
+	"char":       "string",
+	"varchar":    "string",
+	"tinytext":   "string",
+	"text":       "string",
+	"mediumtext": "string",
+	"longtext":   "string",
+	"enum":       "string",
+	"set":        "string",
+}
+
 func (mysqlDialect) columns(ctx context.Context, db *sql.DB, table string) ([]*column, error) {
 	schema := "DATABASE()"
 	args := []any{table}
@@ -172,30 +209,7 @@ func (mysqlDialect) columns(ctx context.Context, db *sql.DB, table string) ([]*c
 			return nil, err
 		}
 		c.key = key == "PRI"
-		switch strings.ToLower(typ) {
-		case "tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year", "bit":
-			c.kind = "int"
-		case "float", "double", "real":
-			c.kind = "float"
-		case "decimal", "numeric":
-			c.kind = "decimal"
-		case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob":
-			c.kind = "binary"
-		case "date":
-			c.kind = "date"
-		case "time":
-			c.kind = "time"
-		case "datetime":
-			c.kind = "timestamp"
-		case "timestamp":
-			c.kind = "timestamptz"
-		case "json":
-			c.kind = "json"
-		case "char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set":
-			c.kind = "string"
-		default:
-			c.kind = "other"
-		}
+		c.kind = cmp.Or(mysqlKinds[strings.ToLower(typ)], "other")
 		out = append(out, c)
 	}
 	return out, rows.Err()
