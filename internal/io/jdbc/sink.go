@@ -447,26 +447,9 @@ func (s *sink) insertRows(ctx context.Context, ex execer, cols []string, rows []
 		}
 		b.WriteString(") VALUES ")
 		args := make([]any, 0, len(chunk)*len(cols))
-		n := 1
-		for ri, ch := range chunk {
-			if ri > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('(')
-			for ci, c := range cols {
-				if ci > 0 {
-					b.WriteByte(',')
-				}
-				col := s.cols[c]
-				v, err := param(ch.row[c], col, ch.types[c], isPG)
-				if err != nil {
-					return connector.Permanent(err)
-				}
-				args = append(args, v)
-				b.WriteString(s.d.placeholder(n, col))
-				n++
-			}
-			b.WriteByte(')')
+		var err error
+		if args, err = s.appendTuples(&b, args, chunk, cols, isPG); err != nil {
+			return err
 		}
 		if upsert {
 			b.WriteString(s.d.upsertTail(s.keyCols, updates))
@@ -479,6 +462,34 @@ func (s *sink) insertRows(ctx context.Context, ex execer, cols []string, rows []
 }
 
 // updates is insertMode UPDATE: UPDATE ... SET non-key columns WHERE key.
+// appendTuples writes "(p1,p2,...),(...)" for the cols of every row in chunk, with their
+// values appended to args in placeholder order. A value the column cannot take is a
+// permanent error.
+func (s *sink) appendTuples(b *strings.Builder, args []any, chunk []*change, cols []string, isPG bool) ([]any, error) {
+	n := len(args) + 1
+	for ri, ch := range chunk {
+		if ri > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for ci, c := range cols {
+			if ci > 0 {
+				b.WriteByte(',')
+			}
+			col := s.cols[c]
+			v, err := param(ch.row[c], col, ch.types[c], isPG)
+			if err != nil {
+				return args, connector.Permanent(err)
+			}
+			args = append(args, v)
+			b.WriteString(s.d.placeholder(n, col))
+			n++
+		}
+		b.WriteByte(')')
+	}
+	return args, nil
+}
+
 func (s *sink) updates(ctx context.Context, ex execer, _ []string, updates []string, rows []*change) error {
 	isPG := s.scheme == "postgres"
 	for _, ch := range rows {
@@ -542,26 +553,9 @@ func (s *sink) deletes(ctx context.Context, ex execer, dels []*change) error {
 		}
 		b.WriteString(") IN (")
 		var args []any
-		n := 1
-		for ri, ch := range chunk {
-			if ri > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('(')
-			for ki, k := range s.keyCols {
-				if ki > 0 {
-					b.WriteByte(',')
-				}
-				col := s.cols[k]
-				v, err := param(ch.row[k], col, ch.types[k], isPG)
-				if err != nil {
-					return connector.Permanent(err)
-				}
-				args = append(args, v)
-				b.WriteString(s.d.placeholder(n, col))
-				n++
-			}
-			b.WriteByte(')')
+		var err error
+		if args, err = s.appendTuples(&b, args, chunk, s.keyCols, isPG); err != nil {
+			return err
 		}
 		b.WriteByte(')')
 		if _, err := ex.ExecContext(ctx, b.String(), args...); err != nil {
