@@ -58,7 +58,7 @@ func (s *Services) startKafka(o ServicesOptions) error {
 	own, _ := o.Ownership.(*ownership.Manager)
 	be, err := kafka.NewTopicsBackend(kafka.TopicsBackendOptions{
 		Topics: s.Topics, Resources: o.Resources, Ownership: own, Advertised: advertised,
-		Tenant: kc.Tenant, Namespace: kc.Namespace,
+		Tenant: kc.Tenant, Namespace: kc.Namespace, OffsetMetadataMaxBytes: kc.OffsetMetadataMaxBytes,
 	})
 	if err != nil {
 		return err

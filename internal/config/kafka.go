@@ -46,6 +46,9 @@ type KafkaConfig struct {
 	GroupInitialRebalanceDelayMs int `key:"groupInitialRebalanceDelayMs" help:"wait for more members before the first rebalance of an empty Kafka group, in ms"`
 	GroupMaxSize                 int `key:"groupMaxSize" help:"most members of one Kafka group"`
 	MaxGroups                    int `key:"kafkaMaxGroups" help:"most Kafka groups one broker coordinates"`
+	// OffsetMetadataMaxBytes bounds the metadata string of one offset commit (Kafka's
+	// offset.metadata.max.bytes); it is kept in the group's cursor properties.
+	OffsetMetadataMaxBytes int `key:"kafkaOffsetMetadataMaxBytes" help:"largest metadata string of a Kafka offset commit, in bytes"`
 }
 
 // DefaultKafkaConfig returns the defaults: off, public/default, Kafka's own limits.
@@ -62,6 +65,7 @@ func DefaultKafkaConfig() KafkaConfig {
 		GroupInitialRebalanceDelayMs: 3_000,
 		GroupMaxSize:                 1000,
 		MaxGroups:                    10_000,
+		OffsetMetadataMaxBytes:       512,
 	}
 }
 
@@ -135,5 +139,6 @@ func (c *KafkaConfig) Validate() error {
 		Between("groupInitialRebalanceDelayMs", c.GroupInitialRebalanceDelayMs, 0, 300_000),
 		Between("groupMaxSize", c.GroupMaxSize, 1, 1_000_000),
 		Between("kafkaMaxGroups", c.MaxGroups, 1, 10_000_000),
+		Between("kafkaOffsetMetadataMaxBytes", c.OffsetMetadataMaxBytes, 0, 1<<20),
 	)
 }

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,8 @@ type TopicsBackend struct {
 	// coordinates).
 	offsetsTopics int
 	tenant, ns    string
+	// maxMetadata bounds a commit's metadata string (kafkaOffsetMetadataMaxBytes).
+	maxMetadata int
 }
 
 // TopicsBackendOptions configure NewTopicsBackend.
@@ -49,6 +52,8 @@ type TopicsBackendOptions struct {
 	Advertised string
 	// Tenant and Namespace hold the group coordinator keys (kafkaTenant, kafkaNamespace).
 	Tenant, Namespace string
+	// OffsetMetadataMaxBytes bounds a commit's metadata (kafkaOffsetMetadataMaxBytes; 0: 512).
+	OffsetMetadataMaxBytes int
 }
 
 // NewTopicsBackend builds the backend; NodeID is the node id this broker must be given in
@@ -63,7 +68,7 @@ func NewTopicsBackend(o TopicsBackendOptions) (*TopicsBackend, error) {
 		return nil, fmt.Errorf("kafka: advertised port %q: %w", port, err)
 	}
 	b := &TopicsBackend{svc: o.Topics, res: o.Resources, own: o.Ownership, offsetsTopics: 50,
-		tenant: o.Tenant, ns: o.Namespace}
+		tenant: o.Tenant, ns: o.Namespace, maxMetadata: cmp.Or(o.OffsetMetadataMaxBytes, 512)}
 	b.self = Node{ID: b.nodeOf(b.selfKey()), Host: host, Port: int32(p)}
 	return b, nil
 }
@@ -360,9 +365,6 @@ const (
 	// Metadata is kept as its length and 8-byte chunks (cursor properties are numbers).
 	propMetadataLen = "kafka.metadata.len"
 	propMetadata    = "kafka.metadata."
-	// maxOffsetMetadata bounds the metadata string kept per commit (Kafka's
-	// offset.metadata.max.bytes is 4096; clients send a few bytes or none).
-	maxOffsetMetadata = 512
 )
 
 // loaded returns the loaded topic of partition on this broker (loading it if needed).
@@ -382,8 +384,8 @@ func (b *TopicsBackend) loaded(ctx context.Context, partition string) (*topics.T
 // (resources.KafkaOffset); reads take the newer of the two.
 func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group string, offset int64, md string) error {
 	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
-	if len(md) > maxOffsetMetadata {
-		return fmt.Errorf("%w: offset metadata of %d bytes (at most %d)", ErrOffsetMetadataTooBig, len(md), maxOffsetMetadata)
+	if len(md) > b.maxMetadata {
+		return fmt.Errorf("%w: offset metadata of %d bytes (at most %d, kafkaOffsetMetadataMaxBytes)", ErrOffsetMetadataTooBig, len(md), b.maxMetadata)
 	}
 	now := time.Now().UnixMilli()
 	t, err := b.loaded(ctx, partition)
@@ -430,7 +432,7 @@ func (b *TopicsBackend) CommittedOffset(ctx context.Context, partition, group st
 	case err != nil:
 		return 0, "", false, err
 	}
-	off, md, commitMs, ok := cursorCommit(t, group)
+	off, md, commitMs, ok := cursorCommit(t, group, b.maxMetadata)
 	if haveRec && (!ok || rec.CommitMs > commitMs) {
 		return rec.Offset, rec.Metadata, true, nil
 	}
@@ -438,7 +440,7 @@ func (b *TopicsBackend) CommittedOffset(ctx context.Context, partition, group st
 }
 
 // cursorCommit reads a commit from the group's subscription's cursor properties.
-func cursorCommit(t *topics.Topic, group string) (offset int64, md string, commitMs int64, ok bool) {
+func cursorCommit(t *topics.Topic, group string, maxMetadata int) (offset int64, md string, commitMs int64, ok bool) {
 	_, props, ok := t.SubscriptionState(group)
 	if !ok {
 		return 0, "", 0, false
@@ -449,7 +451,7 @@ func cursorCommit(t *topics.Topic, group string) (offset int64, md string, commi
 		return 0, "", 0, false
 	}
 	n := int(props[propMetadataLen])
-	if n <= 0 || n > maxOffsetMetadata {
+	if n <= 0 || n > maxMetadata {
 		return off, "", props[propCommitMs], true
 	}
 	buf := make([]byte, n)
