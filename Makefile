@@ -198,6 +198,13 @@ OFFLOAD_BENCH_FLAGS ?= -offload-backlog-mb 256
 bench-offload:
 	$(GO) test -tags $(TAGS) -timeout 2h -run '^$$' -bench BenchmarkRealOffload -benchtime 1x ./internal/managedledger/realtest/ $(OFFLOAD_BENCH_FLAGS)
 
+# The filesystem offload driver against a real HDFS namenode and datanode (issue 18):
+# Hadoop's MiniDFSCluster from Maven Central (hadoop-client-minicluster, fetched once into
+# ~/.cache/magnetar-hadoop) on this machine's Java. Not in make test: the JVM takes ~40 s.
+.PHONY: offload-hdfs
+offload-hdfs:
+	$(GO) test -tags $(TAGS),hdfs -count=1 -timeout 20m -run 'TestHDFS' -v ./internal/offload/
+
 # IO connectors' long suites (issue 21): the kafka source and sink against Apache Kafka from
 # Maven Central, and the standalone SIGKILLed twice under a CDC -> JDBC stream. The database,
 # Redis, HTTP and S3 tests run in make test.

@@ -103,8 +103,7 @@ func (w *hdfsWriter) commit() error {
 		_ = w.s.c.Remove(w.tmp)
 		return err
 	}
-	_ = w.f.SetDeadline(time.Now().Add(hdfsOpTimeout))
-	if err := w.f.Close(); err != nil {
+	if err := closeHDFSFile(w.ctx, w.f); err != nil {
 		_ = w.s.c.Remove(w.tmp)
 		return w.s.wrap("commit", w.key, err)
 	}
@@ -116,6 +115,28 @@ func (w *hdfsWriter) commit() error {
 		return w.s.wrap("commit", w.key, err)
 	}
 	return nil
+}
+
+// closeHDFSFile closes a written file. The namenode completes a file only once its last
+// block is minimally replicated; until then Close reports ErrReplicating with all data
+// acknowledged, and closing again (as the Java client does, with backoff) completes it.
+// A file left uncompleted keeps its lease and could not be renamed into place.
+func closeHDFSFile(ctx context.Context, f *hdfs.FileWriter) error {
+	deadline := time.Now().Add(hdfsOpTimeout)
+	delay := 20 * time.Millisecond
+	for {
+		_ = f.SetDeadline(time.Now().Add(hdfsOpTimeout))
+		err := f.Close()
+		if !hdfs.IsErrReplicating(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
 }
 
 func (w *hdfsWriter) abort() {

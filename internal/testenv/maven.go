@@ -45,7 +45,11 @@ func FetchMaven(name string, artifacts ...string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(root, name)
+	return fetchMavenInto(filepath.Join(root, name), name, artifacts...)
+}
+
+// fetchMavenInto is FetchMaven with the jars in dir/lib.
+func fetchMavenInto(dir, name string, artifacts ...string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
