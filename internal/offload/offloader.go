@@ -166,17 +166,17 @@ func (o *blobOffloader) DriverMetadata() map[string]string { return o.cfg.Driver
 // storeFor returns the store of a recorded location: ours, or one opened with our
 // credentials and tuning at the recorded place.
 func (o *blobOffloader) storeFor(ctx context.Context, ref Ref) (store, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return nil, errClosed
+	}
 	if ref.Driver == "" {
 		return o.st, nil
 	}
 	k := metadataKey(ref.Driver, ref.Metadata)
 	if k == o.ownMDKey {
 		return o.st, nil
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return nil, errClosed
 	}
 	if st, ok := o.others[k]; ok {
 		return st, nil

@@ -22,6 +22,9 @@ func (o *blobOffloader) Offload(ctx context.Context, src Source, ref Ref, extra 
 	if ref.LedgerID != src.ID() {
 		return res, fmt.Errorf("%w: ref names ledger %d, source is ledger %d", ErrConfig, ref.LedgerID, src.ID())
 	}
+	if _, err := o.storeFor(ctx, Ref{}); err != nil {
+		return res, err // closed
+	}
 	if err := acquire(ctx, o.offloads); err != nil {
 		return res, err
 	}
