@@ -203,9 +203,15 @@ func kafkaCommand(cp []string, o KafkaOptions) (string, []string, string, error)
 	if err := os.WriteFile(log4j, []byte(quietLog4j), 0o644); err != nil {
 		return "", nil, "", err
 	}
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	clusterID := base64.RawURLEncoding.EncodeToString(id[:])
+	// An id whose base64 starts with '-' reads as an option to kafka-storage's argument
+	// parser ("--cluster-id/-t: expected one argument"), one start in 64; Kafka's own
+	// Uuid.randomUuid redraws those too.
+	var clusterID string
+	for clusterID == "" || clusterID[0] == '-' {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	jo := JavaOptions{Heap: "256m", Props: map[string]string{"log4j.configuration": "file:" + log4j}}
