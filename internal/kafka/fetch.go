@@ -141,7 +141,13 @@ func (s *Server) readPartition(ctx context.Context, p *partition, offset int64, 
 	if err != nil {
 		return nil, err
 	}
-	var buf []byte
+	// Sized from the stored entries (a Kafka batch is about as large as the entry it comes
+	// from) so the response is not re-copied as it grows.
+	stored := 0
+	for _, e := range entries {
+		stored += len(e.Data) + batchHeaderSize
+	}
+	buf := make([]byte, 0, min(stored, limit+limit/8))
 	for i, e := range entries {
 		if i > 0 && len(buf) >= limit {
 			break

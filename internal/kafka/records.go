@@ -258,7 +258,17 @@ type entryOptions struct {
 
 // toPulsarEntry encodes b as one Pulsar entry (magic, checksum, metadata, batch payload).
 func toPulsarEntry(b *producedBatch, o entryOptions) ([]byte, error) {
-	var body []byte
+	// Sized once: growing by append re-copied a 1 MB batch ~20 times (a fifth of the
+	// server's CPU in a 1 KiB produce profile, most of it memmove and GC).
+	size := 0
+	for i := range b.records {
+		rec := &b.records[i]
+		size += len(rec.key) + len(rec.value) + 48
+		for _, h := range rec.headers {
+			size += len(h.key) + len(h.value) + 8
+		}
+	}
+	body := make([]byte, 0, size)
 	smm := &pb.SingleMessageMetadata{}
 	for i := range b.records {
 		rec := &b.records[i]
@@ -342,6 +352,9 @@ func getKey(pk *string, b64, null *bool) []byte {
 // fetchLimit bounds the decompressed payload of one stored entry read for a Fetch.
 const fetchLimit = compression.MaxUncompressedSize
 
+// zeroBatchHeader reserves a batch header's room, filled in once the records are written.
+var zeroBatchHeader [batchHeaderSize]byte
+
 // appendKafkaBatch converts a stored Pulsar entry (from the 0x0e01 magic on) whose first
 // message has offset base into one uncompressed Kafka record batch appended to dst. It
 // returns dst unchanged and an error for an entry it cannot read; the caller skips such an
@@ -367,7 +380,7 @@ func appendKafkaBatch(dst []byte, entry []byte, base int64) ([]byte, int, error)
 	}
 	publish := int64(md.GetPublishTime())
 	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderSize)...)
+	dst = append(dst, zeroBatchHeader[:]...)
 	var firstTS, maxTS int64
 	n := 0
 	add := func(ts int64, key, value []byte, props []*pb.KeyValue) {
@@ -428,22 +441,27 @@ func appendKafkaBatch(dst []byte, entry []byte, base int64) ([]byte, int, error)
 	return dst, n, nil
 }
 
-// appendRecord appends one Kafka record.
+// appendRecord appends one Kafka record. The length prefix is computed first so the record
+// is written straight into dst: building it in a scratch buffer first allocated and copied
+// every record larger than the scratch (all of them at 1 KiB).
 func appendRecord(dst []byte, offDelta int32, tsDelta int64, key, value []byte, props []*pb.KeyValue) []byte {
-	var body [64]byte
-	b := body[:0]
-	b = append(b, 0) // attributes
-	b = binary.AppendVarint(b, tsDelta)
-	b = binary.AppendVarint(b, int64(offDelta))
-	b = appendVarBytes(b, key)
-	b = appendVarBytes(b, value)
-	b = binary.AppendVarint(b, int64(len(props)))
+	n := 1 + varintLen(tsDelta) + varintLen(int64(offDelta)) + varBytesLen(key) + varBytesLen(value) +
+		varintLen(int64(len(props)))
 	for _, kv := range props {
-		b = appendVarBytes(b, []byte(kv.GetKey()))
-		b = appendVarBytes(b, []byte(kv.GetValue()))
+		n += varStringLen(kv.GetKey()) + varStringLen(kv.GetValue())
 	}
-	dst = binary.AppendVarint(dst, int64(len(b)))
-	return append(dst, b...)
+	dst = binary.AppendVarint(dst, int64(n))
+	dst = append(dst, 0) // attributes
+	dst = binary.AppendVarint(dst, tsDelta)
+	dst = binary.AppendVarint(dst, int64(offDelta))
+	dst = appendVarBytes(dst, key)
+	dst = appendVarBytes(dst, value)
+	dst = binary.AppendVarint(dst, int64(len(props)))
+	for _, kv := range props {
+		dst = appendVarString(dst, kv.GetKey())
+		dst = appendVarString(dst, kv.GetValue())
+	}
+	return dst
 }
 
 func appendVarBytes(dst, v []byte) []byte {
@@ -453,5 +471,25 @@ func appendVarBytes(dst, v []byte) []byte {
 	dst = binary.AppendVarint(dst, int64(len(v)))
 	return append(dst, v...)
 }
+
+func appendVarString(dst []byte, v string) []byte {
+	dst = binary.AppendVarint(dst, int64(len(v)))
+	return append(dst, v...)
+}
+
+// varintLen is the size of x as a zig-zag varint.
+func varintLen(x int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], x)
+}
+
+func varBytesLen(v []byte) int {
+	if v == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(v))) + len(v)
+}
+
+func varStringLen(v string) int { return varintLen(int64(len(v))) + len(v) }
 
 func crc32c32(b []byte) uint32 { return crc32.Checksum(b, crc32c) }
