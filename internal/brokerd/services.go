@@ -117,8 +117,10 @@ type Services struct {
 	bkClient bookieproto.Client
 	ledgers  ledger.Client
 	factory  *managedledger.Factory
-	// offloader is tiered storage (nil: no managedLedgerOffloadDriver).
-	offloader offload.Offloader
+	// offloader is the broker's tiered storage (nil: no managedLedgerOffloadDriver), pinned
+	// in offloadPool, which holds the offloaders of policies naming other drivers/buckets.
+	offloader   offload.Offloader
+	offloadPool *offload.Pool
 	// Topics is the topic service; Broker the Pulsar protocol front end over it.
 	Topics *topics.Service
 	Broker *broker.Server
@@ -155,12 +157,13 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	}); err != nil {
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
-	if s.offloader, err = StartOffloader(ctx, o.Broker.Offload, o.Logger, o.Registry); err != nil {
+	if s.offloadPool, s.offloader, err = StartOffloadPool(ctx, o.Broker.Offload, o.Logger, o.Registry); err != nil {
 		return nil, err
 	}
 	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
 		Ledger: s.ledgers, Store: o.Store, Config: o.Broker.ManagedLedger, Logger: o.Logger, Registerer: o.Registry,
 		Offloader: s.offloader, OffloadDefaults: offload.PoliciesFromConfig(o.Broker.Offload).Trigger(),
+		OffloadPool: s.offloadPool, OffloadPolicies: offload.PoliciesFromConfig(o.Broker.Offload),
 	}); err != nil {
 		return nil, fmt.Errorf("managed ledgers: %w", err)
 	}
@@ -324,6 +327,9 @@ func (s *Services) Close(ctx context.Context) error {
 	}
 	if s.factory != nil {
 		errs = append(errs, s.factory.Close(ctx))
+	}
+	if s.offloadPool != nil {
+		errs = append(errs, s.offloadPool.Close())
 	}
 	if s.offloader != nil {
 		errs = append(errs, s.offloader.Close())

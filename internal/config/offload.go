@@ -26,6 +26,9 @@ type OffloadConfig struct {
 	MaxBlockSize    int    `key:"managedLedgerOffloadMaxBlockSizeInBytes" help:"bytes per block (multipart part) of an offloaded ledger"`
 	ReadBufferSize  int    `key:"managedLedgerOffloadReadBufferSizeInBytes" help:"bytes per range read (and index seek point) of an offloaded ledger"`
 	ReadCacheSize   int64  `key:"managedLedgerOffloadReadCacheSizeInBytes" help:"chunk cache shared by the readers of offloaded ledgers, in bytes"`
+	// MaxOffloaders bounds the offloaders built for namespace/topic offload policies that
+	// name their own driver or bucket (one per distinct driver configuration in use).
+	MaxOffloaders int `key:"managedLedgerOffloadMaxOffloaders" help:"offloaders open at once for distinct namespace/topic offload policies (drivers, buckets); 0: 16"`
 
 	S3Bucket           string `key:"s3ManagedLedgerOffloadBucket" help:"S3 bucket"`
 	S3Region           string `key:"s3ManagedLedgerOffloadRegion" help:"S3 region"`
@@ -49,7 +52,7 @@ type OffloadConfig struct {
 // copies deleted 4 h after an offload, reads from tiered storage first.
 func DefaultOffloadConfig() OffloadConfig {
 	return OffloadConfig{
-		MaxThreads: 2, ReadThreads: 2, PrefetchRounds: 1,
+		MaxThreads: 2, ReadThreads: 2, PrefetchRounds: 1, MaxOffloaders: 16,
 		ThresholdBytes: -1, ThresholdSeconds: -1, DeletionLagMs: 4 * 3600 * 1000,
 		ReadPriority: "tiered-storage-first",
 	}
@@ -67,5 +70,6 @@ func (c *OffloadConfig) Validate() error {
 		AtLeast("managedLedgerOffloadDeletionLagMs", c.DeletionLagMs, -1),
 		OneOf("managedLedgerDataReadPriority", c.ReadPriority, "tiered-storage-first", "bookkeeper-first"),
 		AtLeast("managedLedgerOffloadReadCacheSizeInBytes", c.ReadCacheSize, 0),
+		Between("managedLedgerOffloadMaxOffloaders", c.MaxOffloaders, 0, 1024),
 	)
 }

@@ -50,6 +50,11 @@ type Config struct {
 	// where they go (nil: the factory's).
 	Offload   offload.Trigger
 	Offloader offload.Offloader
+	// OffloadPolicies are the topic's offloadPolicies over its namespace's. With a factory
+	// OffloadPool, their driver settings over the factory's OffloadPolicies choose where new
+	// offloads go (ml_offload.go:acquireOffloader); ledgers already offloaded are read and
+	// deleted where they were written. Ignored when Offloader is set.
+	OffloadPolicies offload.Policies
 
 	// RetentionTime and RetentionSizeBytes keep consumed ledgers: a ledger entirely before
 	// the slowest durable cursor is deleted once it is older than RetentionTime or once the

@@ -40,6 +40,11 @@ type FactoryOptions struct {
 	// OffloadDefaults are the broker's offload thresholds, deletion lag and read priority,
 	// the Config.Offload of DefaultConfig; zero: Pulsar's defaults.
 	OffloadDefaults offload.Trigger
+	// OffloadPool, when set, gives every managed ledger the offloader of its effective
+	// policy: Config.OffloadPolicies over OffloadPolicies (the broker's keys), one offloader
+	// per distinct driver configuration. Nil: every managed ledger uses Offloader.
+	OffloadPool     *offload.Pool
+	OffloadPolicies offload.Policies
 	// DisableBackground turns off the periodic retention/rollover/cache-age pass; tests that
 	// drive it by hand (CheckRollover, Trim, EvictCache) set it.
 	DisableBackground bool
@@ -69,6 +74,8 @@ type Factory struct {
 
 	offloader       offload.Offloader
 	offloadDefaults offload.Trigger
+	offloadPool     *offload.Pool
+	offloadBase     offload.Policies
 	offloadDeletes  offloadDeleteQueue // refused object deletes, retried (ml_offload.go)
 
 	// parseMeta fills in Entry.Meta for entries read from ledgers (SetMetaParser).
@@ -114,6 +121,8 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 
 		offloader:       opts.Offloader,
 		offloadDefaults: opts.OffloadDefaults,
+		offloadPool:     opts.OffloadPool,
+		offloadBase:     opts.OffloadPolicies,
 	}
 	if f.offloadDefaults == (offload.Trigger{}) {
 		f.offloadDefaults = offload.Policies{}.Trigger()

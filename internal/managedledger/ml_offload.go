@@ -69,17 +69,93 @@ type offloadState struct {
 // offloadAttempts bounds the tries per ledger within one run, each under a new uuid.
 const offloadAttempts = 3
 
-func (ml *ManagedLedger) offloaderLocked() offload.Offloader {
-	if ml.cfg.Offloader != nil {
-		return ml.cfg.Offloader
-	}
-	return ml.f.offloader
+// Which offloader: Config.Offloader when set; else, with a factory OffloadPool, the
+// pool's offloader of the effective policy (Config.OffloadPolicies over the factory's
+// OffloadPolicies) for new offloads, and for reads and deletes the offloader of the place
+// each ledger's offload context records (its driver name and metadata), so a policy that
+// changes driver or bucket strands nothing; else the factory's Offloader. Pool offloaders
+// are leased per use (an offload run, an open read handle, a delete) and the pool closes
+// one when its last lease ends.
+
+// noRelease is the release of an offloader that is not leased.
+func noRelease() {}
+
+// offloadConfigLocked is the driver configuration of the effective policy.
+func (ml *ManagedLedger) offloadConfigLocked() offload.Config {
+	return ml.cfg.OffloadPolicies.Merge(ml.f.offloadBase).Config()
 }
 
-func (ml *ManagedLedger) offloaderFor() offload.Offloader {
+// offloadEnabledLocked tells whether new offloads have somewhere to go.
+func (ml *ManagedLedger) offloadEnabledLocked() bool {
+	switch {
+	case ml.cfg.Offloader != nil:
+		return true
+	case ml.f.offloadPool != nil:
+		return ml.offloadConfigLocked().Enabled()
+	}
+	return ml.f.offloader != nil
+}
+
+// acquireOffloader returns the offloader new offloads go to and its release.
+func (ml *ManagedLedger) acquireOffloader(ctx context.Context) (offload.Offloader, func(), error) {
 	ml.mu.Lock()
-	defer ml.mu.Unlock()
-	return ml.offloaderLocked()
+	explicit, pool, c := ml.cfg.Offloader, ml.f.offloadPool, ml.offloadConfigLocked()
+	ml.mu.Unlock()
+	switch {
+	case explicit != nil:
+		return explicit, noRelease, nil
+	case pool == nil && ml.f.offloader != nil:
+		return ml.f.offloader, noRelease, nil
+	case pool == nil || !c.Enabled():
+		return nil, nil, ErrOffloadDisabled
+	}
+	l, err := pool.Acquire(ctx, c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("managedledger: %s: the offloader of its offload policy (%s at %v): %w", ml.name, c.Driver, c.DriverMetadata(), err)
+	}
+	return l.Offloader(), l.Release, nil
+}
+
+// acquireOffloaderAt returns an offloader of the place a ledger was offloaded to, whatever
+// the policy says now, and its release.
+func (ml *ManagedLedger) acquireOffloaderAt(ctx context.Context, id int64, oc *offloadContext) (offload.Offloader, func(), error) {
+	ml.mu.Lock()
+	explicit, current := ml.cfg.Offloader, ml.offloadConfigLocked()
+	ml.mu.Unlock()
+	if explicit != nil {
+		return explicit, noRelease, nil
+	}
+	return ml.f.offloaderAt(ctx, id, oc, current)
+}
+
+// offloaderAt is acquireOffloaderAt for a managed ledger whose policy is current (the
+// retry queue passes the broker's): the settings of the current policy, else the broker's,
+// reach the recorded place when no live offloader of it exists.
+func (f *Factory) offloaderAt(ctx context.Context, id int64, oc *offloadContext, current offload.Config) (offload.Offloader, func(), error) {
+	if f.offloadPool == nil {
+		if f.offloader == nil {
+			return nil, nil, fmt.Errorf("%w: ledger %d is in tiered storage (%s) and no offloader is configured", ErrOffloadDisabled, id, oc.DriverName)
+		}
+		return f.offloader, noRelease, nil
+	}
+	l, err := f.offloadPool.AcquireAt(ctx, oc.DriverName, oc.DriverMetadata, current, f.offloadBase.Config())
+	if err != nil {
+		return nil, nil, fmt.Errorf("managedledger: the offloader of ledger %d's objects (%s at %v): %w", id, oc.DriverName, oc.DriverMetadata, err)
+	}
+	return l.Offloader(), l.Release, nil
+}
+
+// leasedHandle is a read handle whose Close also ends the lease of its offloader.
+type leasedHandle struct {
+	offload.ReadHandle
+	release func()
+	once    sync.Once
+}
+
+func (h *leasedHandle) Close() error {
+	err := h.ReadHandle.Close()
+	h.once.Do(h.release)
+	return err
 }
 
 // Offload copies every closed ledger that lies wholly before `before` and is not yet in
@@ -140,7 +216,7 @@ func (ml *ManagedLedger) beginOffload() error {
 	if err := ml.stateErrLocked(); err != nil {
 		return err
 	}
-	if ml.offloaderLocked() == nil {
+	if !ml.offloadEnabledLocked() {
 		return ErrOffloadDisabled
 	}
 	if ml.offload.running {
@@ -196,7 +272,12 @@ func (ml *ManagedLedger) nextToOffloadLocked(before Position) (ledgerInfo, bool)
 }
 
 func (ml *ManagedLedger) offloadBefore(ctx context.Context, before Position) error {
-	o := ml.offloaderFor()
+	// One offloader for the run: a policy change applies from the next run on.
+	o, release, err := ml.acquireOffloader(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	for {
 		ml.mu.Lock()
 		if err := ml.stateErrLocked(); err != nil {
@@ -321,26 +402,30 @@ func (ml *ManagedLedger) openOffloaded(ctx context.Context, id int64) (offload.R
 	}
 	oc := ml.ledgers[i].Offload
 	prio := ml.cfg.Offload.ReadPriority
-	o := ml.offloaderLocked()
 	ml.mu.Unlock()
 	if oc == nil || !oc.Complete || (!oc.BookkeeperDeleted && prio == offload.ReadBookkeeperFirst) {
 		return nil, nil
 	}
-	if o == nil {
+	o, release, err := ml.acquireOffloaderAt(ctx, id, oc)
+	if err != nil {
 		if oc.BookkeeperDeleted {
-			return nil, fmt.Errorf("%w: ledger %d is only in tiered storage (%s) and no offloader is configured", ErrOffloadDisabled, id, oc.DriverName)
+			return nil, fmt.Errorf("managedledger: %s: ledger %d is only in tiered storage: %w", ml.name, id, err)
+		}
+		if !errors.Is(err, ErrOffloadDisabled) {
+			ml.log.Warn("no offloader for an offloaded ledger; reading the bookie copy", "ledger", id, "err", err)
 		}
 		return nil, nil
 	}
 	h, err := o.Open(ctx, offload.Ref{LedgerID: id, UUID: oc.UUID, Driver: oc.DriverName, Metadata: oc.DriverMetadata, Topic: ml.name})
 	if err != nil {
+		release()
 		if !oc.BookkeeperDeleted {
 			ml.log.Warn("offloaded ledger unreadable; reading the bookie copy", "ledger", id, "err", err)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("managedledger: %s: opening offloaded ledger %d: %w", ml.name, id, err)
 	}
-	return h, nil
+	return &leasedHandle{ReadHandle: h, release: release}, nil
 }
 
 // offloadMaintenance runs from the factory's background pass: it deletes bookie copies
@@ -363,7 +448,7 @@ func (ml *ManagedLedger) offloadMaintenance(ctx context.Context) {
 	}
 	before, trigger := ml.offloadTriggerLocked(trig, now)
 	running := ml.offload.running
-	hasOffloader := ml.offloaderLocked() != nil
+	hasOffloader := ml.offloadEnabledLocked()
 	ml.mu.Unlock()
 
 	for _, id := range expired {
@@ -460,11 +545,17 @@ func (ml *ManagedLedger) deleteOffloaded(ls []ledgerInfo) {
 // deleteObjects deletes one ledger's objects, queueing a refused delete for retries.
 func (ml *ManagedLedger) deleteObjects(ctx context.Context, id int64, oc *offloadContext) {
 	d := pendingDelete{ref: offload.Ref{LedgerID: id, UUID: oc.UUID, Driver: oc.DriverName, Metadata: oc.DriverMetadata, Topic: ml.name},
-		o: ml.offloaderFor()}
-	if err := d.try(ctx); err != nil {
+		oc: oc, release: noRelease}
+	var err error
+	if d.o, d.release, err = ml.acquireOffloaderAt(ctx, id, oc); err == nil {
+		err = d.try(ctx)
+	}
+	if err != nil {
 		ml.log.Warn("deleting offloaded objects failed; retrying", "ledger", id, "uuid", oc.UUID, "err", err)
 		ml.f.offloadDeletes.add(ml.log, d, err)
+		return
 	}
+	d.done()
 }
 
 // OffloadedSize is the bytes of this log's ledgers that are in tiered storage
@@ -483,10 +574,21 @@ func (ml *ManagedLedger) OffloadedSize() int64 {
 
 // pendingDelete is an object deletion the store refused.
 type pendingDelete struct {
-	ref      offload.Ref
+	ref offload.Ref
+	oc  *offloadContext
+	// o deletes (nil: none could be had yet; the retry asks again); release ends its lease.
 	o        offload.Offloader
+	release  func()
 	attempts int
 	lastErr  error
+}
+
+// done ends the delete's hold on its offloader.
+func (d *pendingDelete) done() {
+	if d.release != nil {
+		d.release()
+		d.release = nil
+	}
 }
 
 func (d *pendingDelete) try(ctx context.Context) error {
@@ -514,6 +616,7 @@ func (q *offloadDeleteQueue) add(log *slog.Logger, d pendingDelete, err error) {
 	q.items = append(q.items, d)
 	if n := len(q.items); n > maxPendingDeletes {
 		for _, x := range q.items[:n-maxPendingDeletes] {
+			x.done()
 			log.Error("giving up deleting offloaded objects; delete them by hand", "topic", x.ref.Topic,
 				"data", offload.DataKey(x.ref.UUID, x.ref.LedgerID), "index", offload.IndexKey(x.ref.UUID, x.ref.LedgerID), "err", x.lastErr)
 		}
@@ -548,13 +651,19 @@ func (f *Factory) retryOffloadDeletes(ctx context.Context) {
 	f.offloadDeletes.items = nil
 	f.offloadDeletes.mu.Unlock()
 	for _, d := range items {
+		var err error
 		if d.o == nil {
-			d.o = f.offloader
+			d.o, d.release, err = f.offloaderAt(ctx, d.ref.LedgerID, d.oc, offload.Config{})
 		}
-		if err := d.try(ctx); err != nil {
+		if err == nil {
+			err = d.try(ctx)
+		}
+		if err != nil {
 			f.log.Warn("deleting offloaded objects failed again", "topic", d.ref.Topic, "ledger", d.ref.LedgerID,
 				"uuid", d.ref.UUID, "attempts", d.attempts+1, "err", err)
 			f.offloadDeletes.add(f.log, d, err)
+			continue
 		}
+		d.done()
 	}
 }

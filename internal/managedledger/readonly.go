@@ -33,8 +33,11 @@ type Snapshot struct {
 	// ledgers is what readers see (Entries filled in for the last ledger).
 	ledgers []SnapshotLedger
 	owner   *ManagedLedger // the log when it is open here: entries past the bookies' LAC
-	off     offload.Offloader
-	pass    []byte
+	// off is the log's own Config.Offloader; else offloaded ledgers are read through the
+	// factory (Factory.offloaderAt) with offCfg, the log's policy, as the fallback settings.
+	off    offload.Offloader
+	offCfg offload.Config
+	pass   []byte
 
 	mu      sync.Mutex
 	readers map[int64]ledger.Reader
@@ -56,12 +59,12 @@ type SnapshotLedger struct {
 // OpenSnapshot takes a read-only snapshot of the managed ledger called name. A name with
 // no ledger list is ErrNotFound.
 func (f *Factory) OpenSnapshot(ctx context.Context, name string) (*Snapshot, error) {
-	s := &Snapshot{f: f, name: name, off: f.offloader, pass: f.DefaultConfig().Password, readers: map[int64]ledger.Reader{}}
+	s := &Snapshot{f: f, name: name, pass: f.DefaultConfig().Password, readers: map[int64]ledger.Reader{}}
 	if ml, ok := f.Get(name); ok && ml.usable() {
 		ml.mu.Lock()
 		s.infos = append([]ledgerInfo(nil), ml.ledgers...)
 		last := ml.lastConfirmedLocked()
-		s.off = ml.offloaderLocked()
+		s.off, s.offCfg = ml.cfg.Offloader, ml.offloadConfigLocked()
 		s.pass = ml.cfg.Password
 		ml.mu.Unlock()
 		s.owner = ml
@@ -112,7 +115,7 @@ func (s *Snapshot) describe(li ledgerInfo, entries int64) SnapshotLedger {
 // ml_offload.go:openOffloaded).
 func (s *Snapshot) offloaded(li ledgerInfo) bool {
 	oc := li.Offload
-	if oc == nil || !oc.Complete || s.off == nil {
+	if oc == nil || !oc.Complete || s.off == nil && s.f.offloader == nil && s.f.offloadPool == nil {
 		return false
 	}
 	if oc.BookkeeperDeleted {
@@ -234,6 +237,24 @@ func (s *Snapshot) readErr(ctx context.Context, id int64, err error) error {
 	return fmt.Errorf("managedledger: %s: reading ledger %d: %w", s.name, id, err)
 }
 
+// openOffloaded opens li in tiered storage where its offload context says it is.
+func (s *Snapshot) openOffloaded(ctx context.Context, li ledgerInfo) (ledger.Reader, error) {
+	oc := li.Offload
+	o, release := s.off, noRelease
+	if o == nil {
+		var err error
+		if o, release, err = s.f.offloaderAt(ctx, li.LedgerID, oc, s.offCfg); err != nil {
+			return nil, err
+		}
+	}
+	h, err := o.Open(ctx, offload.Ref{LedgerID: li.LedgerID, UUID: oc.UUID, Driver: oc.DriverName, Metadata: oc.DriverMetadata, Topic: s.name})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &leasedHandle{ReadHandle: h, release: release}, nil
+}
+
 func (s *Snapshot) reader(ctx context.Context, li ledgerInfo, offloaded bool) (ledger.Reader, error) {
 	s.mu.Lock()
 	if s.closed {
@@ -247,8 +268,7 @@ func (s *Snapshot) reader(ctx context.Context, li ledgerInfo, offloaded bool) (l
 	}
 	var err error
 	if offloaded {
-		oc := li.Offload
-		r, err = s.off.Open(ctx, offload.Ref{LedgerID: li.LedgerID, UUID: oc.UUID, Driver: oc.DriverName, Metadata: oc.DriverMetadata, Topic: s.name})
+		r, err = s.openOffloaded(ctx, li)
 	} else {
 		r, err = s.f.lc.Open(ctx, li.LedgerID, ledger.OpenOptions{Password: s.pass})
 	}

@@ -96,7 +96,8 @@
 // config.go (Pulsar's keys, defaults, Validate, policy merge), format.go (the formats above),
 // store.go (the object-store seam; gocloud.dev/blob for S3, GCS, Azure and file://),
 // store_hdfs.go (hdfs:// with github.com/colinmarc/hdfs/v2), drivers.go (config -> store),
-// offloader.go (the Offloader interface and its one implementation), writer.go (ledger ->
+// offloader.go (the Offloader interface and its one implementation), pool.go (one
+// offloader per distinct configuration, for per-policy drivers), writer.go (ledger ->
 // blocks and index), reader.go (offloaded-ledger reads, read-ahead), cache.go (bounded chunk
 // cache shared by all readers), retry.go (backoff for transient store errors), metrics.go
 // (brk_ledgeroffloader_* counters). docs/design/offload.md is the reader's guide.

@@ -185,14 +185,20 @@ func (p *Pool) unpinnedLocked() int {
 
 // AcquireAt returns an offloader that reads and deletes objects at a recorded location
 // (an offloaded ledger's driver name and metadata): a live offloader of that location if
-// there is one, else the offloader of fallback pointed there (fallback's credentials and
-// tuning). An empty driver means fallback's own location.
-func (p *Pool) AcquireAt(ctx context.Context, driver string, md map[string]string, fallback Config) (*Lease, error) {
+// there is one, else one opened there with the settings of the first usable fallback of
+// the same driver (credentials of one driver mean nothing to another), else with the
+// defaults (credentials from the environment). An empty driver means the first usable
+// fallback's own location.
+func (p *Pool) AcquireAt(ctx context.Context, driver string, md map[string]string, fallbacks ...Config) (*Lease, error) {
+	fb, ok := pickFallback(driver, fallbacks)
 	if driver == "" {
-		return p.Acquire(ctx, fallback)
+		if !ok {
+			return nil, fmt.Errorf("%w: a ledger recorded without a driver and no offload driver configured", ErrConfig)
+		}
+		return p.Acquire(ctx, fb)
 	}
-	loc := metadataKey(driver, md)
-	want := poolKey(fallback.WithDriverMetadata(driver, md))
+	at := fb.WithDriverMetadata(driver, md)
+	loc, want := metadataKey(driver, md), poolKey(at)
 	p.mu.Lock()
 	var best *poolEntry
 	for _, e := range p.entries {
@@ -214,7 +220,26 @@ func (p *Pool) AcquireAt(ctx context.Context, driver string, md map[string]strin
 		return &Lease{p: p, e: best}, nil
 	}
 	p.mu.Unlock()
-	return p.Acquire(ctx, fallback.WithDriverMetadata(driver, md))
+	return p.Acquire(ctx, at)
+}
+
+// pickFallback is the first enabled, valid configuration of driver (any driver when
+// driver is empty), else the defaults.
+func pickFallback(driver string, fallbacks []Config) (Config, bool) {
+	for _, c := range fallbacks {
+		if c.Enabled() && c.Validate() == nil && (driver == "" || SameDriver(c.Driver, driver)) {
+			return c, true
+		}
+	}
+	return DefaultConfig(), false
+}
+
+// SameDriver tells whether two managedLedgerOffloadDriver values name one driver ("S3"
+// and "aws-s3" do; case does not matter).
+func SameDriver(a, b string) bool {
+	a, b = canonicalDriver(a), canonicalDriver(b)
+	s3 := func(d string) bool { return d == DriverS3 || d == DriverAWSS3 }
+	return a == b || s3(a) && s3(b)
 }
 
 // Len is the number of offloaders in the pool, pinned ones included.

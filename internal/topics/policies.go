@@ -48,7 +48,8 @@ type effectivePolicies struct {
 	maxUnackedConsumer, maxUnackedSub int
 	persistence                       *resources.PersistencePolicies // nil: the broker's E/Qw/Qa
 	offload                           offload.Trigger
-	publishMsgs, publishBytes         int64 // per second; <= 0: unlimited (publish_rate.go)
+	offloadPolicies                   offload.Policies // where offloads go (managedledger.Config.OffloadPolicies)
+	publishMsgs, publishBytes         int64            // per second; <= 0: unlimited (publish_rate.go)
 }
 
 // topicPolicyState is a topic's applied policies and last quota verdict.
@@ -124,7 +125,7 @@ func (s *Service) resolvePolicies(ctx context.Context, name Name) (effectivePoli
 	if r := tp.PublishRate; r != nil {
 		eff.publishMsgs, eff.publishBytes = int64(r.RateInMsg), r.RateInByte
 	}
-	eff.offload = s.resolveOffload(&ns, &tp)
+	eff.offload, eff.offloadPolicies = s.resolveOffload(&ns, &tp)
 	eff.retention = firstNonNil(tp.RetentionPolicies, ns.RetentionPolicies)
 	quotas := ns.BacklogQuotaMap
 	if len(tp.BackLogQuotaMap) > 0 {
@@ -206,7 +207,7 @@ func (s *Service) policyLogConfig(cfg *managedledger.Config, eff effectivePolici
 		cfg.RetentionTime = retentionValue(int64(r.RetentionTimeInMinutes), time.Minute)
 		cfg.RetentionSizeBytes = retentionValue[int64](r.RetentionSizeInMB, 1<<20)
 	}
-	cfg.Offload = eff.offload
+	cfg.Offload, cfg.OffloadPolicies = eff.offload, eff.offloadPolicies
 }
 
 // logConfig is the managed-ledger config a topic's log opens with: the broker defaults
@@ -223,10 +224,10 @@ func (s *Service) logConfig(ctx context.Context, name Name) (managedledger.Confi
 
 // resolveOffload merges the offload policies: the topic's offloadPolicies over the
 // namespace's offload_policies over its legacy offload_threshold(_in_seconds) and
-// offload_deletion_lag_ms fields over the broker's keys (the factory's defaults).
-// The policies' driver settings are stored but not applied: every topic offloads with
-// the broker's driver (internal/offload has one offloader per broker).
-func (s *Service) resolveOffload(ns *resources.Policies, tp *resources.TopicPolicies) offload.Trigger {
+// offload_deletion_lag_ms fields over the broker's keys (the factory's defaults). The
+// merged policies go to the managed ledger too, whose factory picks the offloader of
+// their driver settings over the broker's (managedledger/ml_offload.go:acquireOffloader).
+func (s *Service) resolveOffload(ns *resources.Policies, tp *resources.TopicPolicies) (offload.Trigger, offload.Policies) {
 	legacy := offload.Policies{ThresholdInBytes: ns.OffloadThreshold, ThresholdInSeconds: ns.OffloadThresholdInSeconds,
 		DeletionLagInMillis: ns.OffloadDeletionLagMs}
 	p := legacy
@@ -249,7 +250,7 @@ func (s *Service) resolveOffload(ns *resources.Policies, tp *resources.TopicPoli
 	if p.ReadPriority != nil && *p.ReadPriority != "" {
 		t.ReadPriority = *p.ReadPriority
 	}
-	return t
+	return t, p
 }
 
 // pokeSubscriptions wakes every subscription's dispatcher (a limit changed).

@@ -235,10 +235,16 @@ func TestOffloadPoliciesDriveTheTrigger(t *testing.T) {
 		p.OffloadPolicies = &resources.OffloadPolicies{ThresholdInBytes: i64(2000)}
 	})
 	waitUntil(t, "namespace offloadPolicies", func() bool { return trig().ThresholdBytes == 2000 && trig().ThresholdSeconds == 60 })
+	bucket := "topic-bucket"
 	setTopic(t, b, "off", func(p *resources.TopicPolicies) {
-		p.OffloadPolicies = &resources.OffloadPolicies{ThresholdInBytes: i64(0), DeletionLagInMillis: i64(-1)}
+		p.OffloadPolicies = &resources.OffloadPolicies{ThresholdInBytes: i64(0), DeletionLagInMillis: i64(-1), S3Bucket: &bucket}
 	})
 	waitUntil(t, "topic offloadPolicies", func() bool { return trig().ThresholdBytes == 0 && trig().DeletionLagMillis == -1 })
+	// The driver settings reach the managed ledger, whose factory picks the offloader by
+	// them (managedledger/ml_offload.go:acquireOffloader).
+	if got := tp.log.ml.Config().OffloadPolicies; got.S3Bucket == nil || *got.S3Bucket != bucket || *got.ThresholdInBytes != 0 {
+		t.Fatalf("managed ledger's offload policies: %+v", got)
+	}
 }
 
 // The publish rate: a window's budget then a pause until the window ends; the topic's
