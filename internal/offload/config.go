@@ -209,40 +209,52 @@ func (c Config) WithDriverMetadata(driver string, md map[string]string) Config {
 // policy records and sits below this package); this type adds resolving and validating.
 type Policies resources.OffloadPolicies
 
-// Merge returns p with every unset field taken from under (p wins).
+// Merge returns p with every unset field taken from under (p wins). Only the thresholds
+// and the deletion lag treat a set 0 as a value (0 = at once); every other field counts as
+// unset when empty or 0, because admin clients send their whole struct (pulsaradmin's
+// OffloadPolicies has no pointers): a threshold-only policy must not blank the broker's
+// driver, bucket or thread counts.
 func (p Policies) Merge(under Policies) Policies {
 	out := under
-	mergeField(&out.Driver, p.Driver)
-	mergeField(&out.MaxThreads, p.MaxThreads)
-	mergeField(&out.ReadThreads, p.ReadThreads)
-	mergeField(&out.PrefetchRounds, p.PrefetchRounds)
+	mergeSet(&out.Driver, p.Driver)
+	mergeSet(&out.MaxThreads, p.MaxThreads)
+	mergeSet(&out.ReadThreads, p.ReadThreads)
+	mergeSet(&out.PrefetchRounds, p.PrefetchRounds)
 	mergeField(&out.ThresholdInBytes, p.ThresholdInBytes)
 	mergeField(&out.ThresholdInSeconds, p.ThresholdInSeconds)
 	mergeField(&out.DeletionLagInMillis, p.DeletionLagInMillis)
-	mergeField(&out.ReadPriority, p.ReadPriority)
-	mergeField(&out.S3Region, p.S3Region)
-	mergeField(&out.S3Bucket, p.S3Bucket)
-	mergeField(&out.S3ServiceEndpoint, p.S3ServiceEndpoint)
-	mergeField(&out.S3MaxBlockSize, p.S3MaxBlockSize)
-	mergeField(&out.S3ReadBufferSize, p.S3ReadBufferSize)
-	mergeField(&out.S3CredentialID, p.S3CredentialID)
-	mergeField(&out.S3CredentialSecret, p.S3CredentialSecret)
-	mergeField(&out.S3Role, p.S3Role)
-	mergeField(&out.S3RoleSessionName, p.S3RoleSessionName)
-	mergeField(&out.GCSRegion, p.GCSRegion)
-	mergeField(&out.GCSBucket, p.GCSBucket)
-	mergeField(&out.GCSMaxBlockSize, p.GCSMaxBlockSize)
-	mergeField(&out.GCSReadBufferSize, p.GCSReadBufferSize)
-	mergeField(&out.GCSServiceAccountKeyFile, p.GCSServiceAccountKeyFile)
-	mergeField(&out.FileSystemProfilePath, p.FileSystemProfilePath)
-	mergeField(&out.FileSystemURI, p.FileSystemURI)
-	mergeField(&out.Bucket, p.Bucket)
-	mergeField(&out.Region, p.Region)
-	mergeField(&out.ServiceEndpoint, p.ServiceEndpoint)
-	mergeField(&out.MaxBlockSize, p.MaxBlockSize)
-	mergeField(&out.ReadBufferSize, p.ReadBufferSize)
-	mergeField(&out.ReadCacheSize, p.ReadCacheSize)
+	mergeSet(&out.ReadPriority, p.ReadPriority)
+	mergeSet(&out.S3Region, p.S3Region)
+	mergeSet(&out.S3Bucket, p.S3Bucket)
+	mergeSet(&out.S3ServiceEndpoint, p.S3ServiceEndpoint)
+	mergeSet(&out.S3MaxBlockSize, p.S3MaxBlockSize)
+	mergeSet(&out.S3ReadBufferSize, p.S3ReadBufferSize)
+	mergeSet(&out.S3CredentialID, p.S3CredentialID)
+	mergeSet(&out.S3CredentialSecret, p.S3CredentialSecret)
+	mergeSet(&out.S3Role, p.S3Role)
+	mergeSet(&out.S3RoleSessionName, p.S3RoleSessionName)
+	mergeSet(&out.GCSRegion, p.GCSRegion)
+	mergeSet(&out.GCSBucket, p.GCSBucket)
+	mergeSet(&out.GCSMaxBlockSize, p.GCSMaxBlockSize)
+	mergeSet(&out.GCSReadBufferSize, p.GCSReadBufferSize)
+	mergeSet(&out.GCSServiceAccountKeyFile, p.GCSServiceAccountKeyFile)
+	mergeSet(&out.FileSystemProfilePath, p.FileSystemProfilePath)
+	mergeSet(&out.FileSystemURI, p.FileSystemURI)
+	mergeSet(&out.Bucket, p.Bucket)
+	mergeSet(&out.Region, p.Region)
+	mergeSet(&out.ServiceEndpoint, p.ServiceEndpoint)
+	mergeSet(&out.MaxBlockSize, p.MaxBlockSize)
+	mergeSet(&out.ReadBufferSize, p.ReadBufferSize)
+	mergeSet(&out.ReadCacheSize, p.ReadCacheSize)
 	return out
+}
+
+// mergeSet is mergeField for fields whose zero value means unset.
+func mergeSet[T comparable](dst **T, v *T) {
+	var zero T
+	if v != nil && *v != zero {
+		*dst = v
+	}
 }
 
 func mergeField[T any](dst **T, v *T) {
@@ -297,17 +309,18 @@ func (p Policies) Config() Config {
 		c.ReadBufferSize = v
 	}
 	c.FileSystemURI, _ = first(p.FileSystemURI)
-	if p.MaxThreads != nil {
-		c.MaxThreads = *p.MaxThreads
+	// 0 is unset for these (see Merge); a prefetch of 0 rounds is a value.
+	if v, ok := first(p.MaxThreads); ok {
+		c.MaxThreads = v
 	}
-	if p.ReadThreads != nil {
-		c.ReadThreads = *p.ReadThreads
+	if v, ok := first(p.ReadThreads); ok {
+		c.ReadThreads = v
 	}
 	if p.PrefetchRounds != nil {
 		c.PrefetchRounds = *p.PrefetchRounds
 	}
-	if p.ReadCacheSize != nil {
-		c.ReadCacheSize = *p.ReadCacheSize
+	if v, ok := first(p.ReadCacheSize); ok {
+		c.ReadCacheSize = v
 	}
 	return c
 }
