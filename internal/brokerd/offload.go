@@ -12,21 +12,6 @@ import (
 	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
-// StartOffloader builds the tiered storage of managedLedgerOffloadDriver (nil without one)
-// and proves it works: a probe object is written, read back and deleted, so wrong
-// credentials or a missing bucket stop the broker at start instead of failing the first
-// offload hours later.
-func StartOffloader(ctx context.Context, c config.OffloadConfig, log *slog.Logger, reg prometheus.Registerer) (offload.Offloader, error) {
-	if c.Driver == "" {
-		return nil, nil
-	}
-	opts, err := offloadOptions(c, log, reg)
-	if err != nil {
-		return nil, err
-	}
-	return startChecked(ctx, c, opts)
-}
-
 // offloadOptions are what every offloader of a process shares: the metrics (registered
 // here) and the chunk cache of managedLedgerOffloadReadCacheSizeInBytes.
 func offloadOptions(c config.OffloadConfig, log *slog.Logger, reg prometheus.Registerer) (offload.Options, error) {
@@ -44,6 +29,9 @@ func offloadOptions(c config.OffloadConfig, log *slog.Logger, reg prometheus.Reg
 	return offload.Options{Logger: log, Metrics: m, Cache: offload.NewChunkCache(size)}, nil
 }
 
+// startChecked builds the offloader of managedLedgerOffloadDriver and proves it works: a
+// probe object is written, read back and deleted, so wrong credentials or a missing bucket
+// stop the broker at start instead of failing the first offload hours later.
 func startChecked(ctx context.Context, c config.OffloadConfig, opts offload.Options) (offload.Offloader, error) {
 	oc := offload.PoliciesFromConfig(c).Config()
 	o, err := offload.New(ctx, oc, opts)
@@ -64,8 +52,8 @@ func startChecked(ctx context.Context, c config.OffloadConfig, opts offload.Opti
 // driver configuration that topics' effective offload policies name (Pulsar builds one
 // LedgerOffloader per distinct OffloadPolicies), bounded by
 // managedLedgerOffloadMaxOffloaders. The broker's own driver (nil without
-// managedLedgerOffloadDriver) is built and checked at start like StartOffloader's and
-// pinned in the pool; the caller closes it after the pool. A namespace may name a driver
+// managedLedgerOffloadDriver) is built and checked at start (startChecked) and pinned in
+// the pool; the caller closes it after the pool. A namespace may name a driver
 // although the broker has none.
 func StartOffloadPool(ctx context.Context, c config.OffloadConfig, log *slog.Logger, reg prometheus.Registerer) (*offload.Pool, offload.Offloader, error) {
 	opts, err := offloadOptions(c, log, reg)

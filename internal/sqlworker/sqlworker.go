@@ -129,16 +129,20 @@ func StartRole(ctx context.Context, cfg config.SQLWorkerConfig, log *slog.Logger
 		return nil, fmt.Errorf("ledger client: %w", err)
 	}
 	closers = append(closers, lc.Close)
-	off, err := brokerd.StartOffloader(ctx, cfg.Offload, log, reg)
+	// Tiered storage as the broker has it: ledgers offloaded by a namespace's own driver or
+	// bucket are read where their offload context says (brokerd.StartOffloadPool).
+	pool, off, err := brokerd.StartOffloadPool(ctx, cfg.Offload, log, reg)
 	if err != nil {
 		return nil, err
 	}
 	if off != nil {
 		closers = append(closers, off.Close)
 	}
+	closers = append(closers, pool.Close)
 	f, err := managedledger.NewFactory(managedledger.FactoryOptions{
 		Ledger: lc, Store: store, Config: cfg.ManagedLedger, Logger: log, Offloader: off,
 		OffloadDefaults: offload.PoliciesFromConfig(cfg.Offload).Trigger(),
+		OffloadPool:     pool, OffloadPolicies: offload.PoliciesFromConfig(cfg.Offload),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("managed ledgers: %w", err)
