@@ -22,6 +22,9 @@ func offloadOptions(c config.OffloadConfig, log *slog.Logger, reg prometheus.Reg
 			return offload.Options{}, fmt.Errorf("offload metrics: %w", err)
 		}
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	size := c.ReadCacheSize
 	if size == 0 {
 		size = offload.DefaultReadCacheSize
