@@ -171,7 +171,7 @@ func TestOffloadPoliciesChooseTheBucket(t *testing.T) {
 	if err := a.SetConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	add(a, &psA, 20, "a")
+	add(a, &psA, 25, "a") // ledgers 3 and 4 fill up, 5 is current
 	offloadAll(a)
 	f.RunMaintenance(ctxT(t))
 	na2, _ := offloadedLedgers(a)
