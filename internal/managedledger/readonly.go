@@ -268,7 +268,10 @@ func (s *Snapshot) reader(ctx context.Context, li ledgerInfo, offloaded bool) (l
 	}
 	var err error
 	if offloaded {
-		r, err = s.openOffloaded(ctx, li)
+		if r, err = s.openOffloaded(ctx, li); err != nil && !li.Offload.BookkeeperDeleted {
+			// The bookie copy is still there: read it (as ml_offload.go:openOffloaded does).
+			r, err = s.f.lc.Open(ctx, li.LedgerID, ledger.OpenOptions{Password: s.pass})
+		}
 	} else {
 		r, err = s.f.lc.Open(ctx, li.LedgerID, ledger.OpenOptions{Password: s.pass})
 	}
