@@ -369,6 +369,9 @@ func (w *worker) read(ctx context.Context, sp split) error {
 
 func (w *worker) entry(ctx context.Context, part int32, en Entry) error {
 	s := w.s
+	if en.Hidden {
+		return nil
+	}
 	md, payload, err := parseEntry(en.Data)
 	if err != nil {
 		return fmt.Errorf("entry (%d,%d) of %s: %w", en.LedgerID, en.EntryID, s.t.name, err)

@@ -53,6 +53,9 @@ type Ledger struct {
 type Entry struct {
 	LedgerID, EntryID int64
 	Data              []byte
+	// Hidden marks an entry no consumer is given (a transaction marker, an entry of an
+	// aborted transaction): it makes no row.
+	Hidden bool
 }
 
 // Errors a Source returns.

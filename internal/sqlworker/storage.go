@@ -12,12 +12,13 @@ import (
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
 	sqlfe "github.com/magnetar-io/magnetar/internal/sql"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // storage is the SQL front end's Source: the catalog from resources (namespaces,
 // partitioned topics) and the managed-ledger list (topics that store something), schemas
-// from the registry, and reads through the managed ledger's read-only snapshots. It is the
-// one file that changes when the topic service (issue 15) offers a read-only reader API.
+// from the registry, and reads through the managed ledger's read-only snapshots, with the
+// transaction view of each (internal/txn.ReadView) marking what consumers are not given.
 type storage struct {
 	res     *resources.Resources
 	schemas *schema.Registry
@@ -168,15 +169,40 @@ func (s *storage) Open(ctx context.Context, namespace, topic string, partition i
 	if err != nil {
 		return nil, err
 	}
-	return snapshotLog{snap}, nil
+	// A table holds what a consumer would read: the transaction view hides markers and the
+	// entries of aborted and still open transactions.
+	view, err := txn.ReadView(ctx, s.logs, snap)
+	if err != nil {
+		_ = snap.Close()
+		return nil, err
+	}
+	return snapshotLog{snap, view}, nil
 }
 
-type snapshotLog struct{ s *managedledger.Snapshot }
+type snapshotLog struct {
+	s    *managedledger.Snapshot
+	view *txn.View // nil: the topic never saw a transaction
+}
 
+// Ledgers ends the snapshot where an open transaction's first entry hides the rest.
 func (l snapshotLog) Ledgers() []sqlfe.Ledger {
+	lim, limited := l.view.Limit()
 	var out []sqlfe.Ledger
 	for _, sl := range l.s.Ledgers() {
-		out = append(out, sqlfe.Ledger{ID: sl.ID, Entries: sl.Entries, Size: sl.Size, Offloaded: sl.Offloaded})
+		n := sl.Entries
+		if limited {
+			if sl.ID > lim.LedgerID {
+				break
+			}
+			if sl.ID == lim.LedgerID && lim.EntryID < n {
+				n = max(lim.EntryID, 0)
+			}
+		}
+		size := sl.Size
+		if n != sl.Entries && sl.Entries > 0 {
+			size = sl.Size / sl.Entries * n
+		}
+		out = append(out, sqlfe.Ledger{ID: sl.ID, Entries: n, Size: size, Offloaded: sl.Offloaded})
 	}
 	return out
 }
@@ -189,6 +215,9 @@ func (l snapshotLog) Read(ctx context.Context, ledgerID, first, last int64) ([]s
 	out := make([]sqlfe.Entry, len(es))
 	for i, e := range es {
 		out[i] = sqlfe.Entry{LedgerID: e.Position.LedgerID, EntryID: e.Position.EntryID, Data: e.Data}
+		if l.view != nil {
+			out[i].Hidden = l.view.Hidden(e.Position, txn.ParseEntryInfo(e.Data))
+		}
 	}
 	return out, nil
 }

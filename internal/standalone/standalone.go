@@ -27,6 +27,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/metadata/localstore"
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/sqlworker"
+	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
 // Standalone is a running single-process Magnetar.
@@ -274,6 +275,9 @@ func (s *Standalone) SQLAddr() string {
 
 // SQL is the SQL server (nil when sqlEnabled is off).
 func (s *Standalone) SQL() *sqlworker.Worker { return s.sql }
+
+// Topics is the topic service (tests read topics through it as the front ends do).
+func (s *Standalone) Topics() *topics.Service { return s.svc.Topics }
 
 // BrokerAddrTLS is the TLS binary listener's address ("" without brokerServicePortTls).
 func (s *Standalone) BrokerAddrTLS() string { return s.svc.BrokerAddrTLS() }

@@ -44,7 +44,10 @@ func (s *Service) Peek(ctx context.Context, name Name, sub string, k int) (Entry
 			return Entry{}, mlErr(err)
 		}
 		for _, e := range es {
-			if c.IsAcknowledged(e.Position) {
+			// What a consumer is never given is not peeked either (PIP-353's defaults:
+			// no markers, no aborted or uncommitted transactions; the read limit keeps
+			// the uncommitted out).
+			if c.IsAcknowledged(e.Position) || t.txnHidden(metaOf(e)) {
 				continue
 			}
 			if seen++; seen == k {
@@ -75,17 +78,51 @@ func (s *Service) ExamineMessage(ctx context.Context, name Name, latest bool, po
 		return Entry{}, mlErr(err)
 	}
 	defer func() { _ = r.Close(ctx) }()
-	if err := r.Skip(skip); err != nil {
+	if !t.txnUsed() {
+		if err := r.Skip(skip); err != nil {
+			return Entry{}, mlErr(err)
+		}
+		es, err := r.ReadEntries(ctx, 1, peekReadBytes)
+		if err != nil {
+			return Entry{}, mlErr(err)
+		}
+		if len(es) == 0 {
+			return Entry{}, fmt.Errorf("%w: message position %d of %s", ErrMessageNotFound, pos, t.full)
+		}
+		return es[0], nil
+	}
+	// With transactions the entry counted to may be one no consumer is given (a marker,
+	// an aborted or still open transaction's): the nearest deliverable one in the counting
+	// direction is examined, looking at most maxLastMessageScan entries back from the
+	// newest end.
+	from := skip
+	if latest {
+		from = max(skip-maxLastMessageScan, 0)
+	}
+	if err := r.Skip(from); err != nil {
 		return Entry{}, mlErr(err)
 	}
-	es, err := r.ReadEntries(ctx, 1, peekReadBytes)
-	if err != nil {
-		return Entry{}, mlErr(err)
+	var found *Entry
+	at := from // the index of the next entry read
+	done := func() bool { return latest && at > skip || !latest && found != nil }
+	for !done() {
+		es, err := r.ReadEntries(ctx, 100, peekReadBytes)
+		if err != nil {
+			return Entry{}, mlErr(err)
+		}
+		if len(es) == 0 {
+			break
+		}
+		for i := 0; i < len(es) && !done(); i++ {
+			if at++; !t.txnHidden(metaOf(es[i])) {
+				found = &es[i]
+			}
+		}
 	}
-	if len(es) == 0 {
+	if found == nil {
 		return Entry{}, fmt.Errorf("%w: message position %d of %s", ErrMessageNotFound, pos, t.full)
 	}
-	return es[0], nil
+	return *found, nil
 }
 
 // Message returns the stored entry at p.

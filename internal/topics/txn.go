@@ -85,6 +85,8 @@ func (t *Topic) txnState(ctx context.Context) (*txn.TopicState, error) {
 		return nil, fmt.Errorf("%w: %s is not persistent: transactions need a persistent topic", wire.ErrNotAllowed, t.full)
 	case t.txn == nil:
 		return nil, fmt.Errorf("%w: %s has no transaction state", wire.ErrServiceNotReady, t.full)
+	case t.txn.Used():
+		return t.txn, nil // prepared: no timer for every transactional publish
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -196,12 +198,21 @@ func (c *Consumer) ackTxn(ctx context.Context, ids []AckID, cumulative bool, id 
 	return nil
 }
 
+// txnHidden tells whether an entry is never given to consumers: a marker, or an entry of
+// a transaction aborted here. Dispatch acknowledges such entries; readers skip them.
+func (t *Topic) txnHidden(m EntryMeta) bool {
+	return m.Marker != 0 || (m.InTxn && t.txn != nil && t.txn.Buffer().Aborted(TxnID{Most: m.TxnMost, Least: m.TxnLeast}))
+}
+
+// txnUsed tells whether t's log may hold transactional entries and markers.
+func (t *Topic) txnUsed() bool { return t.txn != nil && t.txn.Used() }
+
 // txnHeldLocked tells dispatch to skip e: a marker or an entry of an aborted transaction
 // (acknowledged here, so it never holds the backlog), or an entry open transactions hold
 // wholly. Caller holds s.mu.
 func (s *Subscription) txnHeldLocked(e Entry) bool {
 	m := metaOf(e)
-	if m.Marker != 0 || (m.InTxn && s.t.txn != nil && s.t.txn.Buffer().Aborted(TxnID{Most: m.TxnMost, Least: m.TxnLeast})) {
+	if s.t.txnHidden(m) {
 		if err := s.cursor.delete(context.Background(), []Position{e.Position}); err != nil {
 			s.log.Warn("acknowledging a transaction marker or aborted entry failed", "position", e.Position, "err", err)
 		}

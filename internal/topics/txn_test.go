@@ -2,6 +2,7 @@ package topics
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/magnetar-io/magnetar/internal/config"
@@ -191,4 +192,71 @@ func TestTxnRefusals(t *testing.T) {
 	if err := npp.Publish(mustTxnMsg(t, npp, id), nil); !errors.Is(err, wire.ErrNotAllowed) {
 		t.Fatalf("transaction on a non-persistent topic: %v", err)
 	}
+}
+
+// TestTxnReaderGivesWhatConsumersGet: the read-only Reader skips markers and entries of
+// aborted transactions (reading ahead past them for HasMore) and stops before an open
+// transaction's first entry until it commits.
+func TestTxnReaderGivesWhatConsumersGet(t *testing.T) {
+	be := newMemBackend(t)
+	svc := be.start(t, txnOn)
+	ctx := ctxT(t)
+	name := mustName(t, "persistent://public/default/txn-reader")
+	tp, err := svc.Topic(ctx, name, Load{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tp.AddProducer(ctx, ProducerSpec{ID: 1, Name: "p"}, &fakeProducer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, aborted, open := TxnID{Most: 0, Least: 1}, TxnID{Most: 0, Least: 2}, TxnID{Most: 0, Least: 3}
+	m0 := publish(t, p, MessageSpec{Payload: []byte("m0"), ProducerName: "p", SequenceID: 0})
+	c1 := publishTxn(t, p, "c1", 1, committed)
+	publishTxn(t, p, "a1", 2, aborted)
+	if err := svc.EndTxnOnPartition(ctx, name, committed, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.EndTxnOnPartition(ctx, name, aborted, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := tp.NewReader(ctx, Earliest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	readAll := func() []Position {
+		t.Helper()
+		var got []Position
+		for r.HasMore() {
+			es, err := r.Read(ctx, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				got = append(got, e.Position)
+			}
+		}
+		return got
+	}
+	check := func(got []Position, want ...Position) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Fatalf("read %v, want %v", got, want)
+		}
+	}
+	// The log ends with the two markers: HasMore reads past them and says no.
+	check(readAll(), m0, c1)
+	m1 := publish(t, p, MessageSpec{Payload: []byte("m1"), ProducerName: "p", SequenceID: 3})
+	o1 := publishTxn(t, p, "o1", 4, open)
+	m2 := publish(t, p, MessageSpec{Payload: []byte("m2"), ProducerName: "p", SequenceID: 5})
+	check(readAll(), m1)
+	if err := svc.EndTxnOnPartition(ctx, name, open, true, 0); err != nil {
+		t.Fatal(err)
+	}
+	check(readAll(), o1, m2)
+
+	// A reader moved back reads the same again.
+	r.Seek(Earliest)
+	check(readAll(), m0, c1, m1, o1, m2)
 }
