@@ -138,12 +138,17 @@ func OpenCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, e
 	}
 	c.stats.recoverStart = now()
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// A log created now has had no owner who could have answered a New (newAhead).
+	existed, err := o.Ledgers.Exists(ctx, LogName(o.ID))
+	if err != nil {
+		existed = true
+	}
 	l, err := openRecordLog(ctx, o.Ledgers, LogName(o.ID))
 	if err != nil {
 		return nil, fmt.Errorf("%w: coordinator %d: %w", ErrCoordinatorNotFound, o.ID, err)
 	}
 	c.log = l
-	if err := c.recover(ctx); err != nil {
+	if err := c.recover(ctx, existed); err != nil {
 		_ = l.close(ctx)
 		return nil, fmt.Errorf("%w: coordinator %d: %w", ErrCoordinatorNotFound, o.ID, err)
 	}
@@ -231,8 +236,13 @@ func (c *Coordinator) New(ctx context.Context, timeout time.Duration, owner stri
 	c.seq++
 	least := c.seq
 	opened := c.now().Truncate(time.Millisecond)
-	c.mu.Unlock()
+	// The answer need not wait for the record (newAhead): every later record of the
+	// transaction follows it in the log, so none is durable before it.
+	wait := c.seq-c.durSeq > newAhead
 	m := &txnMeta{least: least, status: Open, opened: opened, timeoutAt: opened.Add(timeout), owner: owner, heapIdx: -1}
+	c.txns[least] = m
+	c.scheduleLocked(m)
+	c.mu.Unlock()
 	res := make(chan error, 1)
 	err := c.log.append(encodeRecord(&record{kind: recNew, least: least, timeout: timeout, opened: opened, owner: owner}), func(p Position, err error) {
 		c.mu.Lock()
@@ -243,26 +253,34 @@ func (c *Coordinator) New(ctx context.Context, timeout time.Duration, owner stri
 			res <- fmt.Errorf("%w: coordinator %d: %w", ErrCoordinatorNotFound, c.id, err)
 			return
 		}
-		if c.failed != nil || c.closed {
-			res <- c.usableLocked()
-			return
-		}
 		m.records = append(m.records, p)
-		c.txns[least] = m
 		c.durSeq = max(c.durSeq, least)
 		c.stats.created++
-		c.scheduleLocked(m)
-		res <- nil
+		res <- c.usableLocked()
 	})
 	c.appendMu.Unlock()
 	if err != nil {
+		c.mu.Lock()
+		if c.txns[least] == m {
+			delete(c.txns, least)
+			c.unscheduleLocked(m)
+		}
+		c.mu.Unlock()
 		return ID{}, fmt.Errorf("%w: coordinator %d: %w", ErrCoordinatorNotFound, c.id, err)
 	}
-	if err := waitDurable(ctx, res); err != nil {
-		return ID{}, err
+	if wait {
+		if err := waitDurable(ctx, res); err != nil {
+			return ID{}, err
+		}
 	}
 	return ID{c.id, least}, nil
 }
+
+// newAhead bounds the transactions New answered before their first record was durable. A
+// crash may lose them (their clients then hear TransactionNotFound: nothing was recorded
+// under them, so nothing is lost), and a recovery starts that many sequences past the
+// highest one it finds, so that a lost id is never handed out again.
+const newAhead = 1024
 
 // AddPartitions records that transaction id publishes to topics (partitions of partitioned
 // topics are topics of their own); they take part in its end.

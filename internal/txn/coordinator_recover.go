@@ -10,7 +10,8 @@ import (
 // oldest first. A transaction's records are acknowledged together once it ended, but the
 // cursor may persist only some of those acknowledgements (recordLog), so a record whose
 // transaction has no first record left belongs to an ended one and is acknowledged again.
-func (c *Coordinator) recover(ctx context.Context) error {
+// existed tells that the log was there before this open.
+func (c *Coordinator) recover(ctx context.Context, existed bool) error {
 	var orphans []Position
 	err := c.log.replay(ctx, func(p Position, data []byte) error {
 		r, err := decodeRecord(data)
@@ -62,6 +63,11 @@ func (c *Coordinator) recover(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Sequences up to newAhead past the highest durable one may have been answered by a
+	// previous owner's New before it stopped: never hand them out again.
+	if existed {
+		c.seq += newAhead
+	}
 	c.durSeq, c.propSeq = c.seq, uint64(c.log.props()[seqProp])
 	var ended []Position
 	now := c.now()

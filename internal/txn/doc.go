@@ -60,6 +60,8 @@
 // ABORTING, then COMMITTED or ABORTED; once the final one is durable all of them are
 // acknowledged. The highest sequence handed out is kept in the cursor property
 // "sequenceId" before any record is acknowledged, so it survives when every record is gone.
+// A new transaction is answered before its record is durable (at most newAhead at once), so
+// a recovery of a log that existed before skips newAhead sequences past the highest found.
 // The decoder rejects unknown versions and kinds, bad statuses, truncation, trailing bytes
 // and counts larger than the record.
 //
