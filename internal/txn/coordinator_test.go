@@ -238,9 +238,14 @@ func TestCoordinatorRecovery(t *testing.T) {
 	if next.Least <= ending.Least {
 		t.Fatalf("sequence reused: %s after %s", next, ending)
 	}
-	// The old owner is fenced: its next write fails and it stops serving.
-	if _, err := old.New(ctx, time.Hour, ""); !isErr(err, ErrCoordinatorNotFound) {
-		t.Fatalf("fenced coordinator's New: %v", err)
+	// The old owner is fenced: its next write fails and it stops serving. (New answers
+	// before its record is durable, so the failure may reach the next request only.)
+	stale, err := old.New(ctx, time.Hour, "")
+	if err == nil {
+		err = old.AddPartitions(ctx, stale, []string{"p5"})
+	}
+	if !isErr(err, ErrCoordinatorNotFound) {
+		t.Fatalf("fenced coordinator's New and AddPartitions: %v", err)
 	}
 	if old.Err() == nil {
 		t.Fatal("the fenced coordinator still claims to serve")
