@@ -77,6 +77,9 @@ func (r *Reader) HasMore() bool {
 		if err != nil {
 			return true
 		}
+		if len(es) == 0 {
+			return false
+		}
 		if r.ahead = r.t.deliverable(es); len(r.ahead) > 0 {
 			return true
 		}
