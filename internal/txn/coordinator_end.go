@@ -40,6 +40,13 @@ func (c *Coordinator) startDriveLocked(m *txnMeta, action Action) {
 
 // drive calls every participant of id until each one succeeded or the coordinator stops.
 func (c *Coordinator) drive(id ID, action Action, parts []string, subs []Subscription, low uint64) {
+	if len(parts) == 1 && len(subs) == 0 {
+		// The common case of a producer's transaction: no goroutine of its own.
+		c.retry(id, "partition "+parts[0], func(ctx context.Context) error {
+			return c.o.Participants.EndPartition(ctx, parts[0], id, action, low)
+		})
+		return
+	}
 	var wg sync.WaitGroup
 	call := func(what string, f func(ctx context.Context) error) {
 		defer wg.Done()
