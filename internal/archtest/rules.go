@@ -46,6 +46,8 @@ var frontEndDeny = []string{"internal/managedledger", "internal/ledger", "intern
 var parts = []part{
 	{path: "internal/config", layer: layerBase},
 	{path: "internal/logging", layer: layerBase},
+	// Reading a length-prefixed frame's body as its bytes arrive, for every protocol reader.
+	{path: "internal/framebuf", layer: layerBase},
 	// The public SDKs linked into users' functions: they import nothing of ours but themselves.
 	{path: "pkg/pf", layer: layerBase},
 	{path: "pkg/pfwasm", layer: layerBase},

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/magnetar-io/magnetar/internal/framebuf"
 )
 
 // ProtocolVersion is the only frame version this build speaks (see doc.go).
@@ -105,8 +107,8 @@ type Response struct {
 }
 
 // ReadFrame reads one frame (without its length prefix) from r into a fresh buffer that the
-// caller owns. It checks the length against maxFrameSize before allocating, so a hostile
-// length costs nothing. io.EOF means a clean end between frames; a frame cut short is
+// caller owns. It checks the length against maxFrameSize before allocating, and allocates
+// as the bytes arrive (framebuf.ReadFull), so a hostile length costs nothing. io.EOF means a clean end between frames; a frame cut short is
 // io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, maxFrameSize int) ([]byte, error) {
 	n, err := readLength(r)
@@ -119,8 +121,10 @@ func ReadFrame(r io.Reader, maxFrameSize int) ([]byte, error) {
 	if uint64(n) > uint64(maxFrameSize) {
 		return nil, fmt.Errorf("%w: length %d, limit %d", ErrFrameTooLarge, n, maxFrameSize)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
+	// The buffer grows as the bytes arrive: a peer that declares a large frame and stalls
+	// holds what it sent, not the declared length.
+	buf, err := framebuf.ReadFull(r, int(n))
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
+	"github.com/magnetar-io/magnetar/internal/framebuf"
 )
 
 // conn is one client connection. The read loop decodes requests and starts their handlers
@@ -96,23 +97,42 @@ func (c *conn) serve() {
 
 func (c *conn) readLoop() error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
-	var sizeBuf [4]byte
 	for {
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+		body, err := readRequest(br, c.s.cfg.MaxRequestSize)
+		if err != nil {
 			return err
-		}
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 0 || int(size) > c.s.cfg.MaxRequestSize {
-			return fmt.Errorf("request size %d outside 0..%d (kafkaMaxRequestSize)", size, c.s.cfg.MaxRequestSize)
-		}
-		body := make([]byte, size)
-		if _, err := io.ReadFull(br, body); err != nil {
-			return fmt.Errorf("%w after %d of %d request bytes", io.ErrUnexpectedEOF, 0, size)
 		}
 		if err := c.dispatch(body); err != nil {
 			return err
 		}
 	}
+}
+
+// readRequest reads one size-prefixed request into a fresh buffer the caller owns (decoded
+// requests alias it). io.EOF means a clean end between requests.
+func readRequest(br *bufio.Reader, maxSize int) ([]byte, error) {
+	head, err := br.Peek(4)
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(head) > 0 {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	size := int32(binary.BigEndian.Uint32(head))
+	_, _ = br.Discard(4)
+	if size < 0 || int(size) > maxSize {
+		return nil, fmt.Errorf("request size %d outside 0..%d (kafkaMaxRequestSize)", size, maxSize)
+	}
+	// The buffer grows as the bytes arrive: a client that declares a 100 MiB request and
+	// stalls holds what it sent, not the declared size.
+	body, err := framebuf.ReadFull(br, int(size))
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("request of %d bytes cut short: %w", size, err)
+	}
+	return body, nil
 }
 
 // dispatch decodes one request and starts its handler.

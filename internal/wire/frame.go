@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/magnetar-io/magnetar/internal/framebuf"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
 
@@ -128,7 +129,7 @@ func (r *Reader) ReadFrame() (Frame, error) {
 		} else {
 			// Allocate as the bytes arrive, not the declared size up front: a client that
 			// declares a 5 MiB frame and stalls holds what it sent, not 5 MiB.
-			if frame, err = readGrowing(r.br, n); err != nil {
+			if frame, err = framebuf.ReadFull(r.br, n); err != nil {
 				return Frame{}, eofToUnexpected(err)
 			}
 			if n <= retainLimit {
@@ -142,31 +143,6 @@ func (r *Reader) ReadFrame() (Frame, error) {
 		}
 	}
 	return DecodeFrame(frame)
-}
-
-// growStep is the first buffer readGrowing allocates; it doubles from there.
-const growStep = 64 * 1024
-
-// readGrowing reads exactly n bytes from r into a buffer that grows (doubling) as they
-// arrive, so at most about twice what was received is allocated at any time.
-func readGrowing(r io.Reader, n int) ([]byte, error) {
-	buf := make([]byte, 0, min(n, growStep))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(n, 2*cap(buf)))
-			copy(grown, buf)
-			buf = grown
-		}
-		m, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err != nil && len(buf) < n {
-			if errors.Is(err, io.EOF) && len(buf) > 0 {
-				err = io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-	}
-	return buf, nil
 }
 
 func eofToUnexpected(err error) error {
