@@ -48,6 +48,9 @@ var parts = []part{
 	{path: "internal/logging", layer: layerBase},
 	// Reading a length-prefixed frame's body as its bytes arrive, for every protocol reader.
 	{path: "internal/framebuf", layer: layerBase},
+	{path: "internal/framebuf/framebuftest", layer: layerBase, testOnly: true},
+	// The time seam of TTL, retention, transaction timeouts and delayed delivery.
+	{path: "internal/clock", layer: layerBase},
 	// The public SDKs linked into users' functions: they import nothing of ours but themselves.
 	{path: "pkg/pf", layer: layerBase},
 	{path: "pkg/pfwasm", layer: layerBase},
