@@ -18,6 +18,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/broker"
+	"github.com/magnetar-io/magnetar/internal/clock"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/console"
 	"github.com/magnetar-io/magnetar/internal/kafka"
@@ -52,6 +53,9 @@ type ServicesOptions struct {
 	// Listeners are opened by the caller (nil: Listen on the configured bind address and
 	// ports).
 	Listeners *Listeners
+	// Clock is the broker's clock (retention, TTL, transaction timeouts, delayed delivery);
+	// nil: the system clock shifted by Broker.TestClockOffset.
+	Clock clock.Clock
 }
 
 // Listeners are a broker's sockets: the binary protocol and HTTP, each plaintext and TLS
@@ -160,8 +164,15 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 	if s.offloadPool, s.offloader, err = StartOffloadPool(ctx, o.Broker.Offload, o.Logger, o.Registry); err != nil {
 		return nil, err
 	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.Offset(clock.Real, o.Broker.TestClockOffset)
+		if o.Broker.TestClockOffset != 0 && o.Logger != nil {
+			o.Logger.Warn("test only: the broker's clock is skewed (--test-clock-offset)", "offset", o.Broker.TestClockOffset)
+		}
+	}
 	if s.factory, err = managedledger.NewFactory(managedledger.FactoryOptions{
-		Ledger: s.ledgers, Store: o.Store, Config: o.Broker.ManagedLedger, Logger: o.Logger, Registerer: o.Registry,
+		Ledger: s.ledgers, Store: o.Store, Config: o.Broker.ManagedLedger, Logger: o.Logger, Registerer: o.Registry, Clock: clk,
 		Offloader: s.offloader, OffloadDefaults: offload.PoliciesFromConfig(o.Broker.Offload).Trigger(),
 		OffloadPool: s.offloadPool, OffloadPolicies: offload.PoliciesFromConfig(o.Broker.Offload),
 	}); err != nil {

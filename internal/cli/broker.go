@@ -23,6 +23,7 @@ func (a *app) brokerCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	b := bindFlags(cmd.Flags(), &cfg)
+	testClockFlag(cmd, &cfg.Broker)
 	aliasFlags(cmd, brokerFlagAliases)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(b, cfg.Validate)

@@ -18,6 +18,7 @@ func (a *app) standaloneCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	b := bindFlags(cmd.Flags(), &cfg)
+	testClockFlag(cmd, &cfg.Broker)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		logger, err := a.load(b, cfg.Validate)
 		if err != nil {

@@ -14,6 +14,10 @@ type BrokerConfig struct {
 	// whatever is unreachable, the process exits by then. What was acknowledged is durable
 	// before the acknowledgement, so giving up on the rest loses nothing acknowledged.
 	ShutdownTimeoutMs int64 `key:"brokerShutdownTimeoutMs" help:"longest clean shutdown after SIGTERM, in milliseconds; the process exits by then"`
+	// TestClockOffset skews this broker's clock (internal/clock's Offset) for retention, TTL,
+	// transaction timeouts and delayed delivery: the chaos harness's clock fault (R12). Set
+	// only by the hidden --test-clock-offset flag; no config key.
+	TestClockOffset time.Duration `key:"-"`
 	// ClusterName names the cluster this broker belongs to (standalone: "standalone").
 	ClusterName string `key:"clusterName" help:"name of the cluster this broker belongs to"`
 	// BindAddress is the host the binary and HTTP listeners bind to.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/magnetar-io/magnetar/internal/clock"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
@@ -28,7 +29,11 @@ type FactoryOptions struct {
 	Store  metadata.Store
 	Config config.ManagedLedgerConfig
 	Logger *slog.Logger
-	// Now is the clock (tests inject a fake one); nil means time.Now.
+	// Clock is the broker's clock for retention, TTL, rollover age and cache age, shared
+	// through Factory.Clock with the transaction coordinators and the topic service (tests
+	// inject a clock.Fake, the chaos harness a clock.Offset). nil: Now, else the system clock.
+	Clock clock.Clock
+	// Now reads the time when Clock is nil (tests that need no timers); nil: the system clock.
 	Now func() time.Time
 	// MetadataRoot overrides DefaultMetadataRoot.
 	MetadataRoot string
@@ -60,7 +65,8 @@ type Factory struct {
 	store metadata.Store
 	cfg   config.ManagedLedgerConfig
 	log   *slog.Logger
-	now   func() time.Time
+	clock clock.Clock
+	now   func() time.Time // clock.Now
 	root  string
 	cache *entryCache
 
@@ -100,6 +106,18 @@ func (f *Factory) metaParser() func([]byte) EntryMeta {
 	return nil
 }
 
+// Clock is the factory's clock (FactoryOptions.Clock): what everything built on these
+// managed ledgers reads the time from, so one injected clock moves them all.
+func (f *Factory) Clock() clock.Clock { return f.clock }
+
+// nowClock is FactoryOptions.Now as a Clock: its readings are now's, its timers real.
+type nowClock struct{ now func() time.Time }
+
+func (c nowClock) Now() time.Time { return c.now() }
+func (c nowClock) AfterFunc(d time.Duration, fn func()) clock.Timer {
+	return clock.Real.AfterFunc(d, fn)
+}
+
 // NewFactory validates the options and starts the background pass.
 func NewFactory(opts FactoryOptions) (*Factory, error) {
 	if opts.Ledger == nil || opts.Store == nil {
@@ -113,7 +131,6 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 		store:   opts.Store,
 		cfg:     opts.Config,
 		log:     opts.Logger,
-		now:     opts.Now,
 		root:    opts.MetadataRoot,
 		ledgers: map[string]*ManagedLedger{},
 		opening: map[string]chan struct{}{},
@@ -131,9 +148,15 @@ func NewFactory(opts FactoryOptions) (*Factory, error) {
 		f.log = slog.New(slog.DiscardHandler)
 	}
 	f.log = f.log.With("component", "managedledger")
-	if f.now == nil {
-		f.now = time.Now
+	switch {
+	case opts.Clock != nil:
+		f.clock = opts.Clock
+	case opts.Now != nil:
+		f.clock = nowClock{now: opts.Now}
+	default:
+		f.clock = clock.Real
 	}
+	f.now = f.clock.Now
 	if f.root == "" {
 		f.root = DefaultMetadataRoot
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/clock"
 	"github.com/magnetar-io/magnetar/internal/ledger"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 )
@@ -85,6 +86,9 @@ type ManagedLedger struct {
 
 // Name is the managed ledger's name (for topics, "tenant/namespace/domain/topic").
 func (ml *ManagedLedger) Name() string { return ml.name }
+
+// Clock is the clock of the factory that opened the managed ledger (Factory.Clock).
+func (ml *ManagedLedger) Clock() clock.Clock { return ml.f.clock }
 
 // Config returns the per-topic config in effect.
 func (ml *ManagedLedger) Config() Config {

@@ -97,7 +97,7 @@ func (s *Subscription) delayLocked(p Position, at int64) delayVerdict {
 	if s.delayed.has(p) {
 		return delayHeld
 	}
-	if at == 0 || !s.delaysLocked() || at <= time.Now().UnixMilli() {
+	if at == 0 || !s.delaysLocked() || at <= s.t.s.now().UnixMilli() {
 		return delayNone
 	}
 	if s.delayed.len() >= s.t.s.cfg.Delivery.DelayedDeliveryMaxTrackedMessages {
@@ -134,10 +134,13 @@ func (s *Subscription) nextDueLocked() (time.Time, bool) {
 func (s *Subscription) readContext() (context.Context, context.CancelFunc) {
 	if due, ok := s.nextDueLocked(); ok {
 		tick := time.Duration(s.t.s.cfg.Delivery.DelayedDeliveryTickTimeMillis) * time.Millisecond
-		if soonest := time.Now().Add(tick); due.Before(soonest) && !due.After(time.Now()) {
+		now := s.t.s.now()
+		if soonest := now.Add(tick); due.Before(soonest) && !due.After(now) {
 			due = soonest
 		}
-		return context.WithDeadline(context.Background(), due)
+		// A timeout, not a deadline: due is on the service's clock, which may be skewed
+		// (clock.Offset) while context deadlines are on the system clock.
+		return context.WithTimeout(context.Background(), due.Sub(now))
 	}
 	return context.WithCancel(context.Background())
 }
@@ -148,7 +151,7 @@ func (s *Subscription) waitDueLocked() {
 	if !ok {
 		return
 	}
-	s.waitLocked(max(time.Until(due), time.Millisecond))
+	s.waitLocked(max(due.Sub(s.t.s.now()), time.Millisecond))
 }
 
 // dispatchDueLocked hands out the tracked entries that are due, as far as permits go, and
@@ -159,7 +162,7 @@ func (s *Subscription) dispatchDueLocked(backoff *time.Duration) (int, readStatu
 		return 0, readOK
 	}
 	max := min(s.t.s.dyn.maxReadBatch(), max(s.permitsLocked(), 1))
-	due := s.delayed.popDue(time.Now().UnixMilli(), max, !s.delaysLocked())
+	due := s.delayed.popDue(s.t.s.now().UnixMilli(), max, !s.delaysLocked())
 	if len(due) == 0 {
 		return 0, readOK
 	}

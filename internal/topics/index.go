@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
@@ -79,7 +78,7 @@ func (l *topicLog) append(data []byte, meta EntryMeta, done func(Position, int64
 	buf := make([]byte, wire.MaxBrokerEntryMetadataSize+len(data))
 	copy(buf[wire.MaxBrokerEntryMetadataSize:], data)
 	room := buf[:wire.MaxBrokerEntryMetadataSize]
-	now := uint64(time.Now().UnixMilli())
+	now := uint64(l.ml.Clock().Now().UnixMilli())
 	l.idx.mu.Lock()
 	defer l.idx.mu.Unlock()
 	last := l.idx.next + n - 1

@@ -130,6 +130,11 @@ func New(o Options) (*Service, error) {
 // Config is the broker configuration the service runs with.
 func (s *Service) Config() config.BrokerConfig { return s.cfg }
 
+// now is the time on the broker's clock (managedledger.FactoryOptions.Clock): delayed
+// delivery, expiry by age and broker entry timestamps read it, so an injected clock moves
+// them with retention, TTL and transaction timeouts.
+func (s *Service) now() time.Time { return s.ledgers.Clock().Now() }
+
 // Close closes every loaded topic (their subscriptions' dispatchers stop, logs close),
 // waiting for in-flight appends to finish or ctx to end. Front ends close their
 // connections first.

@@ -155,7 +155,7 @@ func (s *Service) ExpireMessages(ctx context.Context, name Name, sub string, age
 	if err != nil {
 		return err
 	}
-	p, err := t.log.ml.FindByPublishTime(ctx, time.Now().Add(-age), entryPublishTime)
+	p, err := t.log.ml.FindByPublishTime(ctx, s.now().Add(-age), entryPublishTime)
 	if err != nil {
 		return mlErr(err)
 	}

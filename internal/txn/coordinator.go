@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magnetar-io/magnetar/internal/clock"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 )
@@ -37,8 +38,10 @@ type CoordinatorOptions struct {
 	Config config.TransactionConfig
 	// Logger is the parent logger (nil: discard).
 	Logger *slog.Logger
-	// Now is the clock of open times and timeouts (nil: time.Now); timers run on real time.
-	Now func() time.Time
+	// Clock is the clock of open times and timeouts, and runs the timeout timer (nil: the
+	// Ledgers factory's clock, which the broker shares with retention and TTL). Tests jump
+	// past a timeout with a clock.Fake instead of sleeping through it.
+	Clock clock.Clock
 	// Limit, when not nil, bounds participant calls in flight (shared by the coordinators of
 	// a broker: transactionBufferClientMaxConcurrentRequests).
 	Limit chan struct{}
@@ -65,7 +68,8 @@ type Coordinator struct {
 	o     CoordinatorOptions
 	log   *recordLog
 	lg    *slog.Logger
-	now   func() time.Time
+	clock clock.Clock
+	now   func() time.Time // clock.Now
 	maxTO time.Duration
 
 	ctx    context.Context // canceled by Close: ends drives and waits
@@ -82,7 +86,7 @@ type Coordinator struct {
 	propSeq  uint64 // sequence recorded in the log cursor's properties
 	txns     map[uint64]*txnMeta
 	deadline deadlines
-	timer    *time.Timer
+	timer    clock.Timer
 	stats    coordStats
 }
 
@@ -126,12 +130,13 @@ func OpenCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, e
 	if lg == nil {
 		lg = slog.New(slog.DiscardHandler)
 	}
-	now := o.Now
-	if now == nil {
-		now = time.Now
+	clk := o.Clock
+	if clk == nil {
+		clk = o.Ledgers.Clock()
 	}
+	now := clk.Now
 	c := &Coordinator{
-		id: o.ID, o: o, now: now,
+		id: o.ID, o: o, clock: clk, now: now,
 		lg:    lg.With("component", "txn-coordinator", "coordinator", o.ID),
 		maxTO: time.Duration(o.Config.MaxTimeoutMillis) * time.Millisecond,
 		txns:  map[uint64]*txnMeta{},

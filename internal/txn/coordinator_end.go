@@ -240,7 +240,7 @@ func (c *Coordinator) armLocked() {
 	// Not sooner than a few milliseconds: an abort refused for a full log is retried then.
 	d := max(c.deadline[0].timeoutAt.Sub(c.now()), 5*time.Millisecond)
 	if c.timer == nil {
-		c.timer = time.AfterFunc(d, c.expire)
+		c.timer = c.clock.AfterFunc(d, c.expire)
 		return
 	}
 	c.timer.Reset(d)

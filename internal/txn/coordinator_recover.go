@@ -103,6 +103,6 @@ func (c *Coordinator) recover(ctx context.Context, existed bool) error {
 			}
 		}()
 	}
-	c.lg.Info("coordinator recovered", "open", len(c.txns), "sequence", c.seq, "took", time.Since(c.stats.recoverStart).Round(time.Millisecond))
+	c.lg.Info("coordinator recovered", "open", len(c.txns), "sequence", c.seq, "took", c.now().Sub(c.stats.recoverStart).Round(time.Millisecond))
 	return nil
 }

@@ -26,7 +26,7 @@ type TopicStateOptions struct {
 	Config config.TransactionConfig
 	// Logger is the parent logger (nil: discard).
 	Logger *slog.Logger
-	// Now is the clock (nil: time.Now).
+	// Now is the clock (nil: the Ledgers factory's clock).
 	Now func() time.Time
 	// AppendMarker appends a marker entry to the topic's log (nil: Log.AddEntry). The topic
 	// service passes its own, so that markers carry their dispatch metadata.
@@ -87,7 +87,7 @@ func OpenTopicState(ctx context.Context, o TopicStateOptions) (*TopicState, erro
 	st := &TopicState{o: o, now: o.Now, name: StateLogName(o.Log.Name()), subs: map[string]*PendingAcks{}}
 	st.lg = lg.With("component", "txn-topic", "topic", o.Topic)
 	if st.now == nil {
-		st.now = time.Now
+		st.now = o.Ledgers.Clock().Now
 	}
 	st.buf = newBuffer(st)
 	st.buf.stats.recoverStart = st.now()

@@ -139,6 +139,26 @@ func (c *chaosCluster) resume(p *devcluster.Proc) {
 	_ = p.Signal(syscall.SIGCONT)
 }
 
+// clockOffset restarts broker p with its clock shifted by off (--test-clock-offset, the
+// clock seam of internal/clock); 0 puts it back on the system clock.
+func (c *chaosCluster) clockOffset(p *devcluster.Proc, off time.Duration) {
+	c.record("clock offset "+off.String(), p.Name)
+	args := make([]string, 0, len(p.Args)+1)
+	for _, a := range p.Args {
+		if !strings.HasPrefix(a, "--test-clock-offset=") {
+			args = append(args, a)
+		}
+	}
+	if off != 0 {
+		args = append(args, "--test-clock-offset="+off.String())
+	}
+	p.Kill()
+	p.Args = args
+	if err := p.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // diskFault writes the bookie's fault control file ("full", "syncfail" or "").
 func (c *chaosCluster) diskFault(b *devcluster.Proc, faults string) {
 	c.record("disk "+faults, b.Name)
