@@ -109,7 +109,7 @@ func Open(cfg config.BookieStorageConfig, logger *slog.Logger, registerer promet
 }
 
 // OpenWithFS is Open over the given file system (tests pass a vfs.FaultFS). The Pebble
-// index always uses the operating system's file system.
+// index is on the same faults (vfs.PebbleFS).
 func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, registerer prometheus.Registerer) (*Disk, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -150,6 +150,9 @@ func OpenWithFS(cfg config.BookieStorageConfig, fs vfs.FS, logger *slog.Logger, 
 	return d, nil
 }
 
+// indexDir is where the Pebble index lives.
+func (d *Disk) indexDir() string { return filepath.Join(d.ldir, "index") }
+
 func (d *Disk) open() error {
 	for _, dir := range []string{d.jdir, d.ldir} {
 		if err := d.fs.MkdirAll(dir); err != nil {
@@ -161,7 +164,7 @@ func (d *Disk) open() error {
 		return err
 	}
 	d.instance, d.fresh = id, fresh
-	ix, err := index.Open(filepath.Join(d.ldir, "index"), indexCacheBytes, d.log)
+	ix, err := index.Open(d.indexDir(), vfs.PebbleFS(d.fs), indexCacheBytes, d.log)
 	if err != nil {
 		return err
 	}

@@ -119,9 +119,10 @@ func (h *health) check() {
 	}
 }
 
-// probe writes, syncs and removes a small file in every directory.
+// probe writes, syncs and removes a small file in every directory, the index's included
+// (Pebble ignores files it does not name).
 func (h *health) probe() error {
-	for _, dir := range []string{h.d.jdir, h.d.ldir} {
+	for _, dir := range []string{h.d.jdir, h.d.ldir, h.d.indexDir()} {
 		name := filepath.Join(dir, ".probe")
 		if err := h.d.fs.WriteFileAtomic(name, []byte("probe")); err != nil {
 			return err

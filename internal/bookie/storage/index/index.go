@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/magnetar-io/magnetar/internal/logging"
 )
@@ -52,28 +55,137 @@ type Checkpoint struct {
 }
 
 // Index is the Pebble database.
+//
+// A commit that fails inside Pebble (its WAL write or sync: a full disk, a failing fsync)
+// leaves Pebble's commit pipeline unusable, and Pebble then calls its logger's Fatalf. The
+// index's logger panics with a fatalError there, Commit recovers it into an error wrapping
+// ErrFailed (the bookie turns read-only, as for a failed journal or entry-log write), and
+// the database is reopened before the next commit: reopening replays what Pebble made
+// durable. Reads keep using the open database meanwhile. A failure Pebble meets in its
+// background work (a MANIFEST sync during a flush or compaction) still stops the process:
+// that Fatalf runs on Pebble's goroutine, where nothing can take over.
 type Index struct {
-	db *pebble.DB
+	dir   string
+	fs    vfs.FS
+	cache *pebble.Cache
+	log   *slog.Logger
+
+	mu     sync.RWMutex // reads and commits share it; reopening takes it alone
+	db     *pebble.DB   // nil after a reopen failed
+	broken atomic.Pointer[error]
 }
 
-// Open opens (or creates) the index in dir.
-func Open(dir string, cacheBytes int64, log *slog.Logger) (*Index, error) {
-	cache := pebble.NewCache(cacheBytes)
-	defer cache.Unref()
-	opts := &pebble.Options{
-		Cache:        cache,
-		MemTableSize: 8 << 20,
-		Logger:       logging.Printf{Log: log.With("component", "pebble")},
+// Errors of the index's life cycle.
+var (
+	// ErrFailed: a write to the index failed; the index reopens itself before the next.
+	ErrFailed = errors.New("index: write failed")
+	// ErrUnavailable: reopening the index after a failed write failed too.
+	ErrUnavailable = errors.New("index: unavailable")
+)
+
+// Open opens (or creates) the index in dir on fs (nil: the operating system's file system;
+// the bookie passes its fault layer's, vfs.PebbleFS).
+func Open(dir string, fs vfs.FS, cacheBytes int64, log *slog.Logger) (*Index, error) {
+	if fs == nil {
+		fs = vfs.Default
 	}
-	db, err := pebble.Open(dir, opts)
+	ix := &Index{dir: dir, fs: fs, cache: pebble.NewCache(cacheBytes), log: log.With("component", "pebble")}
+	db, err := pebble.Open(dir, ix.options())
 	if err != nil {
+		ix.cache.Unref()
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
 	}
-	return &Index{db: db}, nil
+	ix.db = db
+	return ix, nil
+}
+
+func (ix *Index) options() *pebble.Options {
+	return &pebble.Options{
+		FS:           ix.fs,
+		Cache:        ix.cache,
+		MemTableSize: 8 << 20,
+		Logger:       pebbleLogger{logging.Printf{Log: ix.log}},
+	}
+}
+
+// fatalError is what the index's Pebble logger panics with on Fatalf.
+type fatalError string
+
+func (e fatalError) Error() string { return "pebble: " + string(e) }
+
+// pebbleLogger is logging.Printf whose Fatalf panics with a fatalError, which Commit
+// recognises; any other panic is not ours to recover.
+type pebbleLogger struct{ logging.Printf }
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.Log.Error("fatal Pebble error", "msg", msg)
+	panic(fatalError(msg))
 }
 
 // Close closes the database.
-func (ix *Index) Close() error { return ix.db.Close() }
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	defer ix.cache.Unref()
+	if ix.db == nil {
+		return nil
+	}
+	err := closeRecovering(ix.db)
+	ix.db = nil
+	if ix.broken.Load() != nil {
+		return nil // the failed commit was reported; what Close says about it adds nothing
+	}
+	return err
+}
+
+// closeRecovering closes db, turning a Fatalf during the close into an error.
+func closeRecovering(db *pebble.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatalError)
+			if !ok {
+				panic(r)
+			}
+			err = f
+		}
+	}()
+	return db.Close()
+}
+
+// reopen replaces a database whose commit failed by a fresh open of its directory.
+func (ix *Index) reopen() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	cause := ix.broken.Load()
+	if cause == nil {
+		return nil
+	}
+	if ix.db != nil {
+		if err := closeRecovering(ix.db); err != nil {
+			ix.log.Debug("closing the index after its failed commit", "err", err)
+		}
+		ix.db = nil
+	}
+	db, err := pebble.Open(ix.dir, ix.options())
+	if err != nil {
+		return fmt.Errorf("%w: reopening %s after %w: %w", ErrUnavailable, ix.dir, *cause, err)
+	}
+	ix.db = db
+	ix.broken.Store(nil)
+	ix.log.Info("index reopened after a failed write", "was", (*cause).Error())
+	return nil
+}
+
+// open returns the database under a read lock the caller releases, or ErrUnavailable.
+func (ix *Index) open() (*pebble.DB, error) {
+	ix.mu.RLock()
+	if ix.db == nil {
+		ix.mu.RUnlock()
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, ix.dir)
+	}
+	return ix.db, nil
+}
 
 func entryKey(b []byte, ledgerID, entryID int64) []byte {
 	b = append(b, prefixEntry)
@@ -176,8 +288,13 @@ func DecodeLogMeta(v []byte) (map[int64]int64, error) {
 
 // Get returns an entry's location; ok is false when the index has none.
 func (ix *Index) Get(ledgerID, entryID int64) (loc Location, ok bool, err error) {
+	db, err := ix.open()
+	if err != nil {
+		return Location{}, false, err
+	}
+	defer ix.mu.RUnlock()
 	var kb [17]byte
-	v, closer, err := ix.db.Get(entryKey(kb[:0], ledgerID, entryID))
+	v, closer, err := db.Get(entryKey(kb[:0], ledgerID, entryID))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Location{}, false, nil
 	}
@@ -192,7 +309,12 @@ func (ix *Index) Get(ledgerID, entryID int64) (loc Location, ok bool, err error)
 // Range calls fn for the locations of ledgerID's entries first..last in order, until fn
 // returns false.
 func (ix *Index) Range(ledgerID, first, last int64, fn func(entryID int64, loc Location) bool) error {
-	it, err := ix.db.NewIter(&pebble.IterOptions{
+	db, err := ix.open()
+	if err != nil {
+		return err
+	}
+	defer ix.mu.RUnlock()
+	it, err := db.NewIter(&pebble.IterOptions{
 		LowerBound: entryKey(nil, ledgerID, first),
 		UpperBound: entryKey(nil, ledgerID, last+1),
 	})
@@ -214,7 +336,12 @@ func (ix *Index) Range(ledgerID, first, last int64, fn func(entryID int64, loc L
 
 // Checkpoint returns the stored checkpoint (zero when none).
 func (ix *Index) Checkpoint() (Checkpoint, error) {
-	v, closer, err := ix.db.Get([]byte{prefixCheckpoint})
+	db, err := ix.open()
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	defer ix.mu.RUnlock()
+	v, closer, err := db.Get([]byte{prefixCheckpoint})
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Checkpoint{}, nil
 	}
@@ -253,7 +380,12 @@ func (ix *Index) Logs(fn func(logID uint64, m map[int64]int64)) error {
 }
 
 func (ix *Index) scanPrefix(prefix byte, fn func(id uint64, v []byte) error) error {
-	it, err := ix.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+	db, err := ix.open()
+	if err != nil {
+		return err
+	}
+	defer ix.mu.RUnlock()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
 	if err != nil {
 		return fmt.Errorf("index: scan: %w", err)
 	}
@@ -270,15 +402,17 @@ func (ix *Index) scanPrefix(prefix byte, fn func(id uint64, v []byte) error) err
 	return it.Close()
 }
 
-// Batch gathers updates committed together with sync.
+// Batch gathers updates committed together with sync. It belongs to no database until
+// Commit, so a reopen between NewBatch and Commit loses nothing.
 type Batch struct {
+	ix  *Index
 	b   *pebble.Batch
 	key []byte
 	val [16]byte
 }
 
 // NewBatch starts a batch.
-func (ix *Index) NewBatch() *Batch { return &Batch{b: ix.db.NewBatch()} }
+func (ix *Index) NewBatch() *Batch { return &Batch{ix: ix, b: new(pebble.Batch)} }
 
 // PutLocation records an entry's location.
 func (b *Batch) PutLocation(ledgerID, entryID int64, loc Location) {
@@ -314,13 +448,41 @@ func (b *Batch) PutCheckpoint(c Checkpoint) {
 	_ = b.b.Set([]byte{prefixCheckpoint}, v, nil)
 }
 
-// Commit writes the batch durably and releases it.
+// Commit writes the batch durably and releases it. After a failed commit (ErrFailed) the
+// database is reopened first; if that fails too, the error wraps ErrUnavailable.
 func (b *Batch) Commit() error {
 	defer b.b.Close()
-	if err := b.b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("index: commit: %w", err)
+	ix := b.ix
+	if ix.broken.Load() != nil {
+		if err := ix.reopen(); err != nil {
+			return err
+		}
+	}
+	db, err := ix.open()
+	if err != nil {
+		return err
+	}
+	defer ix.mu.RUnlock()
+	if err := applyRecovering(db, b.b); err != nil {
+		ix.broken.CompareAndSwap(nil, &err)
+		return fmt.Errorf("%w: commit: %w", ErrFailed, err)
 	}
 	return nil
+}
+
+// applyRecovering applies batch to db with sync, turning Pebble's Fatalf on a failed
+// commit into an error.
+func applyRecovering(db *pebble.DB, batch *pebble.Batch) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatalError)
+			if !ok {
+				panic(r)
+			}
+			err = f
+		}
+	}()
+	return db.Apply(batch, pebble.Sync)
 }
 
 // Discard releases an uncommitted batch.

@@ -18,6 +18,7 @@ type FaultFS struct {
 	full      atomic.Bool
 	syncFails atomic.Bool
 	writes    atomic.Int64
+	only      atomic.Pointer[func(name string) bool] // nil: faults hit every file
 
 	undoMu sync.Mutex
 	undo   *undoLog // non-nil: unsynced writes are recorded (undo.go)
@@ -32,8 +33,31 @@ func (f *FaultFS) SetFull(full bool) { f.full.Store(full) }
 // SetSyncFails makes every Sync fail with EIO.
 func (f *FaultFS) SetSyncFails(fail bool) { f.syncFails.Store(fail) }
 
-// Writes counts successful WriteAt calls (tests use it to wait for activity).
+// SetOnly limits the full-disk and sync faults to the files match accepts (a test fails
+// only the Pebble index's files, say); nil: every file. Usage still reports a full disk.
+func (f *FaultFS) SetOnly(match func(name string) bool) {
+	if match == nil {
+		f.only.Store(nil)
+		return
+	}
+	f.only.Store(&match)
+}
+
+// Writes counts successful writes (tests use it to wait for activity).
 func (f *FaultFS) Writes() int64 { return f.writes.Load() }
+
+func (f *FaultFS) hits(name string) bool {
+	m := f.only.Load()
+	return m == nil || (*m)(name)
+}
+
+// fullFor and syncFailsFor tell whether the fault is on for the file name.
+func (f *FaultFS) fullFor(name string) bool      { return f.full.Load() && f.hits(name) }
+func (f *FaultFS) syncFailsFor(name string) bool { return f.syncFails.Load() && f.hits(name) }
+
+func (f *FaultFS) errSync(name string) error {
+	return fmt.Errorf("vfs fault: sync %s: %w", name, syscall.EIO)
+}
 
 func (f *FaultFS) errFull(op, name string) error {
 	return fmt.Errorf("vfs fault: %s %s: %w", op, name, syscall.ENOSPC)
@@ -41,7 +65,7 @@ func (f *FaultFS) errFull(op, name string) error {
 
 // Create implements FS.
 func (f *FaultFS) Create(name string) (File, error) {
-	if f.full.Load() {
+	if f.fullFor(name) {
 		return nil, f.errFull("create", name)
 	}
 	file, err := f.FS.Create(name)
@@ -62,8 +86,11 @@ func (f *FaultFS) OpenReadWrite(name string) (File, error) {
 
 // WriteFileAtomic implements FS.
 func (f *FaultFS) WriteFileAtomic(name string, data []byte) error {
-	if f.full.Load() {
+	if f.fullFor(name) {
 		return f.errFull("write", name)
+	}
+	if f.syncFailsFor(name) { // it syncs the file and the directory
+		return f.errSync(name)
 	}
 	return f.FS.WriteFileAtomic(name, data)
 }
@@ -83,7 +110,7 @@ type faultFile struct {
 }
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
-	if f.fs.full.Load() {
+	if f.fs.fullFor(f.name) {
 		// A full disk often takes part of the write: leave a torn prefix behind, as the
 		// real one would, so recovery code sees it.
 		n, _ := f.File.WriteAt(p[:len(p)/2], off)
@@ -102,7 +129,7 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *faultFile) Preallocate(off, size int64) error {
-	if f.fs.full.Load() {
+	if f.fs.fullFor(f.name) {
 		return f.fs.errFull("preallocate", f.name)
 	}
 	if u := f.fs.undoLog(); u != nil {
@@ -115,10 +142,10 @@ func (f *faultFile) Preallocate(off, size int64) error {
 }
 
 func (f *faultFile) Sync() error {
-	if f.fs.syncFails.Load() {
-		return fmt.Errorf("vfs fault: sync %s: %w", f.name, syscall.EIO)
+	if f.fs.syncFailsFor(f.name) {
+		return f.fs.errSync(f.name)
 	}
-	if f.fs.full.Load() {
+	if f.fs.fullFor(f.name) {
 		return f.fs.errFull("sync", f.name)
 	}
 	if err := f.File.Sync(); err != nil {

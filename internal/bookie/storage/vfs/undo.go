@@ -65,8 +65,15 @@ func (f *FaultFS) undoLog() *undoLog {
 	return f.undo
 }
 
+// sizedReaderAt is what the undo log reads of a file before a write: its size and the
+// bytes about to be overwritten.
+type sizedReaderAt interface {
+	io.ReaderAt
+	Size() (int64, error)
+}
+
 // before records what a write of n bytes at off to file (path name) overwrites.
-func (u *undoLog) before(file File, name string, off int64, n int) error {
+func (u *undoLog) before(file sizedReaderAt, name string, off int64, n int) error {
 	size, err := file.Size()
 	if err != nil {
 		return err
