@@ -125,8 +125,16 @@ var scenarios = []scenario{
 			res.Problems = append(res.Problems, fmt.Sprintf("publishing stopped for %.1f s, more than the session TTL + 5 s (%.0f s)", res.MaxUnavailabilityS, bound))
 		}
 	}},
-	{id: "R4", name: "a broker partitioned from the metadata store only (zombie owner)", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
+	{id: "R4", name: "a broker partitioned from the metadata store only, or SIGSTOPped (zombie owner)", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
 		b := pick(r.rng, r.c.dc.Brokers)
+		if r.rng.IntN(2) == 0 {
+			// Paused past its session: its bundles move; when it resumes it must not serve them.
+			r.c.pause(b)
+			r.sleep(r.interval * 2)
+			r.c.resume(b)
+			r.sleep(r.interval)
+			return
+		}
 		var md []string
 		for _, m := range r.c.dc.Metadata {
 			md = append(md, m.Name)
@@ -138,9 +146,9 @@ var scenarios = []scenario{
 		r.c.net.heal()
 		r.sleep(r.interval)
 	}},
-	{id: "R5", name: "network partitions: halves, one node isolated, a bookie cut from the brokers", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
+	{id: "R5", name: "network partitions: halves, one node isolated, a bookie cut from the brokers, a bridge node, one-way drops, a rate-limited link", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
 		names := r.c.net.order
-		switch r.rng.IntN(3) {
+		switch r.rng.IntN(6) {
 		case 0:
 			perm := r.rng.Perm(len(names))
 			var a, b []string
@@ -157,7 +165,7 @@ var scenarios = []scenario{
 			n := pick(r.rng, names)
 			r.c.record("isolate", n)
 			r.c.net.isolate(n)
-		default:
+		case 2:
 			b := pick(r.rng, r.c.dc.Bookies)
 			var brokers []string
 			for _, p := range r.c.dc.Brokers {
@@ -165,15 +173,43 @@ var scenarios = []scenario{
 			}
 			r.c.record("cut from brokers", b.Name)
 			r.c.net.partition([]string{b.Name}, brokers)
+		case 3:
+			// A bridge: two halves that cannot reach each other, and one node both reach.
+			perm := r.rng.Perm(len(names))
+			bridge := names[perm[0]]
+			var a, b []string
+			for i, j := range perm[1:] {
+				if i%2 == 0 {
+					a = append(a, names[j])
+				} else {
+					b = append(b, names[j])
+				}
+			}
+			r.c.record("partition halves around bridge", bridge)
+			r.c.net.partition(a, b)
+		case 4:
+			// One way: a broker's packets to a bookie vanish, the bookie's still arrive.
+			br, bk := pick(r.rng, r.c.dc.Brokers), pick(r.rng, r.c.dc.Bookies)
+			if r.rng.IntN(2) == 0 {
+				r.c.record("one-way drop to "+bk.Name, br.Name)
+				r.c.net.drop(br.Name, bk.Name)
+			} else {
+				r.c.record("one-way drop to "+br.Name, bk.Name)
+				r.c.net.drop(bk.Name, br.Name)
+			}
+		default:
+			n := pick(r.rng, append(append([]*devcluster.Proc{}, r.c.dc.Bookies...), r.c.dc.Brokers...))
+			r.c.record("rate limit 1mbit", n.Name)
+			r.c.net.rateLimit(n.Name, "1mbit")
 		}
 		r.sleep(r.interval)
 		r.c.record("heal network", "")
 		r.c.net.heal()
 		r.sleep(r.interval)
 	}},
-	{id: "R6", name: "metadata faults: kill a member, partition a minority, link down", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
+	{id: "R6", name: "metadata faults: kill a member, partition a minority, link down, SIGSTOP a member", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
 		m := pick(r.rng, r.c.dc.Metadata)
-		switch r.rng.IntN(3) {
+		switch r.rng.IntN(4) {
 		case 0:
 			r.c.kill(m)
 			r.sleep(r.interval)
@@ -183,11 +219,15 @@ var scenarios = []scenario{
 			r.c.net.isolate(m.Name)
 			r.sleep(r.interval)
 			r.c.net.heal()
-		default:
+		case 2:
 			r.c.record("link down", m.Name)
 			r.c.net.link(m.Name, false)
 			r.sleep(r.interval)
 			r.c.net.link(m.Name, true)
+		default:
+			r.c.pause(m)
+			r.sleep(r.interval)
+			r.c.resume(m)
 		}
 		r.sleep(r.interval)
 	}},
