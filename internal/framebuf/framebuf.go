@@ -24,8 +24,9 @@ var chunks = sync.Pool{New: func() any { b := make([]byte, FirstStep); return &b
 // A frame larger than FirstStep is read in two halves: the first half into pooled chunks,
 // then the frame's buffer is allocated (at most twice what has arrived by then), the
 // chunks copied in and returned, and the second half read in place. So a peer that stalls
-// holds at most one chunk beyond what it sent, or twice what it sent; an honest frame costs
-// the one allocation it always did plus a copy of its first half, and no garbage.
+// holds at most one chunk beyond what it sent, or twice what it sent (three times while the
+// chunks are copied); an honest frame costs the one allocation it always did plus a copy of
+// its first half, and no garbage.
 func ReadFull(r io.Reader, n int) ([]byte, error) {
 	if n <= FirstStep {
 		buf := make([]byte, n)
