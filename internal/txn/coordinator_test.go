@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/magnetar-io/magnetar/internal/clock"
 )
 
 func TestCoordinatorCommitTellsEveryParticipantThenForgets(t *testing.T) {
@@ -301,25 +303,17 @@ func TestCoordinatorSequenceSurvivesTrimming(t *testing.T) {
 // the coordinator is aborted at recovery.
 func TestCoordinatorExpiredWhileDown(t *testing.T) {
 	cl := newCluster(t)
-	now := time.Now()
-	var clock struct {
-		sync.Mutex
-		t time.Time
-	}
-	clock.t = now
-	nowFn := func() time.Time { clock.Lock(); defer clock.Unlock(); return clock.t }
-	c := openCoord(t, cl.factory(), &fakeParticipants{}, func(o *CoordinatorOptions) { o.Now = nowFn })
+	clk := clock.NewFake(time.Now())
+	c := openCoord(t, cl.factory(), &fakeParticipants{}, func(o *CoordinatorOptions) { o.Clock = clk })
 	ctx := ctxT(t)
 	id, _ := c.New(ctx, time.Hour, "")
 	_ = c.AddPartitions(ctx, id, []string{"p"})
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clock.Lock()
-	clock.t = now.Add(2 * time.Hour)
-	clock.Unlock()
+	clk.Advance(2 * time.Hour)
 	fp := &fakeParticipants{}
-	c2 := openCoord(t, cl.factory(), fp, func(o *CoordinatorOptions) { o.Now = nowFn })
+	c2 := openCoord(t, cl.factory(), fp, func(o *CoordinatorOptions) { o.Clock = clk })
 	eventually(t, "the expired transaction to be aborted", func() bool { return fp.count(id, Abort) == 1 })
 	eventually(t, "its stats", func() bool { return c2.Stats().TimedOut == 1 })
 }

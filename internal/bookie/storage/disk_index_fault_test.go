@@ -77,11 +77,14 @@ func TestIndexFaultTurnsReadOnly(t *testing.T) {
 	for e := int64(0); e < 50; e++ {
 		add(t, s, 1, e, st.Payload(1, e, 300))
 	}
-	ffs.SetSyncFails(true)
-	// Acknowledged: the journal is healthy. The flush of these fails in the index commit.
+	// Acknowledged (the journal is healthy) while the flusher waits; then the index's disk
+	// fails and the flush of these fails in the index commit.
+	release := s.StallFlusher()
 	for e := int64(50); e < 60; e++ {
 		add(t, s, 1, e, st.Payload(1, e, 300))
 	}
+	ffs.SetSyncFails(true)
+	release()
 	waitFor(t, "read-only", s.ReadOnly)
 	if err := st.Add(t, s, 1, 60, key, 59, []byte("x"), false); !errors.Is(err, storage.ErrReadOnly) {
 		t.Fatalf("add while the index fails: %v, want ErrReadOnly", err)
