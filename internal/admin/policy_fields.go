@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/offload"
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
@@ -221,6 +222,29 @@ var moreNamespacePolicies = []policy{
 		atLeast[int64](-1, "Invalid value for offloadThresholdInSecond")),
 	nsField("offloadDeletionLagMs", func(p *resources.Policies) **int64 { return &p.OffloadDeletionLagMs }, nil, atLeast[int64](-1, "")),
 	nsField("offloadPolicies", func(p *resources.Policies) **resources.OffloadPolicies { return &p.OffloadPolicies }, nil, checkOffloadPolicies),
+	{
+		// Pulsar's subscriptionAuthMode: a JSON string, None when unset.
+		name: "subscriptionAuthMode",
+		get: func(p *resources.Policies) any {
+			if p.SubscriptionAuthMode == "" {
+				return auth.SubscriptionAuthNone
+			}
+			return p.SubscriptionAuthMode
+		},
+		set: func(p *resources.Policies, r *http.Request) error {
+			text, err := stringBody(r)
+			if err != nil {
+				return err
+			}
+			m, err := auth.ParseSubscriptionAuthMode(text)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrBadRequest, err)
+			}
+			p.SubscriptionAuthMode = m
+			return nil
+		},
+		remove: func(p *resources.Policies) { p.SubscriptionAuthMode = "" },
+	},
 	nsField("persistence/bookieAffinity", func(p *resources.Policies) **resources.BookieAffinityGroup { return &p.BookieAffinityGroup }, nil,
 		func(g *resources.BookieAffinityGroup) error {
 			if g.Primary == "" {

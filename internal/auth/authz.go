@@ -96,6 +96,26 @@ type NamespacePolicy struct {
 	SubscriptionAuthMode string
 }
 
+// Pulsar's SubscriptionAuthMode values.
+const (
+	SubscriptionAuthNone   = "None"
+	SubscriptionAuthPrefix = "Prefix"
+)
+
+// ParseSubscriptionAuthMode reads a subscription_auth_mode (case-insensitive, "" is None)
+// and returns its canonical spelling.
+func ParseSubscriptionAuthMode(s string) (string, error) {
+	for _, m := range []string{SubscriptionAuthNone, SubscriptionAuthPrefix} {
+		if strings.EqualFold(strings.TrimSpace(s), m) {
+			return m, nil
+		}
+	}
+	if strings.TrimSpace(s) == "" {
+		return SubscriptionAuthNone, nil
+	}
+	return "", fmt.Errorf("unknown subscription auth mode %q: valid options are None, Prefix", s)
+}
+
 // Policies reads the permissions that decisions are made from. A missing tenant or
 // namespace is an error wrapping ErrPolicyNotFound (the decision is then "deny").
 type Policies interface {
@@ -335,8 +355,10 @@ func (a *Authorizer) Topic(ctx context.Context, p Principal, t Topic, op TopicOp
 				why = fmt.Errorf("subscription %s is limited to %v", sub, roles)
 				return false, nil
 			}
-			if strings.EqualFold(pol.SubscriptionAuthMode, "Prefix") && !strings.HasPrefix(sub, role) {
-				why = fmt.Errorf("subscription names must start with the role (subscription_auth_mode Prefix)")
+			// Prefix wants "<role>-": Pulsar tests only the role as a prefix, which lets role
+			// "app" take the subscriptions of role "app2"; its own error text asks for the dash.
+			if strings.EqualFold(pol.SubscriptionAuthMode, SubscriptionAuthPrefix) && !strings.HasPrefix(sub, role+"-") {
+				why = fmt.Errorf("the subscription name needs to be prefixed by the authentication role, like %s-xxxx (subscription_auth_mode Prefix)", role)
 				return false, nil
 			}
 		}

@@ -56,6 +56,19 @@ func testAuthorizer(t *testing.T, wildcard bool) *Authorizer {
 	return a
 }
 
+func TestParseSubscriptionAuthMode(t *testing.T) {
+	for in, want := range map[string]string{"Prefix": "Prefix", "prefix": "Prefix", "None": "None", " NONE ": "None", "": "None"} {
+		if got, err := ParseSubscriptionAuthMode(in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"Suffix", "Prefix-", "1"} {
+		if got, err := ParseSubscriptionAuthMode(in); err == nil {
+			t.Errorf("%q: accepted as %q", in, got)
+		}
+	}
+}
+
 func TestAuthorizerTopics(t *testing.T) {
 	a := testAuthorizer(t, false)
 	ctx := context.Background()
@@ -95,6 +108,9 @@ func TestAuthorizerTopics(t *testing.T) {
 		{p("producer"), Topic{"nobody", "ns", "persistent://nobody/ns/t"}, TopicProduce, "", false},
 		{p("consumer"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "consumer-sub", true},
 		{p("consumer"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "sub", false},
+		{p("consumer"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "consumer2-sub", false}, // role "consumer2"'s
+		{p("consumer"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicLookup, "", true},
+		{p("root"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "sub", true},
 		// Through a proxy both roles must be allowed.
 		{Principal{Role: "root", Original: "producer"}, orders, TopicProduce, "", true},
 		{Principal{Role: "root", Original: "consumer"}, orders, TopicProduce, "", false},

@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
 // pulsar-admin's remaining namespace and topic policy verbs: a scalar policy is a
@@ -22,7 +24,7 @@ type scalarPolicy struct {
 	short  string // its shorthand, "" for none
 	method string // of set: POST or PUT, as pulsar-admin sends it
 	parse  func(string) (any, error)
-	remove string // the remove verb's prefix ("remove", or "clear" where pulsar-admin says so)
+	remove string // the remove verb's prefix ("remove", or "clear" where pulsar-admin says so; "" none)
 }
 
 func parseIntValue(s string) (any, error) {
@@ -77,7 +79,11 @@ var namespaceScalarPolicies = []scalarPolicy{
 	{"max-topics-per-namespace", "maxTopicsPerNamespace", "topic limit, partitions counted (0: unlimited)", "max-topics-per-namespace", "t", http.MethodPost, parseIntValue, "remove"},
 	{"subscription-expiration-time", "subscriptionExpirationTime", "minutes after which an inactive subscription expires", "time", "t", http.MethodPost, parseIntValue, "remove"},
 	{"compaction-threshold", "compactionThreshold", "backlog size that triggers compaction", "threshold", "t", http.MethodPut, parseSizeValue, "remove"},
+	// pulsar-admin has no remove verb for it (set None instead).
+	{"subscription-auth-mode", "subscriptionAuthMode", "subscription authorization mode (None, Prefix)", "subscription-auth-mode", "m", http.MethodPost, parseSubscriptionAuthMode, ""},
 }
+
+func parseSubscriptionAuthMode(s string) (any, error) { return auth.ParseSubscriptionAuthMode(s) }
 
 var topicScalarPolicies = []scalarPolicy{
 	{"max-subscriptions-per-topic", "maxSubscriptionsPerTopic", "subscription limit (0: unlimited)", "max-subscriptions-per-topic", "s", http.MethodPost, parseIntValue, "remove"},
@@ -106,10 +112,14 @@ func (ac *adminCLI) scalarVerbs(ps []scalarPolicy, verb func(use, short string, 
 		get := verb("get-"+sp.name, "Get the "+sp.what, func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p+"/"+sp.rest)
 		})
+		out = append(out, set, get)
+		if sp.remove == "" {
+			continue
+		}
 		remove := verb(sp.remove+"-"+sp.name, "Remove the "+sp.what+" (the next level's applies)", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodDelete, p+"/"+sp.rest, nil)
 		})
-		out = append(out, set, get, remove)
+		out = append(out, remove)
 	}
 	return out
 }

@@ -52,4 +52,18 @@ func TestAdminOffloadAndLimitVerbs(t *testing.T) {
 	if code, _, _ := magnetarAdmin(t, "namespaces", "set-max-topics-per-namespace", ns, "-t", "-1"); code == 0 {
 		t.Fatal("a negative max-topics-per-namespace was accepted")
 	}
+
+	// subscription-auth-mode: set/get only, as pulsar-admin; a mode it does not know is a
+	// usage error that changes nothing.
+	if got := ok("namespaces", "get-subscription-auth-mode", ns); strings.Trim(got, `"`) != "None" {
+		t.Fatalf("default subscription auth mode %q", got)
+	}
+	ok("namespaces", "set-subscription-auth-mode", ns, "-m", "Prefix")
+	if code, _, _ := magnetarAdmin(t, "namespaces", "set-subscription-auth-mode", ns, "-m", "Suffix"); code == 0 {
+		t.Fatal("subscription auth mode Suffix was accepted")
+	}
+	if got := ok("namespaces", "get-subscription-auth-mode", ns); strings.Trim(got, `"`) != "Prefix" {
+		t.Fatalf("subscription auth mode %q", got)
+	}
+	ok("namespaces", "set-subscription-auth-mode", ns, "--subscription-auth-mode", "None")
 }

@@ -25,8 +25,7 @@ func (p PermissionSource) Tenant(ctx context.Context, tenant string) (auth.Tenan
 	return auth.TenantPolicy{AdminRoles: t.AdminRoles, AllowedClusters: t.AllowedClusters}, nil
 }
 
-// Namespace implements auth.Policies. subscription_auth_mode is not recorded yet, so the
-// mode is Pulsar's default (None).
+// Namespace implements auth.Policies.
 func (p PermissionSource) Namespace(ctx context.Context, tenant, ns string) (auth.NamespacePolicy, error) {
 	pol, err := p.R.Namespace(ctx, tenant, ns)
 	if err != nil {
@@ -34,7 +33,7 @@ func (p PermissionSource) Namespace(ctx context.Context, tenant, ns string) (aut
 	}
 	a := pol.AuthPolicies
 	return auth.NamespacePolicy{NamespaceAuth: a.NamespaceAuth, DestinationAuth: a.DestinationAuth,
-		SubscriptionAuthRoles: a.SubscriptionAuthRoles}, nil
+		SubscriptionAuthRoles: a.SubscriptionAuthRoles, SubscriptionAuthMode: pol.SubscriptionAuthMode}, nil
 }
 
 func authNotFound(err error) error {

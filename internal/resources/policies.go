@@ -13,19 +13,22 @@ type Policies struct {
 	AutoTopicCreationOverride *AutoTopicCreationOverride `json:"autoTopicCreationOverride,omitempty"`
 	ReplicationClusters       []string                   `json:"replication_clusters"`
 	AuthPolicies              AuthPolicies               `json:"auth_policies"`
-	SchemaCompatibility       string                     `json:"schema_compatibility_strategy,omitempty"`
-	SchemaAutoUpdateCompat    string                     `json:"schema_auto_update_compatibility_strategy,omitempty"`
-	SchemaValidationEnforced  bool                       `json:"schema_validation_enforced"`
-	IsAllowAutoUpdateSchema   *bool                      `json:"is_allow_auto_update_schema,omitempty"`
-	MaxProducersPerTopic      *int                       `json:"max_producers_per_topic,omitempty"`
-	MaxConsumersPerTopic      *int                       `json:"max_consumers_per_topic,omitempty"`
-	MaxConsumersPerSub        *int                       `json:"max_consumers_per_subscription,omitempty"`
-	MaxSubscriptionsPerTopic  *int                       `json:"max_subscriptions_per_topic,omitempty"`
-	MaxTopicsPerNamespace     *int                       `json:"max_topics_per_namespace,omitempty"`
-	MaxUnackedPerConsumer     *int                       `json:"max_unacked_messages_per_consumer,omitempty"`
-	MaxUnackedPerSubscription *int                       `json:"max_unacked_messages_per_subscription,omitempty"`
-	SubscriptionExpiration    *int                       `json:"subscription_expiration_time_minutes,omitempty"`
-	CompactionThreshold       *int64                     `json:"compaction_threshold,omitempty"`
+	// SubscriptionAuthMode is Pulsar's subscription_auth_mode: "None" (or empty, unset) or
+	// "Prefix" (a role's subscriptions must be named <role>-...; internal/auth enforces it).
+	SubscriptionAuthMode      string `json:"subscription_auth_mode,omitempty"`
+	SchemaCompatibility       string `json:"schema_compatibility_strategy,omitempty"`
+	SchemaAutoUpdateCompat    string `json:"schema_auto_update_compatibility_strategy,omitempty"`
+	SchemaValidationEnforced  bool   `json:"schema_validation_enforced"`
+	IsAllowAutoUpdateSchema   *bool  `json:"is_allow_auto_update_schema,omitempty"`
+	MaxProducersPerTopic      *int   `json:"max_producers_per_topic,omitempty"`
+	MaxConsumersPerTopic      *int   `json:"max_consumers_per_topic,omitempty"`
+	MaxConsumersPerSub        *int   `json:"max_consumers_per_subscription,omitempty"`
+	MaxSubscriptionsPerTopic  *int   `json:"max_subscriptions_per_topic,omitempty"`
+	MaxTopicsPerNamespace     *int   `json:"max_topics_per_namespace,omitempty"`
+	MaxUnackedPerConsumer     *int   `json:"max_unacked_messages_per_consumer,omitempty"`
+	MaxUnackedPerSubscription *int   `json:"max_unacked_messages_per_subscription,omitempty"`
+	SubscriptionExpiration    *int   `json:"subscription_expiration_time_minutes,omitempty"`
+	CompactionThreshold       *int64 `json:"compaction_threshold,omitempty"`
 	// Offload: offload_policies wins over the three legacy fields, which Pulsar keeps for
 	// set-offload-threshold / set-offload-deletion-lag (topics.resolveOffload merges them).
 	OffloadPolicies           *OffloadPolicies     `json:"offload_policies,omitempty"`

@@ -325,4 +325,73 @@ func TestAuthorizationMatrix(t *testing.T) {
 	if code == 200 || strings.Contains(body, "other tenant") {
 		t.Fatalf("another tenant's message through acme's topic: %d %s", code, body)
 	}
+	t.Run("SubscriptionAuthModePrefix", m.subscriptionAuthPrefix)
+}
+
+// subscriptionAuthPrefix: with subscriptionAuthMode Prefix on acme/app (set by its tenant
+// admin over REST), the consume-only role subscribes with the official client only to
+// subscriptions named consumer-..., is refused others with AuthorizationError (binary and
+// REST), and the superuser is not bound by it.
+func (m *matrix) subscriptionAuthPrefix(t *testing.T) {
+	const path = "/admin/v2/namespaces/acme/app/subscriptionAuthMode"
+	mode := func() string {
+		t.Helper()
+		ok, code, body := m.rest(t, "acme-admin", "GET", path, "")
+		if !ok || code != 200 {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		return strings.TrimSpace(body)
+	}
+	if got := mode(); got != `"None"` {
+		t.Fatalf("default subscriptionAuthMode %s", got)
+	}
+	if ok, code, _ := m.rest(t, "consumer", "POST", path, `"Prefix"`); ok {
+		t.Fatalf("the consume-only role set subscriptionAuthMode: %d", code)
+	}
+	if _, code, body := m.rest(t, "acme-admin", "POST", path, `"Prefix"`); code >= 300 {
+		t.Fatalf("POST %s: %d %s", path, code, body)
+	}
+	if _, code, _ := m.rest(t, "acme-admin", "POST", path, `"Suffix"`); code != 400 {
+		t.Fatalf("subscriptionAuthMode Suffix: %d, want 400", code)
+	}
+	if got := mode(); got != `"Prefix"` {
+		t.Fatalf("subscriptionAuthMode %s after setting Prefix", got)
+	}
+	defer m.rest(t, "acme-admin", "POST", path, `"None"`)
+
+	topic := "persistent://acme/app/prefixed"
+	subscribe := func(role, sub string) error {
+		c := m.f.client(t, pulsar.ClientOptions{URL: m.f.brokerURL, Authentication: pulsar.NewAuthenticationToken(m.tokens[role]),
+			OperationTimeout: 5 * time.Second})
+		cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: sub})
+		if err == nil {
+			cons.Close()
+		}
+		return err
+	}
+	for _, c := range []struct {
+		role, sub string
+		ok        bool
+	}{
+		{"consumer", "consumer-orders", true},
+		{"consumer", "orders", false},
+		{"consumer", "consumerorders", false}, // the prefix is "<role>-"
+		{"consumer", "acme-admin-orders", false},
+		{"root", "orders", true},
+	} {
+		err := subscribe(c.role, c.sub)
+		if c.ok != (err == nil) {
+			t.Errorf("%s subscribing %q: want ok=%v, got %v", c.role, c.sub, c.ok, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "AuthorizationError") {
+			t.Errorf("%s subscribing %q: %v, want AuthorizationError", c.role, c.sub, err)
+		}
+	}
+	sub := "/admin/v2/persistent/acme/app/prefixed/subscription/"
+	if ok, code, _ := m.rest(t, "consumer", "PUT", sub+"rest-sub", ""); ok {
+		t.Errorf("REST subscription rest-sub for consumer: %d", code)
+	}
+	if ok, code, body := m.rest(t, "consumer", "PUT", sub+"consumer-rest", ""); !ok || code >= 300 {
+		t.Errorf("REST subscription consumer-rest for consumer: %d %s", code, body)
+	}
 }
