@@ -71,9 +71,22 @@ func WriteMetadataClientConfig(path, trust, cert, key string) error {
 // keys): their TLS trust, its certificate, and its credentials on every request (redirects
 // included).
 func BrokerClientHTTP(cfg config.ClientAuthConfig, log *slog.Logger) (*http.Client, error) {
-	a, err := ParseClientAuth(cfg.AuthenticationPlugin, cfg.AuthenticationParameters)
+	tc, a, err := BrokerClient(cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	return &http.Client{Transport: authTransport{a: a, next: tr}, Timeout: time.Minute}, nil
+}
+
+// BrokerClient is what a broker presents to other brokers, on HTTP and on the binary
+// protocol alike (the brokerClient* keys): the TLS configuration (trust, and its certificate
+// from brokerClientCertificateFilePath or the tls plugin's parameters) and its credentials.
+func BrokerClient(cfg config.ClientAuthConfig, log *slog.Logger) (*tls.Config, *ClientAuth, error) {
+	a, err := ParseClientAuth(cfg.AuthenticationPlugin, cfg.AuthenticationParameters)
+	if err != nil {
+		return nil, nil, err
 	}
 	cert, key := cfg.CertificateFilePath, cfg.KeyFilePath
 	if cert == "" {
@@ -82,11 +95,9 @@ func BrokerClientHTTP(cfg config.ClientAuthConfig, log *slog.Logger) (*http.Clie
 	tc, err := NewClientTLS(ClientTLSOptions{TrustCertsFile: cfg.TrustCertsFilePath, CertFile: cert, KeyFile: key,
 		VerifyHostname: cfg.HostnameVerification, Refresh: 5 * time.Minute, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = tc
-	return &http.Client{Transport: authTransport{a: a, next: tr}, Timeout: time.Minute}, nil
+	return tc, a, nil
 }
 
 // BrokerClientAuth is the broker's own credentials towards other brokers.

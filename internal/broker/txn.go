@@ -50,7 +50,10 @@ func (s *Server) startTxn(reg prometheus.Registerer) error {
 	if s.txn, err = txn.StartCoordinators(o); err != nil {
 		return fmt.Errorf("broker: transactions: %w", err)
 	}
-	s.txnPeers = newPeerPool(s)
+	if s.txnPeers, err = newPeerPool(s); err != nil { // txn_client.go
+		_ = s.txn.Close(ctx)
+		return err
+	}
 	if reg != nil {
 		if err := reg.Register(s.txn.Collector(s.cfg.ClusterName)); err != nil {
 			_ = s.txn.Close(ctx)
@@ -241,10 +244,17 @@ func txnAction(a pb.TxnAction) txn.Action {
 	return txn.Commit
 }
 
+// endOnPartition and endOnSubscription serve another broker's coordinator (txn_client.go).
+// Only a topic's admins may end transactions on it (superusers, which the brokers' own
+// role must be, and the tenant's admins): anyone else could commit or abort any
+// transaction of any client.
 func (c *conn) endOnPartition(ctx context.Context, topic string, id txn.ID, a pb.TxnAction, low uint64) error {
 	name, err := topics.ParseName(topic)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %w", wire.ErrTopicNotFound, topic, err)
+	}
+	if err := c.s.topics.Authorize(ctx, topics.ActionAdmin, name); err != nil {
+		return err
 	}
 	return c.s.topics.EndTxnOnPartition(ctx, name, id, a == pb.TxnAction_COMMIT, low)
 }
@@ -253,6 +263,9 @@ func (c *conn) endOnSubscription(ctx context.Context, sub *pb.Subscription, id t
 	name, err := topics.ParseName(sub.GetTopic())
 	if err != nil {
 		return fmt.Errorf("%w: %q: %w", wire.ErrTopicNotFound, sub.GetTopic(), err)
+	}
+	if err := c.s.topics.Authorize(ctx, topics.ActionAdmin, name); err != nil {
+		return err
 	}
 	return c.s.topics.EndTxnOnSubscription(ctx, name, sub.GetSubscription(), id, a == pb.TxnAction_COMMIT, low)
 }
@@ -271,8 +284,13 @@ func (p participants) ownerURL(ctx context.Context, topic string) (string, error
 	if err != nil {
 		return "", fmt.Errorf("%w: looking up %s: %w", wire.ErrServiceNotReady, topic, err)
 	}
-	if r.Self || r.BrokerURL == "" || r.BrokerURL == p.s.ServiceURL() {
+	if r.Self || r.BrokerURL == "" || r.BrokerURL == p.s.ServiceURL() || r.BrokerURL == p.s.ServiceURLTLS() {
 		return "", nil
+	}
+	// brokerClientTlsEnabled: peers are reached on their TLS listener (a broker with TLS
+	// listeners only registers that one as BrokerURL too).
+	if p.s.cfg.Security.Client.TLSEnabled && r.BrokerURLTLS != "" {
+		return r.BrokerURLTLS, nil
 	}
 	return r.BrokerURL, nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -20,23 +22,44 @@ import (
 // Pulsar's TransactionBufferClient does. One connection per peer broker, multiplexed by
 // request id; a failed connection is dropped and the next request dials again (the
 // coordinator retries failed calls).
+//
+// With security on, the broker is a client of its peers like any other (the brokerClient*
+// keys, auth.BrokerClient): pulsar+ssl:// URLs (chosen with brokerClientTlsEnabled) are
+// dialled with TLS against brokerClientTrustCertsFilePath, CONNECT carries the broker's
+// credentials, and an AUTH_CHALLENGE is answered with fresh ones (a token file re-read), so a
+// peer connection outlives no token. The peer authorizes END_TXN_ON_* as topic admin
+// (conn.endOnPartition): the broker's role must be a superuser.
 
 // peerPool holds the connections to other brokers.
 type peerPool struct {
-	s *Server
+	s   *Server
+	sec peerSecurity
 
 	mu     sync.Mutex
 	closed bool
 	conns  map[string]*peerConn
 }
 
-func newPeerPool(s *Server) *peerPool { return &peerPool{s: s, conns: map[string]*peerConn{}} }
+// peerSecurity is what the broker presents to its peers.
+type peerSecurity struct {
+	tls  *tls.Config      // for pulsar+ssl:// peers
+	auth *auth.ClientAuth // CONNECT's credentials (none: Method "")
+}
+
+func newPeerPool(s *Server) (*peerPool, error) {
+	tc, a, err := auth.BrokerClient(s.cfg.Security.Client, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: brokerClient settings: %w", ErrBadConfig, err)
+	}
+	return &peerPool{s: s, sec: peerSecurity{tls: tc, auth: a}, conns: map[string]*peerConn{}}, nil
+}
 
 // peerConn is one connection to a peer broker.
 type peerConn struct {
 	addr string
 	nc   net.Conn
 	wmu  sync.Mutex
+	sec  peerSecurity
 
 	mu      sync.Mutex
 	next    uint64
@@ -55,9 +78,10 @@ func (pp *peerPool) close() {
 	}
 }
 
-// get returns the connection to url (pulsar://host:port), dialing if needed.
+// get returns the connection to url (pulsar://host:port or pulsar+ssl://host:port), dialing
+// if needed.
 func (pp *peerPool) get(ctx context.Context, url string) (*peerConn, error) {
-	addr := strings.TrimPrefix(url, "pulsar://")
+	addr := url
 	pp.mu.Lock()
 	if pp.closed {
 		pp.mu.Unlock()
@@ -68,7 +92,7 @@ func (pp *peerPool) get(ctx context.Context, url string) (*peerConn, error) {
 		return pc, nil
 	}
 	pp.mu.Unlock()
-	pc, err := dialPeer(ctx, addr, pp.s.maxFrame)
+	pc, err := dialPeer(ctx, url, pp.s.maxFrame, pp.sec)
 	if err != nil {
 		return nil, err
 	}
@@ -82,18 +106,45 @@ func (pp *peerPool) get(ctx context.Context, url string) (*peerConn, error) {
 	return pc, nil
 }
 
-func dialPeer(ctx context.Context, addr string, maxFrame int) (*peerConn, error) {
+const peerClientVersion = ServerVersion + " (transaction buffer client)"
+
+func dialPeer(ctx context.Context, url string, maxFrame int, sec peerSecurity) (*peerConn, error) {
+	addr, useTLS := strings.CutPrefix(url, "pulsar+ssl://")
+	if !useTLS {
+		addr = strings.TrimPrefix(url, "pulsar://")
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errPeer, addr, err)
 	}
-	br := bufio.NewReader(nc)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
 	}
-	buf, err := wire.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: &pb.CommandConnect{
-		ClientVersion: proto.String(ServerVersion + " (transaction buffer client)"), ProtocolVersion: proto.Int32(maxProtocolVersion)}})
+	if useTLS {
+		c := sec.tls.Clone()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			c.ServerName = host
+		}
+		tc := tls.Client(nc, c)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("%w: %s: TLS handshake (brokerClientTrustCertsFilePath): %w", errPeer, addr, err)
+		}
+		nc = tc
+	}
+	br := bufio.NewReader(nc)
+	connect := &pb.CommandConnect{ClientVersion: proto.String(peerClientVersion), ProtocolVersion: proto.Int32(maxProtocolVersion),
+		FeatureFlags: &pb.FeatureFlags{SupportsAuthRefresh: proto.Bool(true)}}
+	if m := sec.auth.Method; m != "" {
+		data, derr := sec.auth.Data(ctx)
+		if derr != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("%w: %s: brokerClientAuthenticationParameters: %w", errPeer, addr, derr)
+		}
+		connect.AuthMethodName, connect.AuthData = proto.String(m), data
+	}
+	buf, err := wire.AppendCommand(nil, &pb.BaseCommand{Type: pb.BaseCommand_CONNECT.Enum(), Connect: connect})
 	if err == nil {
 		_, err = nc.Write(buf)
 	}
@@ -110,7 +161,7 @@ func dialPeer(ctx context.Context, addr string, maxFrame int) (*peerConn, error)
 		return nil, fmt.Errorf("%w: %s: %w", errPeer, addr, err)
 	}
 	_ = nc.SetDeadline(time.Time{})
-	pc := &peerConn{addr: addr, nc: nc, pending: map[uint64]chan *pb.BaseCommand{}}
+	pc := &peerConn{addr: addr, nc: nc, sec: sec, pending: map[uint64]chan *pb.BaseCommand{}}
 	go pc.readLoop(r)
 	return pc, nil
 }
@@ -164,6 +215,10 @@ func (pc *peerConn) readLoop(r *wire.Reader) {
 				return
 			}
 			continue
+		case pb.BaseCommand_AUTH_CHALLENGE:
+			// Off the read loop: fetching a token (a file, an OAuth2 server) may take a while.
+			go pc.answerChallenge()
+			continue
 		case pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE:
 			id = cmd.GetEndTxnOnPartitionResponse().GetRequestId()
 		case pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE:
@@ -180,6 +235,22 @@ func (pc *peerConn) readLoop(r *wire.Reader) {
 		if ch != nil {
 			ch <- f.Cmd
 		}
+	}
+}
+
+// answerChallenge answers the peer's AUTH_CHALLENGE with the current credentials; a failure
+// drops the connection (the next request dials again).
+func (pc *peerConn) answerChallenge() {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	data, err := pc.sec.auth.Data(ctx)
+	if err == nil {
+		err = pc.write(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_RESPONSE.Enum(), AuthResponse: &pb.CommandAuthResponse{
+			ClientVersion: proto.String(peerClientVersion), ProtocolVersion: proto.Int32(maxProtocolVersion),
+			Response: &pb.AuthData{AuthMethodName: proto.String(pc.sec.auth.Method), AuthData: data}}})
+	}
+	if err != nil {
+		pc.fail(fmt.Errorf("%w: %s: answering AUTH_CHALLENGE: %w", errPeer, pc.addr, err))
 	}
 }
 

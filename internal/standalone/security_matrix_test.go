@@ -43,7 +43,10 @@ type matrix struct {
 const matrixTopic = "persistent://acme/app/matrix"
 
 func setupMatrix(t *testing.T) *matrix {
-	f := startSecure(t, func(c *config_) { c.Broker.Security.Authz.SuperUserRoles = []string{"root", "admin"} })
+	f := startSecure(t, func(c *config_) {
+		c.Broker.Security.Authz.SuperUserRoles = []string{"root", "admin"}
+		c.Broker.Transaction.CoordinatorEnabled = true // END_TXN_ON_* are in the matrix
+	})
 	m := &matrix{f: f, tokens: map[string]string{}}
 	for _, r := range matrixRoles {
 		if r != "anonymous" {
@@ -137,6 +140,23 @@ func (m *matrix) binary(t *testing.T, role string, cmd string) bool {
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_SCHEMA.Enum(), GetSchema: &pb.CommandGetSchema{Topic: str(matrixTopic), RequestId: &rid}})
 		resp = m.answer(t, c)
 		return resp.GetGetSchemaResponse().GetErrorCode() != pb.ServerError_AuthorizationError
+	case "END_TXN_ON_PARTITION", "END_TXN_ON_SUBSCRIPTION":
+		// What another broker's coordinator sends; on a topic that does not exist (allowed
+		// roles hear TopicNotFound, the others AuthorizationError before anything is looked at).
+		ghost, id := str("persistent://acme/app/ghost-txn"), proto.Uint64(1<<40)
+		if cmd == "END_TXN_ON_PARTITION" {
+			c.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_PARTITION.Enum(), EndTxnOnPartition: &pb.CommandEndTxnOnPartition{
+				RequestId: &rid, TxnidMostBits: proto.Uint64(0), TxnidLeastBits: id, Topic: ghost, TxnAction: pb.TxnAction_ABORT.Enum()}})
+			resp = m.answer(t, c)
+			return resp.GetType() == pb.BaseCommand_END_TXN_ON_PARTITION_RESPONSE &&
+				resp.GetEndTxnOnPartitionResponse().GetError() != pb.ServerError_AuthorizationError
+		}
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_END_TXN_ON_SUBSCRIPTION.Enum(), EndTxnOnSubscription: &pb.CommandEndTxnOnSubscription{
+			RequestId: &rid, TxnidMostBits: proto.Uint64(0), TxnidLeastBits: id, TxnAction: pb.TxnAction_ABORT.Enum(),
+			Subscription: &pb.Subscription{Topic: ghost, Subscription: str("s")}}})
+		resp = m.answer(t, c)
+		return resp.GetType() == pb.BaseCommand_END_TXN_ON_SUBSCRIPTION_RESPONSE &&
+			resp.GetEndTxnOnSubscriptionResponse().GetError() != pb.ServerError_AuthorizationError
 	case "GET_OR_CREATE_SCHEMA":
 		c.send(&pb.BaseCommand{Type: pb.BaseCommand_GET_OR_CREATE_SCHEMA.Enum(), GetOrCreateSchema: &pb.CommandGetOrCreateSchema{
 			Topic: str(matrixTopic), RequestId: &rid, Schema: &pb.Schema{Name: str("s"), SchemaData: []byte{}, Type: pb.Schema_None.Enum()}}})
@@ -193,6 +213,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET_TOPICS_OF_NAMESPACE", lookupRoles},
 		{"GET_SCHEMA", lookupRoles},
 		{"GET_OR_CREATE_SCHEMA", produceRoles},
+		{"END_TXN_ON_PARTITION", acmeAdmins}, // brokers' coordinators: their role is a superuser
+		{"END_TXN_ON_SUBSCRIPTION", acmeAdmins},
 	}
 	for _, b := range binary {
 		var got []string

@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/devcluster"
 	"github.com/magnetar-io/magnetar/internal/metadata/connect"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // TestSecureCluster runs `magnetar dev-cluster --tls` as processes (metadata member, two
@@ -33,6 +37,7 @@ func TestSecureCluster(t *testing.T) {
 	c, err := devcluster.Start(ctx, devcluster.Options{
 		Binary: binary, Dir: dir, Metadata: 1, Bookies: 2, Brokers: 2, TLS: true,
 		BookieArgs: []string{"--auto-recovery-daemon-enabled=false"},
+		BrokerArgs: []string{"--transaction-coordinator-enabled=true", "--num-transaction-coordinators=1"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +98,8 @@ func TestSecureCluster(t *testing.T) {
 		prod.Close()
 		cons.Close()
 	}
+
+	crossBrokerTxn(t, c, admin, ca)
 
 	// Refused at the brokers and the proxy: no credentials (no anonymous role), a bad token.
 	for _, url := range []string{c.ClientServiceURL(), c.BrokerServiceURL()} {
@@ -185,4 +192,130 @@ func mustClientTLS(t *testing.T, ca, cert, key string) *tls.Config {
 		t.Fatal(err)
 	}
 	return tc
+}
+
+// crossBrokerTxn: a transaction whose coordinator one broker serves produces to and
+// acknowledges on a topic the other broker owns, then commits. The coordinator ends it there
+// with END_TXN_ON_PARTITION and END_TXN_ON_SUBSCRIPTION over pulsar+ssl://, presenting the
+// broker's certificate (brokerClient* keys), and the owner authorizes the broker's role: the
+// committed messages arrive and the committed acknowledgement empties the backlog.
+func crossBrokerTxn(t *testing.T, c *devcluster.Cluster, admin, ca string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: mustClientTLS(t, ca, "", "")},
+		// Redirects go to the owner, another port of the same host: keep the credentials.
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			r.Header.Set("Authorization", via[0].Header.Get("Authorization"))
+			return nil
+		}}
+	getJSON := func(path string, v any) error {
+		req, _ := http.NewRequest("GET", "https://"+c.Brokers[0].HTTP+path, nil)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("GET %s: %s", path, resp.Status)
+		}
+		return json.NewDecoder(resp.Body).Decode(v)
+	}
+	// owner is the broker process serving topic (its binary port is in the lookup's URL).
+	owner := func(topic string) *devcluster.Proc {
+		var p *devcluster.Proc
+		waitFor(t, "lookup of "+topic, func() (bool, error) {
+			var res struct {
+				BrokerURL    string `json:"brokerUrl"`
+				BrokerURLTLS string `json:"brokerUrlTls"`
+			}
+			if err := getJSON("/lookup/v2/topic/"+strings.Replace(topic, "://", "/", 1), &res); err != nil {
+				return false, err
+			}
+			for _, b := range c.Brokers {
+				_, port, _ := net.SplitHostPort(b.Addr)
+				if strings.HasSuffix(res.BrokerURLTLS, ":"+port) || strings.HasSuffix(res.BrokerURL, ":"+port) {
+					p = b
+					return true, nil
+				}
+			}
+			return false, fmt.Errorf("no broker has the lookup's URL %s", res.BrokerURL)
+		})
+		return p
+	}
+	coordinator := owner(txn.AssignPartition(0))
+	topic := ""
+	for i := 0; topic == ""; i++ {
+		if i == 64 {
+			t.Fatalf("64 topics, all on %s, the coordinator's broker", coordinator.Name)
+		}
+		if cand := fmt.Sprintf("persistent://public/default/txn-far-%d", i); owner(cand) != coordinator {
+			topic = cand
+		}
+	}
+	cl, err := pulsar.NewClient(pulsar.ClientOptions{URL: c.BrokerServiceURL(), TLSTrustCertsFilePath: ca, TLSValidateHostname: true,
+		Authentication: pulsar.NewAuthenticationToken(admin), EnableTransaction: true, OperationTimeout: time.Minute,
+		ConnectionTimeout: 30 * time.Second, Logger: plog.NewLoggerWithSlog(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cons, err := cl.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	prod, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Payload: []byte("before")}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := cons.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := cl.NewTransaction(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := prod.Send(ctx, &pulsar.ProducerMessage{Transaction: tx, Payload: fmt.Appendf(nil, "txn-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cons.AckWithTxn(before, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatalf("commit of a transaction coordinated by %s on a topic of another broker: %v", coordinator.Name, err)
+	}
+	for i := range 3 {
+		m, err := cons.Receive(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("txn-%d", i); string(m.Payload()) != want {
+			t.Fatalf("received %q, want %q", m.Payload(), want)
+		}
+		if err := cons.Ack(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nothing is left to deliver only if "before"'s transactional acknowledgement committed.
+	statsPath := "/admin/v2/" + strings.Replace(topic, "://", "/", 1) + "/stats"
+	waitFor(t, "an empty backlog after the commit", func() (bool, error) {
+		var st struct {
+			Subscriptions map[string]struct {
+				MsgBacklog int64 `json:"msgBacklog"`
+			} `json:"subscriptions"`
+		}
+		if err := getJSON(statsPath, &st); err != nil {
+			return false, err
+		}
+		return st.Subscriptions["s"].MsgBacklog == 0, fmt.Errorf("backlog %d", st.Subscriptions["s"].MsgBacklog)
+	})
 }
