@@ -10,6 +10,14 @@ import org.apache.pulsar.client.api.PulsarClientException;
 final class Env {
     static final String SERVICE_URL = System.getProperty("pulsar.serviceUrl", "pulsar://localhost:6650");
     static final String ADMIN_URL = System.getProperty("pulsar.adminUrl", "http://localhost:8080");
+    /** The TLS listeners and the credentials of the Go client's CI configuration, which the
+     *  runner stages under /pulsar (certs/cacert.pem, tokens/token.txt of role token-principal,
+     *  tokens/admin-token of the superuser admin). */
+    static final String SERVICE_URL_TLS = System.getProperty("pulsar.serviceUrlTls", "pulsar+ssl://localhost:6651");
+    static final String ADMIN_URL_TLS = System.getProperty("pulsar.adminUrlTls", "https://localhost:8443");
+    static final String CA_FILE = System.getProperty("pulsar.tlsTrustCertsFilePath", "/pulsar/certs/cacert.pem");
+    static final String TOKEN_FILE = System.getProperty("pulsar.tokenFile", "/pulsar/tokens/token.txt");
+    static final String ADMIN_TOKEN_FILE = System.getProperty("pulsar.adminTokenFile", "/pulsar/tokens/admin-token");
     /** A bound that only catches hangs on a loaded machine. */
     static final int RECEIVE_SECONDS = 30;
 
