@@ -138,6 +138,16 @@ compat-python-official: build
 compat-java: build
 	$(COMPAT_RUN) -out $(COMPAT_OUT)/java -suites java,spring,quarkus
 
+# Publish throughput and send latency plaintext vs TLS vs TLS + token (issue 16): the Go
+# client against one secure standalone, 1 KiB messages, msg/s, MB/s, p50/p99 per way in
+# (internal/standalone/security_bench_test.go). Results go in docs/benchmarks.md, e.g.
+#   make bench-security BENCH_SECURITY_TIME=200000x BENCH_SECURITY_COUNT=5
+BENCH_SECURITY_TIME  ?= 10s
+BENCH_SECURITY_COUNT ?= 1
+.PHONY: bench-security
+bench-security:
+	$(GO) test -tags $(TAGS) -run '^$$' -bench '^BenchmarkPublishSecurity$$' -benchtime $(BENCH_SECURITY_TIME) -count $(BENCH_SECURITY_COUNT) -timeout 60m ./internal/standalone/
+
 # Standalone start to ready (issue 24): from exec until the binary port answers a CONNECT and
 # a LOOKUP of a new topic, on a fresh and on a restarted data directory, median of 10 each,
 # timing the static release binary. Results go in docs/benchmarks.md.

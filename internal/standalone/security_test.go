@@ -40,7 +40,7 @@ type secure struct {
 
 const testHtpasswd = "admin:$apr1$FG4AO6aX$KGYPuMoLUou3i6vUkPUUf.\n" // password 123456
 
-func startSecure(t *testing.T, mod func(*config.StandaloneConfig)) *secure {
+func startSecure(t testing.TB, mod func(*config.StandaloneConfig)) *secure {
 	t.Helper()
 	dir := t.TempDir()
 	f := &secure{dir: dir}
@@ -146,7 +146,7 @@ func (f *secure) rest(t testing.TB, authz, method, path, body string) (int, stri
 	return resp.StatusCode, string(b)
 }
 
-func (f *secure) client(t *testing.T, o pulsar.ClientOptions) pulsar.Client {
+func (f *secure) client(t testing.TB, o pulsar.ClientOptions) pulsar.Client {
 	t.Helper()
 	if o.OperationTimeout == 0 {
 		o.OperationTimeout = 10 * time.Second

@@ -28,7 +28,7 @@ func testConfig(dir string) config.StandaloneConfig {
 	return cfg
 }
 
-func start(t *testing.T, cfg config.StandaloneConfig) *standalone.Standalone {
+func start(t testing.TB, cfg config.StandaloneConfig) *standalone.Standalone {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
