@@ -104,7 +104,7 @@ func (c *rawConn) closed(why string) {
 func TestExpiredTokenIsChallengedThenClosed(t *testing.T) {
 	f := startSecure(t, func(c *config.StandaloneConfig) { c.Broker.Security.Authn.RefreshCheckSeconds = 1 })
 	addr := f.s.BrokerAddr()
-	challenged := func(c *rawConn) *pb.CommandAuthChallenge {
+	challenged := func(t *testing.T, c *rawConn) *pb.CommandAuthChallenge {
 		t.Helper()
 		cmd, err := c.next()
 		if err != nil || cmd.GetType() != pb.BaseCommand_AUTH_CHALLENGE {
@@ -112,37 +112,41 @@ func TestExpiredTokenIsChallengedThenClosed(t *testing.T) {
 		}
 		return cmd.GetAuthChallenge()
 	}
-
-	// No answer: closed.
-	c := dialRaw(t, addr)
-	if cmd := c.connect("token", []byte(f.token(t, "token-principal", 2*time.Second)), true, nil); cmd.GetType() != pb.BaseCommand_CONNECTED {
-		t.Fatalf("CONNECT: %v", cmd)
-	}
-	ch := challenged(c)
-	if ch.GetChallenge().GetAuthMethodName() != "token" || string(ch.GetChallenge().GetAuthData()) != "PulsarAuthRefresh" {
-		t.Fatalf("challenge %v", ch)
-	}
-	c.closed("unanswered challenge")
-
-	// A valid answer keeps it; the next expiry is challenged again; a forged answer closes.
-	c = dialRaw(t, addr)
-	c.connect("token", []byte(f.token(t, "token-principal", 2*time.Second)), true, nil)
-	challenged(c)
-	c.send(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_RESPONSE.Enum(), AuthResponse: &pb.CommandAuthResponse{
-		Response: &pb.AuthData{AuthMethodName: proto.String("token"), AuthData: []byte(f.token(t, "token-principal", 3*time.Second))}}})
-	challenged(c) // it lived until the refreshed token expired too
-	c.send(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_RESPONSE.Enum(), AuthResponse: &pb.CommandAuthResponse{
-		Response: &pb.AuthData{AuthMethodName: proto.String("token"), AuthData: []byte(f.token(t, "admin", time.Hour))}}})
-	// Refused: the connection closes (after an ERROR, unless the next check came first);
-	// accepted, it would live on for the new token's hour and closed would time out.
-	c.closed("refresh as another role")
-
-	// No refresh support: closed when the token expires, without a challenge.
-	c = dialRaw(t, addr)
-	c.connect("token", []byte(f.token(t, "token-principal", 2*time.Second)), false, nil)
-	if cmd, err := c.next(); err == nil {
-		t.Fatalf("client without refresh support got %s", cmd.GetType())
-	}
+	// The three cases wait for tokens to expire, each on its own connection: in parallel.
+	t.Run("unanswered challenge closes", func(t *testing.T) {
+		t.Parallel()
+		c := dialRaw(t, addr)
+		if cmd := c.connect("token", []byte(f.token(t, "token-principal", 2*time.Second)), true, nil); cmd.GetType() != pb.BaseCommand_CONNECTED {
+			t.Fatalf("CONNECT: %v", cmd)
+		}
+		ch := challenged(t, c)
+		if ch.GetChallenge().GetAuthMethodName() != "token" || string(ch.GetChallenge().GetAuthData()) != "PulsarAuthRefresh" {
+			t.Fatalf("challenge %v", ch)
+		}
+		c.closed("unanswered challenge")
+	})
+	t.Run("valid answer keeps, forged answer closes", func(t *testing.T) {
+		t.Parallel()
+		c := dialRaw(t, addr)
+		c.connect("token", []byte(f.token(t, "token-principal", 2*time.Second)), true, nil)
+		challenged(t, c)
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_RESPONSE.Enum(), AuthResponse: &pb.CommandAuthResponse{
+			Response: &pb.AuthData{AuthMethodName: proto.String("token"), AuthData: []byte(f.token(t, "token-principal", 3*time.Second))}}})
+		challenged(t, c) // it lived until the refreshed token expired too
+		c.send(&pb.BaseCommand{Type: pb.BaseCommand_AUTH_RESPONSE.Enum(), AuthResponse: &pb.CommandAuthResponse{
+			Response: &pb.AuthData{AuthMethodName: proto.String("token"), AuthData: []byte(f.token(t, "admin", time.Hour))}}})
+		// Refused: the connection closes (after an ERROR, unless the next check came first);
+		// accepted, it would live on for the new token's hour and closed would time out.
+		c.closed("refresh as another role")
+	})
+	t.Run("no refresh support closes at expiry", func(t *testing.T) {
+		t.Parallel()
+		c := dialRaw(t, addr)
+		c.connect("token", []byte(f.token(t, "token-principal", 2*time.Second)), false, nil)
+		if cmd, err := c.next(); err == nil {
+			t.Fatalf("client without refresh support got %s", cmd.GetType())
+		}
+	})
 }
 
 // TestBadCredentialsOnConnect: every kind of bad credential gets ERROR AuthenticationError

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,11 +176,10 @@ func canProduce(c pulsar.Client, topic string) error {
 	return err
 }
 
-var topicSeq int
+var topicSeq atomic.Int64
 
 func topicIn(ns string) string {
-	topicSeq++
-	return fmt.Sprintf("persistent://%s/t-%d-%d", ns, time.Now().UnixNano(), topicSeq)
+	return fmt.Sprintf("persistent://%s/t-%d-%d", ns, time.Now().UnixNano(), topicSeq.Add(1))
 }
 
 // TestSecureStandaloneClients runs the scenarios of pulsar-client-go's own TLS, token,
@@ -196,7 +197,7 @@ func TestSecureStandaloneClients(t *testing.T) {
 	}
 	wrongBasic, _ := pulsar.NewAuthenticationBasic("admin", "654321")
 	public, private := "public/default", "private/auth"
-	for _, c := range []struct {
+	cases := []struct {
 		name string
 		o    pulsar.ClientOptions
 		ns   string
@@ -223,15 +224,28 @@ func TestSecureStandaloneClients(t *testing.T) {
 		{"wrong basic password", pulsar.ClientOptions{URL: f.brokerURL, Authentication: wrongBasic}, public, false},
 		{"TLS transport with basic", pulsar.ClientOptions{URL: f.brokerTLS, TLSCertificateFile: f.adminCert.CertFile, TLSKeyFilePath: f.adminCert.KeyFile, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: basic}, public, true},
 		{"HTTPS transport with basic", pulsar.ClientOptions{URL: f.httpsURL, TLSCertificateFile: f.adminCert.CertFile, TLSKeyFilePath: f.adminCert.KeyFile, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: basic}, public, true},
-	} {
+	}
+	// The cases run at once (a refused one waits out its client's 3 s operation timeout), each
+	// with its own client; the subtests then report them one by one.
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		o := c.o
+		if !c.ok {
+			o.OperationTimeout = 3 * time.Second
+		}
+		cl, topic := f.client(t, o), topicIn(c.ns)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = canProduce(cl, topic)
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := c.o
-			if !c.ok {
-				o.OperationTimeout = 3 * time.Second
-			}
-			err := canProduce(f.client(t, o), topicIn(c.ns))
-			if c.ok != (err == nil) {
-				t.Fatalf("want ok=%v, got %v", c.ok, err)
+			if c.ok != (errs[i] == nil) {
+				t.Fatalf("want ok=%v, got %v", c.ok, errs[i])
 			}
 		})
 	}
