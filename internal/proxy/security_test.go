@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func TestProxySecurity(t *testing.T) {
 		}
 		c, err := pulsar.NewClient(o)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		defer c.Close()
 		pr, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic})
@@ -118,19 +119,33 @@ func TestProxySecurity(t *testing.T) {
 		_, err = pr.Send(sctx, &pulsar.ProducerMessage{Payload: []byte("via proxy")})
 		return err
 	}
+	// The cases run at once: a refused client retries until its 5 s operation timeout.
+	type pcase struct {
+		what, url, token, topic string
+		ok                      bool
+	}
+	var cases []pcase
 	for _, url := range []string{"pulsar+ssl://localhost" + port(p.AddrTLS()), "pulsar://" + p.Addr()} {
-		if err := produce(url, tok("alice"), "persistent://public/default/proxied"); err != nil {
-			t.Fatalf("alice through %s: %v", url, err)
-		}
-		// The proxy is a superuser, alice is not: she gets her own rights only.
-		if err := produce(url, tok("alice"), "persistent://other/ns/t"); err == nil {
-			t.Fatalf("alice produced outside her grant through the proxy %s", url)
-		}
-		if err := produce(url, "", "persistent://public/default/proxied"); err == nil {
-			t.Fatalf("anonymous produced through the proxy %s", url)
-		}
-		if err := produce(url, "not-a-token", "persistent://public/default/proxied"); err == nil {
-			t.Fatalf("a bad token produced through the proxy %s", url)
+		cases = append(cases,
+			pcase{"alice", url, tok("alice"), "persistent://public/default/proxied", true},
+			// The proxy is a superuser, alice is not: she gets her own rights only.
+			pcase{"alice outside her grant", url, tok("alice"), "persistent://other/ns/t", false},
+			pcase{"anonymous", url, "", "persistent://public/default/proxied", false},
+			pcase{"a bad token", url, "not-a-token", "persistent://public/default/proxied", false})
+	}
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = produce(c.url, c.token, c.topic)
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		if c.ok != (errs[i] == nil) {
+			t.Errorf("%s through the proxy %s: want ok=%v, got %v", c.what, c.url, c.ok, errs[i])
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,31 +102,49 @@ func TestSecureCluster(t *testing.T) {
 
 	crossBrokerTxn(t, c, admin, ca)
 
-	// Refused at the brokers and the proxy: no credentials (no anonymous role), a bad token.
-	for _, url := range []string{c.ClientServiceURL(), c.BrokerServiceURL()} {
-		for name, a := range map[string]pulsar.Authentication{"no credentials": nil, "bad token": pulsar.NewAuthenticationToken(admin[:len(admin)-4] + "AAAA")} {
-			cl := newClient(url, a, 3*time.Second)
-			if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/refused"}); err == nil {
-				t.Errorf("%s with %s: producer created", url, name)
-			}
-		}
-	}
-	// A certificate of another CA does not get through the brokers' handshake.
+	// Refused: no credentials (no anonymous role) and a bad token at the brokers and the
+	// proxy, a certificate of another CA at the brokers' handshake, plaintext anywhere (the
+	// brokers' and the proxy's ports speak TLS only). Each refused client retries until its
+	// 3 s operation timeout, so they all run at once.
 	other, err := auth.NewCA(filepath.Join(dir, "other"), "other CA", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stranger, _ := other.Issue(auth.IssueOptions{Name: "admin"})
-	cl := newClient(c.BrokerServiceURL(), pulsar.NewAuthenticationTLS(stranger.CertFile, stranger.KeyFile), 3*time.Second)
-	if _, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/refused"}); err == nil {
-		t.Error("a certificate of another CA was accepted")
+	type refusal struct {
+		what string
+		cl   pulsar.Client
 	}
-	// No plaintext anywhere: the brokers' and the proxy's ports speak TLS only.
-	for _, p := range append(append([]*devcluster.Proc{}, c.Brokers...), c.Proxy) {
-		plain := newClient("pulsar://"+p.Addr, pulsar.NewAuthenticationToken(admin), 3*time.Second)
-		if _, err := plain.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/refused"}); err == nil {
-			t.Errorf("%s served a plaintext client", p.Name)
+	var refused []refusal
+	for _, url := range []string{c.ClientServiceURL(), c.BrokerServiceURL()} {
+		for name, a := range map[string]pulsar.Authentication{"no credentials": nil, "bad token": pulsar.NewAuthenticationToken(admin[:len(admin)-4] + "AAAA")} {
+			refused = append(refused, refusal{url + " with " + name, newClient(url, a, 3*time.Second)})
 		}
+	}
+	refused = append(refused, refusal{"a certificate of another CA",
+		newClient(c.BrokerServiceURL(), pulsar.NewAuthenticationTLS(stranger.CertFile, stranger.KeyFile), 3*time.Second)})
+	for _, p := range append(append([]*devcluster.Proc{}, c.Brokers...), c.Proxy) {
+		refused = append(refused, refusal{"plaintext to " + p.Name, newClient("pulsar://"+p.Addr, pulsar.NewAuthenticationToken(admin), 3*time.Second)})
+	}
+	created := make([]bool, len(refused))
+	var wg sync.WaitGroup
+	for i, r := range refused {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if pr, err := r.cl.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/refused"}); err == nil {
+				pr.Close()
+				created[i] = true
+			}
+		}()
+	}
+	wg.Wait()
+	for i, r := range refused {
+		if created[i] {
+			t.Errorf("%s: producer created", r.what)
+		}
+	}
+	for _, p := range append(append([]*devcluster.Proc{}, c.Brokers...), c.Proxy) {
 		resp, err := http.Get("http://" + p.HTTP + "/admin/v2/tenants")
 		if err == nil {
 			resp.Body.Close()
