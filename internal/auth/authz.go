@@ -355,6 +355,8 @@ func (a *Authorizer) Topic(ctx context.Context, p Principal, t Topic, op TopicOp
 				why = fmt.Errorf("subscription %s is limited to %v", sub, roles)
 				return false, nil
 			}
+			// Superusers and the tenant's admins are not bound by it (returned above), as in
+			// Pulsar, where they pass before canConsume is asked.
 			// Prefix wants "<role>-": Pulsar tests only the role as a prefix, which lets role
 			// "app" take the subscriptions of role "app2"; its own error text asks for the dash.
 			if strings.EqualFold(pol.SubscriptionAuthMode, SubscriptionAuthPrefix) && !strings.HasPrefix(sub, role+"-") {
