@@ -111,6 +111,7 @@ func TestAuthorizerTopics(t *testing.T) {
 		{p("consumer"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "consumer2-sub", false}, // role "consumer2"'s
 		{p("consumer"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicLookup, "", true},
 		{p("root"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "sub", true},
+		{p("acme-admin"), Topic{"acme", "prefixed", "persistent://acme/prefixed/t"}, TopicConsume, "sub", true}, // as Pulsar: tenant admins pass first
 		// Through a proxy both roles must be allowed.
 		{Principal{Role: "root", Original: "producer"}, orders, TopicProduce, "", true},
 		{Principal{Role: "root", Original: "consumer"}, orders, TopicProduce, "", false},

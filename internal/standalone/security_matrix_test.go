@@ -353,7 +353,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 // subscriptionAuthPrefix: with subscriptionAuthMode Prefix on acme/app (set by its tenant
 // admin over REST), the consume-only role subscribes with the official client only to
 // subscriptions named consumer-..., is refused others with AuthorizationError (binary and
-// REST), and the superuser is not bound by it.
+// REST), and neither the superuser nor the tenant's admin is bound by it.
 func (m *matrix) subscriptionAuthPrefix(t *testing.T) {
 	const path = "/admin/v2/namespaces/acme/app/subscriptionAuthMode"
 	mode := func() string {
@@ -400,6 +400,7 @@ func (m *matrix) subscriptionAuthPrefix(t *testing.T) {
 		{"consumer", "consumerorders", false}, // the prefix is "<role>-"
 		{"consumer", "acme-admin-orders", false},
 		{"root", "orders", true},
+		{"acme-admin", "orders", true}, // tenant admins are not bound, as in Pulsar
 	} {
 		err := subscribe(c.role, c.sub)
 		if c.ok != (err == nil) {
