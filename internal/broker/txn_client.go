@@ -37,7 +37,7 @@ type peerPool struct {
 
 	mu     sync.Mutex
 	closed bool
-	conns  map[string]*peerConn
+	conns  map[string]*peerConn // by URL
 }
 
 // peerSecurity is what the broker presents to its peers.
@@ -81,13 +81,12 @@ func (pp *peerPool) close() {
 // get returns the connection to url (pulsar://host:port or pulsar+ssl://host:port), dialing
 // if needed.
 func (pp *peerPool) get(ctx context.Context, url string) (*peerConn, error) {
-	addr := url
 	pp.mu.Lock()
 	if pp.closed {
 		pp.mu.Unlock()
 		return nil, fmt.Errorf("%w: the broker is closing", errPeer)
 	}
-	if pc := pp.conns[addr]; pc != nil && !pc.failed() {
+	if pc := pp.conns[url]; pc != nil && !pc.failed() {
 		pp.mu.Unlock()
 		return pc, nil
 	}
@@ -98,11 +97,11 @@ func (pp *peerPool) get(ctx context.Context, url string) (*peerConn, error) {
 	}
 	pp.mu.Lock()
 	defer pp.mu.Unlock()
-	if old := pp.conns[addr]; old != nil && !old.failed() {
+	if old := pp.conns[url]; old != nil && !old.failed() {
 		go pc.fail(fmt.Errorf("%w: a duplicate", errPeer))
 		return old, nil
 	}
-	pp.conns[addr] = pc
+	pp.conns[url] = pc
 	return pc, nil
 }
 
