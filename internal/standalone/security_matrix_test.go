@@ -391,6 +391,14 @@ func (m *matrix) subscriptionAuthPrefix(t *testing.T) {
 		}
 		return err
 	}
+	// Permissions are read through a cache (a couple of seconds): wait until the mode bites.
+	deadline := time.Now().Add(time.Minute)
+	for err := subscribe("consumer", "orders"); err == nil; err = subscribe("consumer", "orders") {
+		if time.Now().After(deadline) {
+			t.Fatal("subscriptionAuthMode Prefix never refused subscription orders to role consumer")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	for _, c := range []struct {
 		role, sub string
 		ok        bool
