@@ -15,7 +15,7 @@ import uuid
 import pulsar
 import pytest
 
-from conftest import RECEIVE_MS
+from conftest import RECEIVE_MS, eventually
 
 SERVICE_URL_TLS = os.environ.get("PULSAR_SERVICE_URL_TLS", "pulsar+ssl://localhost:6651")
 ADMIN_URL_TLS = os.environ.get("PULSAR_ADMIN_URL_TLS", "https://localhost:8443")
@@ -88,3 +88,37 @@ def test_admin_over_https_with_token():
     # The system's trust store does not know the configuration's CA.
     with pytest.raises(urllib.error.URLError):
         https_get("/admin/v2/tenants", read(ADMIN_TOKEN_FILE), ssl.create_default_context())
+
+
+def https_call(method, path, token, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(ADMIN_URL_TLS + path, data=data, method=method,
+                                 headers={"Authorization": "Bearer " + token, "Content-Type": "application/json",
+                                          "Accept": "application/json"})
+    with urllib.request.urlopen(req, timeout=30, context=ssl.create_default_context(cafile=CA_FILE)) as resp:
+        raw = resp.read()
+        return json.loads(raw) if raw else None
+
+
+def test_subscription_auth_mode_prefix():
+    ns = "private/py-prefix-" + uuid.uuid4().hex[:8]
+    topic = "persistent://%s/t" % ns
+    admin_token = read(ADMIN_TOKEN_FILE)
+    https_call("PUT", "/admin/v2/namespaces/" + ns, admin_token)
+    https_call("POST", "/admin/v2/namespaces/%s/permissions/token-principal" % ns, admin_token, ["produce", "consume"])
+    assert https_call("GET", "/admin/v2/namespaces/%s/subscriptionAuthMode" % ns, admin_token) == "None"
+    https_call("POST", "/admin/v2/namespaces/%s/subscriptionAuthMode" % ns, admin_token, "Prefix")
+    assert https_call("GET", "/admin/v2/namespaces/%s/subscriptionAuthMode" % ns, admin_token) == "Prefix"
+    client = tls_client(pulsar.AuthenticationToken(read(TOKEN_FILE)))
+    try:
+        # Permissions are read through a short cache: wait (bounded) until the mode bites.
+        def refused():
+            try:
+                client.subscribe(topic, "orders").close()
+                return False
+            except pulsar.AuthorizationError:
+                return True
+        assert eventually(refused, timeout=60)
+        client.subscribe(topic, "token-principal-orders").close()
+    finally:
+        client.close()

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -22,6 +23,8 @@ import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.common.policies.data.AuthAction;
+import org.apache.pulsar.common.policies.data.SubscriptionAuthMode;
 import org.junit.jupiter.api.Test;
 
 /** The Java client and admin over TLS with token authentication (issue 16): pulsar+ssl:// and
@@ -109,6 +112,33 @@ class SecurityTest {
                 .authentication(AuthenticationFactory.token(read(Env.ADMIN_TOKEN_FILE))).build()) {
             // The JVM's own trust store does not know the CI configuration's CA.
             assertThrows(PulsarAdminException.class, () -> none.tenants().getTenants());
+        }
+    }
+
+    @Test
+    void subscriptionAuthModePrefix() throws Exception {
+        String ns = "private/java-prefix-" + UUID.randomUUID().toString().substring(0, 8);
+        String topic = "persistent://" + ns + "/t";
+        try (PulsarAdmin admin = httpsAdmin(AuthenticationFactory.token(read(Env.ADMIN_TOKEN_FILE)))) {
+            admin.namespaces().createNamespace(ns);
+            admin.namespaces().grantPermissionOnNamespace(ns, "token-principal", EnumSet.of(AuthAction.consume, AuthAction.produce));
+            assertEquals(SubscriptionAuthMode.None, admin.namespaces().getSubscriptionAuthMode(ns));
+            admin.namespaces().setSubscriptionAuthMode(ns, SubscriptionAuthMode.Prefix);
+            assertEquals(SubscriptionAuthMode.Prefix, admin.namespaces().getSubscriptionAuthMode(ns));
+        }
+        try (PulsarClient client = tlsClient(AuthenticationFactory.token(read(Env.TOKEN_FILE)))) {
+            // Permissions are read through a short cache: wait (bounded) until the mode bites.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+                try {
+                    client.newConsumer().topic(topic).subscriptionName("orders").subscribe().close();
+                } catch (PulsarClientException.AuthorizationException e) {
+                    break;
+                }
+                assertTrue(System.nanoTime() < deadline, "subscription orders was never refused");
+                Thread.sleep(200);
+            }
+            client.newConsumer().topic(topic).subscriptionName("token-principal-orders").subscribe().close();
         }
     }
 }
