@@ -1,11 +1,13 @@
 package auth
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -324,4 +326,19 @@ func NewClientTLS(o ClientTLSOptions) (*tls.Config, error) {
 		return nil
 	}
 	return c, nil
+}
+
+// ClientHandshake runs the client side of a TLS handshake on nc towards addr (host:port; its
+// host is the name checked when c verifies host names), within ctx. On failure nc is closed.
+func ClientHandshake(ctx context.Context, nc net.Conn, c *tls.Config, addr string) (*tls.Conn, error) {
+	c = c.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		c.ServerName = host
+	}
+	tc := tls.Client(nc, c)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
 }

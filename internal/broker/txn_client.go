@@ -121,14 +121,9 @@ func dialPeer(ctx context.Context, url string, maxFrame int, sec peerSecurity) (
 		_ = nc.SetDeadline(dl)
 	}
 	if useTLS {
-		c := sec.tls.Clone()
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			c.ServerName = host
-		}
-		tc := tls.Client(nc, c)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			_ = nc.Close()
-			return nil, fmt.Errorf("%w: %s: TLS handshake (brokerClientTrustCertsFilePath): %w", errPeer, addr, err)
+		tc, err := auth.ClientHandshake(ctx, nc, sec.tls, addr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w (brokerClientTrustCertsFilePath)", errPeer, err)
 		}
 		nc = tc
 	}

@@ -83,14 +83,9 @@ func (s *security) dial(ctx context.Context, d *net.Dialer, addr string, useTLS 
 		_ = nc.Close()
 		return nil, fmt.Errorf("%s is a TLS listener but the proxy has no broker TLS configuration (tlsEnabledWithBroker, brokerClientTrustCertsFilePath)", addr)
 	}
-	c := s.brokerTLS.Clone()
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		c.ServerName = host
-	}
-	tc := tls.Client(nc, c)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		_ = nc.Close()
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	tc, err := auth.ClientHandshake(ctx, nc, s.brokerTLS, addr)
+	if err != nil {
+		return nil, err // not a nil *tls.Conn in a non-nil net.Conn
 	}
 	return tc, nil
 }
