@@ -191,11 +191,15 @@ func TestSecureStandaloneClients(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte(f.tpToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	basic, err := pulsar.NewAuthenticationBasic("admin", "123456")
-	if err != nil {
-		t.Fatal(err)
+	// One authentication object per client: the Go client's providers are not safe to share
+	// between clients made at once.
+	basicAuth := func(password string) pulsar.Authentication {
+		a, err := pulsar.NewAuthenticationBasic("admin", password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
 	}
-	wrongBasic, _ := pulsar.NewAuthenticationBasic("admin", "654321")
 	public, private := "public/default", "private/auth"
 	cases := []struct {
 		name string
@@ -219,26 +223,31 @@ func TestSecureStandaloneClients(t *testing.T) {
 		{"HTTPS with token", pulsar.ClientOptions{URL: f.httpsURL, TLSTrustCertsFilePath: f.ca.CertFile, TLSValidateHostname: true, Authentication: pulsar.NewAuthenticationTokenFromFile(tokFile)}, private, true},
 		{"HTTPS anonymous to private", pulsar.ClientOptions{URL: f.httpsURL, TLSTrustCertsFilePath: f.ca.CertFile}, private, false},
 		{"HTTPS client certificate", pulsar.ClientOptions{URL: f.httpsURL, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: pulsar.NewAuthenticationTLS(f.adminCert.CertFile, f.adminCert.KeyFile)}, private, true},
-		{"HTTP basic", pulsar.ClientOptions{URL: f.httpURL, Authentication: basic}, private, true},
-		{"HTTPS basic", pulsar.ClientOptions{URL: f.httpsURL, TLSTrustCertsFilePath: f.ca.CertFile, TLSValidateHostname: true, Authentication: basic}, private, true},
-		{"wrong basic password", pulsar.ClientOptions{URL: f.brokerURL, Authentication: wrongBasic}, public, false},
-		{"TLS transport with basic", pulsar.ClientOptions{URL: f.brokerTLS, TLSCertificateFile: f.adminCert.CertFile, TLSKeyFilePath: f.adminCert.KeyFile, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: basic}, public, true},
-		{"HTTPS transport with basic", pulsar.ClientOptions{URL: f.httpsURL, TLSCertificateFile: f.adminCert.CertFile, TLSKeyFilePath: f.adminCert.KeyFile, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: basic}, public, true},
+		{"HTTP basic", pulsar.ClientOptions{URL: f.httpURL, Authentication: basicAuth("123456")}, private, true},
+		{"HTTPS basic", pulsar.ClientOptions{URL: f.httpsURL, TLSTrustCertsFilePath: f.ca.CertFile, TLSValidateHostname: true, Authentication: basicAuth("123456")}, private, true},
+		{"wrong basic password", pulsar.ClientOptions{URL: f.brokerURL, Authentication: basicAuth("654321")}, public, false},
+		{"TLS transport with basic", pulsar.ClientOptions{URL: f.brokerTLS, TLSCertificateFile: f.adminCert.CertFile, TLSKeyFilePath: f.adminCert.KeyFile, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: basicAuth("123456")}, public, true},
+		{"HTTPS transport with basic", pulsar.ClientOptions{URL: f.httpsURL, TLSCertificateFile: f.adminCert.CertFile, TLSKeyFilePath: f.adminCert.KeyFile, TLSTrustCertsFilePath: f.ca.CertFile, Authentication: basicAuth("123456")}, public, true},
 	}
 	// The cases run at once (a refused one waits out its client's 3 s operation timeout), each
 	// with its own client; the subtests then report them one by one.
-	errs := make([]error, len(cases))
-	var wg sync.WaitGroup
+	// Every client is made before any connects: making an HTTP-URL client writes to
+	// net/http's default transport, which the clients' dials read.
+	clients := make([]pulsar.Client, len(cases))
 	for i, c := range cases {
 		o := c.o
 		if !c.ok {
 			o.OperationTimeout = 3 * time.Second
 		}
-		cl, topic := f.client(t, o), topicIn(c.ns)
+		clients[i] = f.client(t, o)
+	}
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = canProduce(cl, topic)
+			errs[i] = canProduce(clients[i], topicIn(c.ns))
 		}()
 	}
 	wg.Wait()
