@@ -323,6 +323,36 @@ func (a *Authorizer) Topic(ctx context.Context, p Principal, t Topic, op TopicOp
 	if !a.Enabled() {
 		return nil
 	}
+	ok, err := a.topic(ctx, p, t, op, sub)
+	if ok {
+		return nil
+	}
+	resource := "topic " + t.Name
+	if sub != "" {
+		resource += " subscription " + sub
+	}
+	return a.deny(p, op.String(), resource, err)
+}
+
+// AllowsTopic is Topic as a yes or no, without the denial's log line: for listings that
+// show each role only what it may use (SQL's SHOW TABLES). err is set only when the
+// permissions could not be read.
+func (a *Authorizer) AllowsTopic(ctx context.Context, p Principal, t Topic, op TopicOp) (bool, error) {
+	if !a.Enabled() {
+		return true, nil
+	}
+	ok, err := a.topic(ctx, p, t, op, "")
+	if ok || errors.Is(err, errNotAllowed) || errors.Is(err, ErrPolicyNotFound) {
+		return ok, nil
+	}
+	return false, err
+}
+
+// errNotAllowed is topic's reason when the grants simply do not include the operation.
+var errNotAllowed = errors.New("not granted")
+
+// topic decides Topic: false with the reason, or with the error reading the permissions.
+func (a *Authorizer) topic(ctx context.Context, p Principal, t Topic, op TopicOp, sub string) (bool, error) {
 	var pol *NamespacePolicy
 	var why error
 	ok, err := a.each(p, func(role string) (bool, error) {
@@ -367,14 +397,13 @@ func (a *Authorizer) Topic(ctx context.Context, p Principal, t Topic, op TopicOp
 		return can(ActionConsume), nil
 	})
 	if ok {
-		return nil
+		return true, nil
 	}
 	if err == nil {
 		err = why
 	}
-	resource := "topic " + t.Name
-	if sub != "" {
-		resource += " subscription " + sub
+	if err == nil {
+		err = errNotAllowed
 	}
-	return a.deny(p, op.String(), resource, err)
+	return false, err
 }

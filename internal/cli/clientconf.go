@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
 
@@ -31,11 +32,37 @@ func (s *clientSecurity) bind(fs *pflag.FlagSet) {
 	s.fs = fs
 	fs.StringVar(&s.authPlugin, "auth-plugin", "", "authentication plugin: org.apache.pulsar.client.impl.auth.AuthenticationToken, ...Tls, ...Basic, ...oauth2.AuthenticationOAuth2 (or token, tls, basic, oauth2)")
 	fs.StringVar(&s.authParams, "auth-params", "", "parameters of the plugin, e.g. token:<jwt>, file:///path, tlsCertFile:/c.pem,tlsKeyFile:/k.pem, {\"userId\":..,\"password\":..}")
+	s.bindTLS(fs)
+}
+
+// bindTLS binds the TLS flags alone (`magnetar sql`, whose credentials are a password).
+func (s *clientSecurity) bindTLS(fs *pflag.FlagSet) {
+	s.fs = fs
 	fs.StringVar(&s.trustCerts, "tls-trust-cert-path", "", "PEM CA certificates the server's certificate must chain to")
 	fs.BoolVar(&s.allowInsecure, "tls-allow-insecure", false, "accept any server certificate (no verification at all)")
 	fs.BoolVar(&s.hostnameVerification, "tls-enable-hostname-verification", false, "check that the server's certificate names its host")
 	fs.StringVar(&s.certFile, "tls-cert-file", "", "PEM client certificate for TLS (mutual TLS)")
 	fs.StringVar(&s.keyFile, "tls-key-file", "", "PEM key of --tls-cert-file")
+}
+
+// clientTLS is the TLS configuration these flags describe.
+func (s *clientSecurity) clientTLS(certFile, keyFile string) (*tls.Config, error) {
+	tc, err := auth.NewClientTLS(auth.ClientTLSOptions{TrustCertsFile: s.trustCerts, CertFile: certFile, KeyFile: keyFile,
+		Insecure: s.allowInsecure, VerifyHostname: s.hostnameVerification})
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return tc, nil
+}
+
+// tlsFlagSet says whether any TLS flag was given.
+func (s *clientSecurity) tlsFlagSet() bool {
+	for _, f := range []string{"tls-trust-cert-path", "tls-allow-insecure", "tls-enable-hostname-verification", "tls-cert-file", "tls-key-file"} {
+		if fl := s.fs.Lookup(f); fl != nil && fl.Changed {
+			return true
+		}
+	}
+	return false
 }
 
 // load takes the client.conf values (--config) of the settings whose flags were not given.
@@ -84,10 +111,9 @@ func (s *clientSecurity) httpClient() (*http.Client, *auth.ClientAuth, error) {
 		return nil, nil, err
 	}
 	cert, key := s.tlsFiles(a)
-	tc, err := auth.NewClientTLS(auth.ClientTLSOptions{TrustCertsFile: s.trustCerts, CertFile: cert, KeyFile: key,
-		Insecure: s.allowInsecure, VerifyHostname: s.hostnameVerification})
+	tc, err := s.clientTLS(cert, key)
 	if err != nil {
-		return nil, nil, usageError(err)
+		return nil, nil, err
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tc

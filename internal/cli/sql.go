@@ -80,6 +80,8 @@ func (a *app) sqlWorkerCmd() *cobra.Command {
 // SQL server, the local standalone's by default.
 func (a *app) sqlCmd() *cobra.Command {
 	var server, user, password, token, schema, execute string
+	var useTLS bool
+	var sec clientSecurity
 	cmd := &cobra.Command{
 		Use:   "sql",
 		Short: "SQL shell over topics (MySQL protocol); --execute runs one statement",
@@ -92,8 +94,23 @@ func (a *app) sqlCmd() *cobra.Command {
 	fs.StringVar(&token, "token", "", "a Pulsar token to authenticate with (sent as the password)")
 	fs.StringVar(&schema, "schema", "public/default", "namespace to use (tenant/namespace)")
 	fs.StringVarP(&execute, "execute", "e", "", "run this statement, print its result and exit")
+	fs.BoolVar(&useTLS, "tls", false, "connect with TLS (mysql --ssl); implied by any --tls-* flag")
+	sec.bindTLS(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		mc := mysql.NewConfig()
+		if useTLS || sec.tlsFlagSet() {
+			tc, err := sec.clientTLS(sec.certFile, sec.keyFile)
+			if err != nil {
+				return err
+			}
+			// Our verification (VerifyConnection) checks the host against ServerName.
+			host, _, err := net.SplitHostPort(server)
+			if err != nil {
+				return usageError(fmt.Errorf("--server %q: %w", server, err))
+			}
+			tc.ServerName = host
+			mc.TLS = tc
+		}
 		mc.Net, mc.Addr, mc.User, mc.DBName = "tcp", server, user, schema
 		mc.Passwd = password
 		if token != "" {

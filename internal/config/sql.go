@@ -36,6 +36,10 @@ type SQLConfig struct {
 	// tokens; with authentication on, clients need --enable-cleartext-plugin
 	// (allowCleartextPasswords=true in Go's driver).
 	AllowCleartextWithoutTLS bool `key:"sqlAllowCleartextPasswordsWithoutTLS" help:"accept passwords (tokens) in clear text over plain TCP"`
+	// RequireSecureTransport refuses logins that did not switch to TLS (MySQL's
+	// require_secure_transport). TLS itself is offered whenever the broker's certificate
+	// keys are set (tlsCertificateFilePath, tlsKeyFilePath, tlsTrustCertsFilePath).
+	RequireSecureTransport bool `key:"sqlRequireSecureTransport" help:"refuse SQL connections that do not use TLS (needs tlsCertificateFilePath and tlsKeyFilePath)"`
 }
 
 // DefaultSQLConfig returns the SQL defaults: on in standalone, port 3306, 5 minutes per

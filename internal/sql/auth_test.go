@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,26 +14,35 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/schema"
 )
 
-// grants is a Policies that lets the role "reader" consume public/default.
+// grants is a Policies: the role "reader" may consume all of public/default, "items-reader"
+// only its topic items, "boss" administers tenant other; other/ns grants nothing.
 type grants struct{}
 
-func (grants) Tenant(context.Context, string) (auth.TenantPolicy, error) {
+func (grants) Tenant(_ context.Context, tenant string) (auth.TenantPolicy, error) {
+	if tenant == "other" {
+		return auth.TenantPolicy{AdminRoles: []string{"boss"}}, nil
+	}
 	return auth.TenantPolicy{}, nil
 }
 
 func (grants) Namespace(_ context.Context, tenant, ns string) (auth.NamespacePolicy, error) {
-	if tenant+"/"+ns != "public/default" {
-		return auth.NamespacePolicy{}, auth.ErrPolicyNotFound
+	switch tenant + "/" + ns {
+	case "public/default":
+		return auth.NamespacePolicy{NamespaceAuth: map[string][]string{"reader": {"consume"}},
+			DestinationAuth: map[string]map[string][]string{"persistent://public/default/items": {"items-reader": {"consume"}}}}, nil
+	case "other/ns":
+		return auth.NamespacePolicy{}, nil
 	}
-	return auth.NamespacePolicy{NamespaceAuth: map[string][]string{"reader": {"consume"}}}, nil
+	return auth.NamespacePolicy{}, auth.ErrPolicyNotFound
 }
 
-// TestTokensAuthenticateAndConsumeIsAuthorized: with authentication on, a login needs a
-// valid Pulsar token as its password; with authorization on, reading a topic needs the
-// consume permission, per table of the statement.
-func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
+// authServer serves src with token authentication and authorization on ("admin" is a
+// superuser); open logs in with a password, token mints a role's token.
+func authServer(t *testing.T, src Source) (open func(user, password string) *sql.DB, token func(role string) string) {
+	t.Helper()
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	acfg := config.DefaultAuthenticationConfig()
 	acfg.Enabled = true
@@ -44,18 +54,19 @@ func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
 	}
 	zcfg := config.DefaultAuthorizationConfig()
 	zcfg.Enabled = true
+	zcfg.SuperUserRoles = []string{"admin"}
 	authz, err := auth.NewAuthorizer(zcfg, grants{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := func(role string) string {
+	token = func(role string) string {
 		tok, err := auth.CreateToken(secret, "HS256", auth.TokenSpec{Subject: role})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tok
 	}
-	s, err := New(Options{Config: config.DefaultSQLConfig(), Source: ordersSource(t), Auth: authn, Authz: authz})
+	s, err := New(Options{Config: config.DefaultSQLConfig(), Source: src, Auth: authn, Authz: authz})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +76,7 @@ func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
 	}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Close() })
-	open := func(user, password string) *sql.DB {
+	open = func(user, password string) *sql.DB {
 		mc := mysql.NewConfig()
 		mc.Net, mc.Addr, mc.User, mc.Passwd, mc.DBName = "tcp", ln.Addr().String(), user, password, "public/default"
 		mc.AllowCleartextPasswords = true
@@ -77,6 +88,14 @@ func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
 		t.Cleanup(func() { _ = db.Close() })
 		return db
 	}
+	return open, token
+}
+
+// TestTokensAuthenticateAndConsumeIsAuthorized: with authentication on, a login needs a
+// valid Pulsar token as its password; with authorization on, reading a topic needs the
+// consume permission, per table of the statement.
+func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
+	open, token := authServer(t, ordersSource(t))
 	for name, pw := range map[string]string{"no password": "", "a forged token": token("reader")[:20] + "x.y.z", "a wrong basic password": "secret"} {
 		if err := open("reader", pw).Ping(); err == nil || !strings.Contains(err.Error(), "Access denied") {
 			t.Errorf("%s: %v, want access denied", name, err)
@@ -95,6 +114,74 @@ func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
 		var me *mysql.MySQLError
 		if !errors.As(err, &me) || me.Number != erTableAccessDenied || !strings.Contains(me.Message, "consume permission") {
 			t.Fatalf("%s as other: %v, want error 1142 naming the consume permission", q, err)
+		}
+	}
+}
+
+// TestListingsShowOnlyConsumableTopics: SHOW SCHEMAS, SHOW TABLES and information_schema
+// list to each role only the namespaces and topics it may consume; DESCRIBE of a topic it
+// may not consume is error 1142, like SELECT.
+func TestListingsShowOnlyConsumableTopics(t *testing.T) {
+	src := ordersSource(t)
+	src.add(t, "other/ns/secret", TopicInfo{Schema: schema.Schema{Type: schema.String}}, -1, 0, 3,
+		[]msg{{payload: []byte("s"), pub: 1_700_000_000_000}})
+	open, token := authServer(t, src)
+	list := func(db *sql.DB, q string) string {
+		t.Helper()
+		var out []string
+		for _, r := range queryRows(t, db, q) {
+			if strings.Contains(r[0], "/") || !strings.HasPrefix(q, "SHOW SCHEMAS") { // not information_schema, mysql
+				out = append(out, strings.Join(r, "."))
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	const (
+		schemas = "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE '%/%' ORDER BY 1"
+		tables  = "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema LIKE '%/%' ORDER BY 1, 2"
+		columns = "SELECT DISTINCT table_name FROM information_schema.columns WHERE table_schema LIKE '%/%' ORDER BY 1"
+	)
+	for _, c := range []struct {
+		role                             string
+		showSchemas, showTables, infoTab string
+	}{
+		{"admin", "other/ns public/default", "items orders", "other/ns.secret public/default.items public/default.orders"},
+		{"reader", "public/default", "items orders", "public/default.items public/default.orders"},
+		{"items-reader", "public/default", "items", "public/default.items"},
+		{"boss", "other/ns", "", "other/ns.secret"},
+		{"nobody", "", "", ""},
+	} {
+		db := open(c.role, "token:"+token(c.role))
+		if got := list(db, "SHOW SCHEMAS"); got != c.showSchemas {
+			t.Errorf("%s: SHOW SCHEMAS = %q, want %q", c.role, got, c.showSchemas)
+		}
+		if got := list(db, schemas); got != c.showSchemas {
+			t.Errorf("%s: information_schema.schemata = %q, want %q", c.role, got, c.showSchemas)
+		}
+		if got := list(db, "SHOW TABLES FROM `public/default`"); got != c.showTables {
+			t.Errorf("%s: SHOW TABLES = %q, want %q", c.role, got, c.showTables)
+		}
+		if got := list(db, tables); got != c.infoTab {
+			t.Errorf("%s: information_schema.tables = %q, want %q", c.role, got, c.infoTab)
+		}
+		var names []string
+		for _, full := range strings.Fields(c.infoTab) {
+			names = append(names, full[strings.IndexByte(full, '.')+1:])
+		}
+		slices.Sort(names)
+		if got := list(db, columns); got != strings.Join(names, " ") {
+			t.Errorf("%s: information_schema.columns tables = %q, want %q", c.role, got, names)
+		}
+	}
+	items := open("items-reader", "token:"+token("items-reader"))
+	if got := queryRows(t, items, "SELECT count(*) FROM items"); got[0][0] != "7" {
+		t.Fatalf("items-reader reads items: %v", got)
+	}
+	for _, q := range []string{"DESCRIBE orders", "SELECT count(*) FROM orders", "SELECT * FROM `other/ns`.secret"} {
+		_, err := items.Exec(q)
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) || me.Number != erTableAccessDenied {
+			t.Errorf("%s as items-reader: %v, want error 1142", q, err)
 		}
 	}
 }

@@ -30,8 +30,12 @@ type Options struct {
 	Source Source
 	// Auth authenticates users (nil or disabled: anyone, as the anonymous role); Authz
 	// decides which topics they may read (nil or disabled: all).
-	Auth   *auth.Service
-	Authz  *auth.Authorizer
+	Auth  *auth.Service
+	Authz *auth.Authorizer
+	// TLS is the broker's TLS listener configuration (tlsCertificateFilePath, ...; its
+	// files are re-read as the broker's are): with it, clients may switch to TLS in the
+	// handshake (MySQL's SSL request; mysql --ssl). Nil: plain TCP only.
+	TLS    *auth.ServerTLS
 	Logger *slog.Logger
 	// Registerer gets the SQL metrics (nil: not exported).
 	Registerer prometheus.Registerer
@@ -43,6 +47,7 @@ type Server struct {
 	src     Source
 	auth    *auth.Service
 	authz   *auth.Authorizer
+	tls     *auth.ServerTLS
 	log     *slog.Logger
 	engine  *sqle.Engine
 	srv     *server.Server
@@ -63,13 +68,17 @@ func New(o Options) (*Server, error) {
 	if o.Source == nil {
 		return nil, errors.New("sql: no source")
 	}
+	if o.Config.RequireSecureTransport && o.TLS == nil {
+		return nil, &config.FieldError{Key: "sqlRequireSecureTransport", Value: true,
+			Reason: "needs TLS: set tlsCertificateFilePath and tlsKeyFilePath"}
+	}
 	// The engine logs through logrus at info level (every connection); ours is slog.
 	logrus.SetLevel(logrus.ErrorLevel)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: o.Config, src: o.Source, auth: o.Auth, authz: o.Authz, log: log.With("component", "sql"),
+	s := &Server{cfg: o.Config, src: o.Source, auth: o.Auth, authz: o.Authz, tls: o.TLS, log: log.With("component", "sql"),
 		metrics: newMetrics(o.Registerer), slots: make(chan struct{}, o.Config.MaxConcurrentQueries),
 		stats: map[uint32]Stats{}, done: make(chan struct{})}
 	s.engine = sqle.New(newAnalyzer(provider{srv: s}), &sqle.Config{IsReadOnly: true, VersionPostfix: "magnetar"})
@@ -89,6 +98,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		ConnReadTimeout:          0,
 		AllowClearTextWithoutTLS: s.cfg.AllowCleartextWithoutTLS,
 		MaxConnections:           uint64(s.cfg.MaxConcurrentQueries) * 64,
+		RequireSecureTransport:   s.cfg.RequireSecureTransport,
+	}
+	if s.tls != nil {
+		// Each handshake picks up reloaded certificate files (GetConfigForClient).
+		cfg.TLSConfig = s.tls.Config()
 	}
 	cfg.ProtocolListenerFactory = func(c server.Config, lc mysql.ListenerConfig, sel server.ServerEventListener) (server.ProtocolListener, error) {
 		lc.AuthServer = s.authServer()
@@ -269,7 +283,7 @@ func (s *Server) authServer() mysql.AuthServer {
 type openAuth struct{ s *Server }
 
 func (a *openAuth) AuthMethods() []mysql.AuthMethod {
-	return []mysql.AuthMethod{mysql.NewMysqlNativeAuthMethod(a, a)}
+	return []mysql.AuthMethod{a.s.secure(mysql.NewMysqlNativeAuthMethod(a, a))}
 }
 
 func (a *openAuth) DefaultAuthMethodDescription() mysql.AuthMethodDescription {
@@ -285,7 +299,7 @@ func (a *openAuth) UserEntryWithHash(_ []*x509.Certificate, _ []byte, user strin
 type tokenAuth struct{ s *Server }
 
 func (a *tokenAuth) AuthMethods() []mysql.AuthMethod {
-	return []mysql.AuthMethod{mysql.NewMysqlClearAuthMethod(a, a)}
+	return []mysql.AuthMethod{a.s.secure(mysql.NewMysqlClearAuthMethod(a, a))}
 }
 
 func (a *tokenAuth) DefaultAuthMethodDescription() mysql.AuthMethodDescription {
@@ -305,6 +319,30 @@ func (a *tokenAuth) UserEntryWithPassword(_ []*x509.Certificate, user, password 
 		return nil, mysql.NewSQLError(mysql.ERAccessDeniedError, mysql.SSAccessDeniedError, "Access denied for user '%v': %v", user, err)
 	}
 	return userData{user: user, principal: auth.Principal{Role: id.Role}}, nil
+}
+
+// secure makes m refuse logins over plain TCP when sqlRequireSecureTransport is set. The
+// listener's own RequireSecureTransport only writes an error packet and carries on with the
+// handshake, so the refusal that counts is here, before any credential is looked at.
+func (s *Server) secure(m mysql.AuthMethod) mysql.AuthMethod {
+	if !s.cfg.RequireSecureTransport {
+		return m
+	}
+	return requireTLS{AuthMethod: m, s: s}
+}
+
+type requireTLS struct {
+	mysql.AuthMethod
+	s *Server
+}
+
+func (m requireTLS) HandleAuthPluginData(c *mysql.Conn, user string, serverData, clientResp []byte, remote net.Addr) (mysql.Getter, error) {
+	if !c.TLSEnabled() {
+		m.s.metrics.authFailures.Inc()
+		return nil, mysql.NewSQLError(mysql.ERAccessDeniedError, mysql.SSAccessDeniedError,
+			"Access denied for user '%v': the server requires TLS (sqlRequireSecureTransport): connect with --ssl", user)
+	}
+	return m.AuthMethod.HandleAuthPluginData(c, user, serverData, clientResp, remote)
 }
 
 // credentialsOf reads a login the way the Kafka front end reads SASL PLAIN: a token

@@ -35,8 +35,10 @@ type Options struct {
 	Logs        *managedledger.Factory
 	Auth        *auth.Service
 	Authz       *auth.Authorizer
-	Logger      *slog.Logger
-	Registerer  prometheus.Registerer
+	// TLS lets clients switch to TLS (the broker's certificate keys; nil: plain TCP only).
+	TLS        *auth.ServerTLS
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 	// Listener is where to serve (nil: BindAddress and Config.ServicePort).
 	Listener net.Listener
 }
@@ -54,7 +56,7 @@ type Worker struct {
 func Start(o Options) (*Worker, error) {
 	srv, err := sqlfe.New(sqlfe.Options{
 		Config: o.Config, Source: &storage{res: o.Resources, schemas: o.Schemas, logs: o.Logs},
-		Auth: o.Auth, Authz: o.Authz, Logger: o.Logger, Registerer: o.Registerer,
+		Auth: o.Auth, Authz: o.Authz, TLS: o.TLS, Logger: o.Logger, Registerer: o.Registerer,
 	})
 	if err != nil {
 		return nil, err
@@ -69,7 +71,8 @@ func Start(o Options) (*Worker, error) {
 	w := &Worker{srv: srv, ln: ln, served: make(chan error, 1)}
 	go func() { w.served <- srv.Serve(ln) }()
 	if o.Logger != nil {
-		o.Logger.Info("sql server ready", "addr", ln.Addr().String(), "protocol", "mysql")
+		o.Logger.Info("sql server ready", "addr", ln.Addr().String(), "protocol", "mysql",
+			"tls", o.TLS != nil, "tlsRequired", o.Config.RequireSecureTransport)
 	}
 	return w, nil
 }
@@ -157,9 +160,17 @@ func StartRole(ctx context.Context, cfg config.SQLWorkerConfig, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
+	// The broker's TLS keys (tlsCertificateFilePath, tlsKeyFilePath, tlsTrustCertsFilePath),
+	// reloaded every tlsCertRefreshCheckDurationSec as the broker reloads them.
+	var stls *auth.ServerTLS
+	if cfg.Security.TLS.Configured() {
+		if stls, err = auth.NewServerTLS(cfg.Security.TLS, log); err != nil {
+			return nil, fmt.Errorf("sql TLS: %w", err)
+		}
+	}
 	w, err := Start(Options{
 		Config: cfg.SQL, BindAddress: cfg.BindAddress, Store: store, Resources: res,
-		Schemas: schema.New(store, cfg.Schema, log), Logs: f, Auth: authn, Authz: authz, Logger: log, Registerer: reg,
+		Schemas: schema.New(store, cfg.Schema, log), Logs: f, Auth: authn, Authz: authz, TLS: stls, Logger: log, Registerer: reg,
 	})
 	if err != nil {
 		return nil, err

@@ -126,7 +126,8 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 			Schemas: s.svc.Topics.Schemas(), Logs: s.svc.ManagedLedgers(), Logger: logger, Registerer: s.registry,
 			// The broker's own authentication and authorization: a SQL login is a Pulsar
 			// token (or basic password) and a table read needs the consume permission.
-			Auth: s.svc.Security.Authn, Authz: s.svc.Security.Authz,
+			// TLS with the broker's certificate keys (nil when none is configured).
+			Auth: s.svc.Security.Authn, Authz: s.svc.Security.Authz, TLS: s.svc.Security.TLS,
 		}); err != nil {
 			return nil, fmt.Errorf("standalone: %w", err)
 		}
