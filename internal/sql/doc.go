@@ -12,8 +12,10 @@
 // conjuncts on __publish_time__, __partition__ and __message_id__ narrow what it reads
 // (constraints.go, analyzer.go). Limits (query.go): a deadline, bytes and rows scanned,
 // statements at once and memory per statement, each failing the statement with an error
-// that names its config key. server.go is the listener, authentication (a Pulsar token as
-// the password) and per-table consume authorization; metrics.go the pulsar_sql_* series.
+// that names its config key. server.go is the listener (TLS with the broker's keys,
+// sqlRequireSecureTransport), authentication (a Pulsar token as the password) and per-table
+// consume authorization; database.go lists each role only what it may consume; metrics.go
+// the pulsar_sql_* series.
 //
 // docs/design/sql.md is the reader's guide.
 package sql

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -382,9 +383,10 @@ func TestSQLWorkerRole(t *testing.T) {
 		t.Fatalf("the first worker after the second's refusal: %v", got)
 	}
 
-	// A worker with token authentication and authorization: the mariadb client logs in with
-	// a token as its clear-text password; a role granted consume on the namespace reads,
-	// another is refused per table.
+	// A worker with token authentication and authorization, TLS with the broker's keys and
+	// required (sqlRequireSecureTransport): the mariadb client logs in over TLS with a token
+	// as its clear-text password; a role granted consume on the namespace reads and lists
+	// the topic, another is refused per table and lists nothing; plain TCP is refused.
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	token := func(role string) string {
 		tok, err := auth.CreateToken(secret, "HS256", auth.TokenSpec{Subject: role})
@@ -398,24 +400,55 @@ func TestSQLWorkerRole(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode/100 != 2 {
 		t.Fatalf("grant: %v %v", resp, err)
 	}
+	ca, err := auth.NewCA(filepath.Join(t.TempDir(), "ca"), "e2e CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(auth.IssueOptions{Name: "sql", Hosts: []string{"127.0.0.1", "localhost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, arec := startProc(t, "magnetar sql-worker ready", os.Environ(), "sql-worker", "--log-format", "json",
 		"--metadata-url", "etcd://127.0.0.1:"+strconv.Itoa(mdPort), "--bind-address", "127.0.0.1", "--sql-port", "0", "--http-port", "-1",
 		"--authentication-enabled", "--authentication-providers", "token",
-		"--token-secret-key", "data:;base64,"+base64.StdEncoding.EncodeToString(secret), "--authorization-enabled")
-	host, port, _ := strings.Cut(fmt.Sprint(arec["sql"]), ":")
+		"--token-secret-key", "data:;base64,"+base64.StdEncoding.EncodeToString(secret), "--authorization-enabled",
+		"--tls-certificate-file-path", cert.CertFile, "--tls-key-file-path", cert.KeyFile, "--tls-trust-certs-file-path", ca.CertFile,
+		"--sql-require-secure-transport")
+	sqlAddr := fmt.Sprint(arec["sql"])
+	host, port, _ := strings.Cut(sqlAddr, ":")
 	mariadb := testenv.DebianProgram(t, "mariadb", "mariadb-client")
-	query := func(user, password string) (string, error) {
-		out, err := exec.Command(mariadb, "--host", host, "--port", port, "--user", user, "--password="+password,
-			"--skip-ssl", "--batch", "--skip-column-names", "--execute", "SELECT count(*) FROM `public/default`.worker WHERE __value__ < 1000000").CombinedOutput()
+	secure := []string{"--ssl", "--ssl-ca", ca.CertFile, "--ssl-verify-server-cert"}
+	query := func(user, password, q string, transport ...string) (string, error) {
+		args := append([]string{"--host", host, "--port", port, "--user", user, "--password=" + password}, transport...)
+		out, err := exec.Command(mariadb, append(args, "--batch", "--skip-column-names", "--execute", q)...).CombinedOutput()
 		return string(out), err
 	}
-	if out, err := query("reader", "token:"+token("reader")); err != nil || out != "500\n" {
+	const count = "SELECT count(*) FROM `public/default`.worker WHERE __value__ < 1000000"
+	if out, err := query("reader", "token:"+token("reader"), count, secure...); err != nil || out != "500\n" {
 		t.Fatalf("reader: %v %q", err, out)
 	}
-	if out, err := query("other", "token:"+token("other")); err == nil || !strings.Contains(out, "ERROR 1142") || !strings.Contains(out, "consume permission") {
+	if out, err := query("reader", "token:"+token("reader"), "SHOW TABLES FROM `public/default`", secure...); err != nil || !strings.Contains(out, "worker\n") {
+		t.Fatalf("reader's SHOW TABLES: %v %q", err, out)
+	}
+	if out, err := query("other", "token:"+token("other"), "SHOW TABLES FROM `public/default`", secure...); err != nil || out != "" {
+		t.Fatalf("other's SHOW TABLES: %v %q, want no table", err, out)
+	}
+	if out, err := query("other", "token:"+token("other"), count, secure...); err == nil || !strings.Contains(out, "ERROR 1142") || !strings.Contains(out, "consume permission") {
 		t.Fatalf("other: %v %q, want error 1142", err, out)
 	}
-	if out, err := query("reader", "token:"+token("reader")[:30]); err == nil || !strings.Contains(out, "Access denied") {
+	if out, err := query("reader", "token:"+token("reader")[:30], count, secure...); err == nil || !strings.Contains(out, "Access denied") {
 		t.Fatalf("a bad token: %v %q, want access denied", err, out)
+	}
+	if out, err := query("reader", "token:"+token("reader"), count, "--skip-ssl"); err == nil || !strings.Contains(out, "SSL/TLS") {
+		t.Fatalf("plain TCP with sqlRequireSecureTransport: %v %q, want a refusal naming TLS", err, out)
+	}
+	// magnetar sql over TLS (Go's driver), trusting the CA; without --tls it is refused.
+	out, err := exec.Command(binary, "sql", "--server", sqlAddr, "--token", token("reader"), "--tls-trust-cert-path", ca.CertFile,
+		"--tls-enable-hostname-verification", "-e", count).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "| 500      |") {
+		t.Fatalf("magnetar sql --tls-trust-cert-path: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "sql", "--server", sqlAddr, "--token", token("reader"), "-e", count).CombinedOutput(); err == nil || !strings.Contains(string(out), "SSL/TLS") {
+		t.Fatalf("magnetar sql without TLS: %v\n%s", err, out)
 	}
 }
