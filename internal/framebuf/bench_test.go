@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"github.com/magnetar-io/magnetar/internal/framebuf/framebuftest"
 )
 
 // BenchmarkReadFull compares ReadFull with what every reader did before it (allocate the
-// declared size, io.ReadFull into it) on frames of several sizes, read through a 64 KiB
-// bufio.Reader as connections do. Run both in one invocation so machine load hits them alike:
+// declared size, io.ReadFull into it) on frames of several sizes. Run both in one
+// invocation so machine load hits them alike:
 //
 //	go test -run XXX -bench ReadFull -count 6 ./internal/framebuf/
 func BenchmarkReadFull(b *testing.B) {
@@ -25,24 +27,10 @@ func BenchmarkReadFull(b *testing.B) {
 			read func(io.Reader, int) ([]byte, error)
 		}{{"declared", declared}, {"growing", ReadFull}} {
 			b.Run(fmt.Sprintf("size=%d/%s", size, impl.name), func(b *testing.B) {
-				const frames = 8
-				stream := bytes.Repeat([]byte{'f'}, frames*size)
-				src := bytes.NewReader(stream)
-				br := bufio.NewReaderSize(src, 64<<10)
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				n := 0
-				for b.Loop() {
-					if n == frames {
-						src.Reset(stream)
-						br.Reset(src)
-						n = 0
-					}
-					if _, err := impl.read(br, size); err != nil {
-						b.Fatal(err)
-					}
-					n++
-				}
+				framebuftest.BenchFrames(b, bytes.Repeat([]byte{'f'}, size), func(br *bufio.Reader) error {
+					_, err := impl.read(br, size)
+					return err
+				})
 			})
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/bookie/storage/index"
 	st "github.com/magnetar-io/magnetar/internal/bookie/storage/storagetest"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage/vfs"
+	"github.com/magnetar-io/magnetar/internal/config"
 )
 
 // onlyIndex scopes a FaultFS's faults to the Pebble index's files.
@@ -52,14 +53,7 @@ func TestIndexFaultFailsTheFlushNotTheProcess(t *testing.T) {
 			if err := s.FlushNow(); err != nil {
 				t.Fatalf("flush after the disk recovered: %v", err)
 			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			s = openTest(t, cfg, nil)
-			defer s.Close()
-			for e := int64(0); e < 100; e++ {
-				read(t, s, 1, e, st.Payload(1, e, 300))
-			}
+			restartAndRead(t, s, cfg, 100)
 		})
 	}
 }
@@ -101,12 +95,19 @@ func TestIndexFaultTurnsReadOnly(t *testing.T) {
 	for e := int64(60); e < 100; e++ {
 		add(t, s, 1, e, st.Payload(1, e, 300))
 	}
+	restartAndRead(t, s, cfg, 100)
+}
+
+// restartAndRead closes s, opens its directories again on a healthy disk and reads entries
+// 0..n-1 of ledger 1 back.
+func restartAndRead(t *testing.T, s *storage.Disk, cfg config.BookieStorageConfig, n int64) {
+	t.Helper()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s = openTest(t, cfg, nil)
 	defer s.Close()
-	for e := int64(0); e < 100; e++ {
+	for e := int64(0); e < n; e++ {
 		read(t, s, 1, e, st.Payload(1, e, 300))
 	}
 }

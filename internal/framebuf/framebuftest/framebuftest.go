@@ -5,6 +5,8 @@
 package framebuftest
 
 import (
+	"bufio"
+	"bytes"
 	"net"
 	"runtime"
 	"sync"
@@ -95,4 +97,28 @@ func (c *countingConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// BenchFrames runs read over a stream of copies of frame read through a 64 KiB
+// bufio.Reader, as connections read (the stream restarts every 16 frames): the benchmark of
+// a protocol's frame reader. read must consume exactly one frame.
+func BenchFrames(b *testing.B, frame []byte, read func(br *bufio.Reader) error) {
+	const frames = 16
+	stream := bytes.Repeat(frame, frames)
+	src := bytes.NewReader(stream)
+	br := bufio.NewReaderSize(src, 64<<10)
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n == frames {
+			src.Reset(stream)
+			br.Reset(src)
+			n = 0
+		}
+		if err := read(br); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
 }

@@ -141,16 +141,20 @@ func (ix *Index) Close() error {
 
 // closeRecovering closes db, turning a Fatalf during the close into an error.
 func closeRecovering(db *pebble.DB) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			err = f
-		}
-	}()
+	defer recoverFatal(&err)
 	return db.Close()
+}
+
+// recoverFatal, deferred, turns a panic with a fatalError (the index logger's Fatalf) into
+// *err; any other panic goes on.
+func recoverFatal(err *error) {
+	if r := recover(); r != nil {
+		f, ok := r.(fatalError)
+		if !ok {
+			panic(r)
+		}
+		*err = f
+	}
 }
 
 // reopen replaces a database whose commit failed by a fresh open of its directory.
@@ -473,15 +477,7 @@ func (b *Batch) Commit() error {
 // applyRecovering applies batch to db with sync, turning Pebble's Fatalf on a failed
 // commit into an error.
 func applyRecovering(db *pebble.DB, batch *pebble.Batch) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			err = f
-		}
-	}()
+	defer recoverFatal(&err)
 	return db.Apply(batch, pebble.Sync)
 }
 
