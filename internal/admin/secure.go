@@ -192,10 +192,22 @@ func routeRule(method, p string) rule {
 // namespace need the namespace's functions, sources or sinks permission (tenant admins and
 // superusers have them), as Pulsar's allowFunctionOps; the worker-wide paths (upload,
 // download, reloads) are superusers'; the lists of built-in connectors need only
-// authentication. The rest of v3 (transactions, ...) is superusers'.
+// authentication. Reading transactions (Pulsar checks nothing there but the coordinator's
+// ownership; the Go client's TestTxn_* read transactionMetadata as the anonymous role) needs
+// authentication, and a topic's transaction stats what its stats need. The rest of v3 is
+// superusers'.
 func v3Rule(method string, seg []string) rule {
 	if len(seg) < 3 {
 		return rule{kind: "super"}
+	}
+	if seg[2] == "transactions" && method == http.MethodGet && len(seg) >= 4 {
+		switch {
+		case len(seg) >= 7 && slices.Contains([]string{"transactionBufferStats", "pendingAckStats",
+			"transactionInBufferStats", "transactionInPendingAckStats"}, seg[3]):
+			return topicRule("persistent", seg[4], seg[5], seg[6], auth.TopicLookup, "")
+		case slices.Contains([]string{"coordinatorStats", "transactionMetadata", "slowTransactions"}, seg[3]):
+			return rule{kind: "authenticated"}
+		}
 	}
 	op, ok := map[string]auth.NamespaceOp{"functions": auth.NamespaceFunctions,
 		"sources": auth.NamespaceSources, "sinks": auth.NamespaceSinks}[seg[2]]
