@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"path"
 	"strings"
 
@@ -126,10 +127,13 @@ func Handler(cfg Config) http.Handler {
 // and turns the mux's own plain-text 404 and 405 answers into {"reason"} bodies.
 func cleanPath(next *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; p != "/" && p != "/metrics/" && !strings.HasPrefix(p, "/debug/pprof/") {
-			if c := path.Clean(p); c != p {
-				r.URL.Path = c
-				r.URL.RawPath = ""
+		// Cleaned as escaped, as the mux matches: an escaped "/" inside a segment (a dynamic
+		// configuration value holding a URL) is not a separator to squeeze.
+		if p, ep := r.URL.Path, r.URL.EscapedPath(); p != "/" && p != "/metrics/" && !strings.HasPrefix(p, "/debug/pprof/") {
+			if c := path.Clean(ep); c != ep {
+				if up, err := url.PathUnescape(c); err == nil {
+					r.URL.Path, r.URL.RawPath = up, c
+				}
 			}
 		}
 		if _, pattern := next.Handler(r); pattern == "" {

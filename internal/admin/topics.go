@@ -150,8 +150,10 @@ func (s *server) listTopics(ctx context.Context, r *http.Request) (any, error) {
 	return s.broker.ListTopics(ctx, tenant+"/"+ns, domainOf(r))
 }
 
-// namespaceTopics lists a namespace's topics by mode (PERSISTENT, NON_PERSISTENT or ALL),
-// as the Go client's HTTP lookup service asks for them.
+// namespaceTopics lists a namespace's topics by mode (PERSISTENT, NON_PERSISTENT or ALL).
+// Without a mode it lists the persistent ones, as Pulsar's @DefaultValue("PERSISTENT")
+// does: the Go client's HTTP lookup service builds its URL with url.Parse(path).Path, so
+// its "?mode=" never reaches the server.
 func (s *server) namespaceTopics(ctx context.Context, r *http.Request) (any, error) {
 	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
 	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
@@ -162,6 +164,9 @@ func (s *server) namespaceTopics(ctx context.Context, r *http.Request) (any, err
 		return out, nil
 	}
 	mode := strings.ToUpper(r.URL.Query().Get("mode"))
+	if mode == "" {
+		mode = "PERSISTENT"
+	}
 	for _, d := range []string{"persistent", "non-persistent"} {
 		if (mode == "PERSISTENT" && d != "persistent") || (mode == "NON_PERSISTENT" && d != "non-persistent") {
 			continue
@@ -344,6 +349,7 @@ func (s *server) getPartitions(ctx context.Context, r *http.Request) (any, error
 	if errors.Is(err, resources.ErrNotFound) {
 		return partitionsJSON{}, nil // not partitioned (or not yet created): 0, as Pulsar answers
 	}
+	m.CreationTimestamp = 0 // ours, not in Pulsar's PartitionedTopicMetadata (omitted when 0)
 	return m, err
 }
 

@@ -52,7 +52,8 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 	c.producers[pid] = p
 	c.mu.Unlock()
 	tp, err := t.AddProducer(ctx, topics.ProducerSpec{ID: pid, Name: cmd.GetProducerName(), Epoch: cmd.GetEpoch(),
-		Mode: topics.AccessMode(cmd.GetProducerAccessMode()), Schema: schemaFromWire(cmd.GetSchema())}, p)
+		Mode: topics.AccessMode(cmd.GetProducerAccessMode()), Schema: producerSchemaFromWire(cmd.GetSchema()),
+		Metadata: keyValues(cmd.GetMetadata()), InitialSubscription: cmd.GetInitialSubscriptionName()}, p)
 	switch {
 	case errors.Is(err, topics.ErrProducerWaiting):
 		p.tp.CompareAndSwap(nil, tp) // a grant may have stored it already

@@ -21,14 +21,33 @@ func schemaFromWire(ps *pb.Schema) *schema.Schema {
 	if !ok {
 		return nil
 	}
-	s := &schema.Schema{Type: t, Data: ps.GetSchemaData()}
-	if len(ps.GetProperties()) > 0 {
-		s.Properties = make(map[string]string, len(ps.GetProperties()))
-		for _, kv := range ps.GetProperties() {
-			s.Properties[kv.GetKey()] = kv.GetValue()
-		}
+	return &schema.Schema{Type: t, Data: ps.GetSchemaData(), Properties: keyValues(ps.GetProperties())}
+}
+
+// producerSchemaFromWire is schemaFromWire for PRODUCER and GET_OR_CREATE_SCHEMA, where a
+// schema of type None is registered too, as Pulsar's AbstractTopic.addSchema registers any
+// schema a producer gives: the Go client sends its BYTES schema as None with its
+// properties, and stamps its messages with the version answered, which its consumers then
+// look up (an empty version is "schema not found ... version [ [] ]"). The Java client sends
+// no schema at all for Schema.BYTES, so it registers nothing.
+func producerSchemaFromWire(ps *pb.Schema) *schema.Schema {
+	if ps != nil && ps.GetType() == pb.Schema_None {
+		return &schema.Schema{Type: schema.None, Data: ps.GetSchemaData(), Properties: keyValues(ps.GetProperties())}
 	}
-	return s
+	return schemaFromWire(ps)
+}
+
+// keyValues is a protocol key/value list as a map (nil when empty): schema properties,
+// PRODUCER's and SUBSCRIBE's metadata. The frame size bounds it.
+func keyValues(kvs []*pb.KeyValue) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[kv.GetKey()] = kv.GetValue()
+	}
+	return out
 }
 
 // wireSchema builds the protocol's Schema (every required field set) for an entry.
@@ -118,9 +137,9 @@ func (c *conn) handleGetOrCreateSchema(cmd *pb.CommandGetOrCreateSchema) {
 		fail(err)
 		return
 	}
-	s := schemaFromWire(cmd.GetSchema())
+	s := producerSchemaFromWire(cmd.GetSchema())
 	if s == nil {
-		// Bytes: nothing to register; Pulsar answers an empty version.
+		// No schema (or a client-side AUTO kind): nothing to register, an empty version.
 		resp.SchemaVersion = []byte{}
 		return
 	}

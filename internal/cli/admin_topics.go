@@ -307,7 +307,7 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			return ac.get(ctx, "/admin/v2/namespaces/"+ns+"/topics")
+			return ac.get(ctx, "/admin/v2/namespaces/"+ns+"/topics?mode=ALL")
 		}),
 		ac.verb("list-partitioned-topics <tenant/namespace>", "List the partitioned topics of a namespace", 1, func(ctx context.Context, args []string) ([]byte, error) {
 			ns, err := nsPath(args[0])

@@ -59,6 +59,18 @@ type BrokerConfig struct {
 	MaxUnackedMessagesPerConsumer     int `key:"maxUnackedMessagesPerConsumer" help:"unacknowledged messages after which a consumer gets no more (0: no limit)"`
 	MaxUnackedMessagesPerSubscription int `key:"maxUnackedMessagesPerSubscription" help:"unacknowledged messages after which a subscription dispatches no more (0: no limit)"`
 
+	// AllowAutoSubscriptionCreation lets a consumer (or a producer's initial subscription)
+	// create a durable subscription that does not exist; false refuses it with
+	// SubscriptionNotFound, unless the topic's autoSubscriptionCreation policy allows it.
+	// Dynamic.
+	AllowAutoSubscriptionCreation bool `key:"allowAutoSubscriptionCreation" help:"create subscriptions on first subscribe (false: they must be created by the admin API)"`
+
+	// SubscriptionKeySharedUseConsistentHashing spreads the keys of an AUTO_SPLIT Key_Shared
+	// subscription over its consumers by a consistent-hash ring (true, Pulsar's default);
+	// false halves hash ranges as consumers join (Pulsar's HashRangeAutoSplit selector,
+	// which the Go client's CI config chooses and its TestConsumerKeyShared relies on).
+	SubscriptionKeySharedUseConsistentHashing bool `key:"subscriptionKeySharedUseConsistentHashing" help:"AUTO_SPLIT Key_Shared by consistent hashing (false: by halving hash ranges)"`
+
 	// ExposeTopicLevelMetricsInPrometheus exports per-topic series on /metrics; false
 	// aggregates them per namespace, for deployments with many topics. Dynamic.
 	ExposeTopicLevelMetricsInPrometheus bool `key:"exposeTopicLevelMetricsInPrometheus" help:"export per-topic metrics (false: per namespace only)"`
@@ -119,37 +131,39 @@ type BrokerConfig struct {
 // DefaultBrokerConfig returns Pulsar's broker.conf defaults.
 func DefaultBrokerConfig() BrokerConfig {
 	return BrokerConfig{
-		ShutdownTimeoutMs:                      60_000,
-		ClusterName:                            "standalone",
-		BindAddress:                            "0.0.0.0",
-		ServicePort:                            6650,
-		WebServicePort:                         8080,
-		MaxMessageSize:                         5 * 1024 * 1024,
-		AllowAutoTopicCreation:                 true,
-		ExposeBrokerEntryMetadata:              true,
-		AllowAutoTopicCreationType:             "non-partitioned",
-		DefaultNumPartitions:                   1,
-		KeepAliveIntervalSeconds:               30,
-		MaxPendingPublishBytesPerConnection:    32 << 20,
-		MaxMessagePublishBufferSizeMB:          512,
-		DispatcherMaxReadBatchSize:             100,
-		MaxUnackedMessagesPerConsumer:          50000,
-		MaxUnackedMessagesPerSubscription:      200000,
-		MaxConnections:                         20000,
-		MaxConcurrentLookupRequest:             50000,
-		MaxPendingPublishRequestsPerConnection: 1000,
-		MaxPendingWriteBytesPerConnection:      16 << 20,
-		ExposeTopicLevelMetricsInPrometheus:    true,
-		ManagedLedger:                          DefaultManagedLedgerConfig(),
-		Schema:                                 DefaultSchemaConfig(),
-		Policies:                               DefaultPoliciesConfig(),
-		Delivery:                               DefaultDeliveryConfig(),
-		Kafka:                                  DefaultKafkaConfig(),
-		Security:                               DefaultSecurityConfig(),
-		Console:                                DefaultConsoleConfig(),
-		Offload:                                DefaultOffloadConfig(),
-		Transaction:                            DefaultTransactionConfig(),
-		Iceberg:                                DefaultIcebergConfig(),
+		ShutdownTimeoutMs:                         60_000,
+		ClusterName:                               "standalone",
+		BindAddress:                               "0.0.0.0",
+		ServicePort:                               6650,
+		WebServicePort:                            8080,
+		MaxMessageSize:                            5 * 1024 * 1024,
+		AllowAutoTopicCreation:                    true,
+		ExposeBrokerEntryMetadata:                 true,
+		AllowAutoTopicCreationType:                "non-partitioned",
+		DefaultNumPartitions:                      1,
+		KeepAliveIntervalSeconds:                  30,
+		MaxPendingPublishBytesPerConnection:       32 << 20,
+		MaxMessagePublishBufferSizeMB:             512,
+		DispatcherMaxReadBatchSize:                100,
+		MaxUnackedMessagesPerConsumer:             50000,
+		MaxUnackedMessagesPerSubscription:         200000,
+		MaxConnections:                            20000,
+		MaxConcurrentLookupRequest:                50000,
+		MaxPendingPublishRequestsPerConnection:    1000,
+		MaxPendingWriteBytesPerConnection:         16 << 20,
+		ExposeTopicLevelMetricsInPrometheus:       true,
+		SubscriptionKeySharedUseConsistentHashing: true,
+		AllowAutoSubscriptionCreation:             true,
+		ManagedLedger:                             DefaultManagedLedgerConfig(),
+		Schema:                                    DefaultSchemaConfig(),
+		Policies:                                  DefaultPoliciesConfig(),
+		Delivery:                                  DefaultDeliveryConfig(),
+		Kafka:                                     DefaultKafkaConfig(),
+		Security:                                  DefaultSecurityConfig(),
+		Console:                                   DefaultConsoleConfig(),
+		Offload:                                   DefaultOffloadConfig(),
+		Transaction:                               DefaultTransactionConfig(),
+		Iceberg:                                   DefaultIcebergConfig(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/magnetar-io/magnetar/internal/metadata"
 )
@@ -38,6 +39,10 @@ type TenantInfo struct {
 type PartitionedTopicMetadata struct {
 	Partitions int               `json:"partitions"`
 	Properties map[string]string `json:"properties,omitempty"`
+	// CreationTimestamp is when the partitioned topic was recorded (Unix ms, set by
+	// CreatePartitionedTopic; 0 in records written before it existed). Not part of
+	// Pulsar's JSON: the admin API leaves it out of what it answers.
+	CreationTimestamp int64 `json:"creationTimestamp,omitempty"`
 }
 
 // Resources reads and writes the cluster configuration in a metadata store.
@@ -333,6 +338,9 @@ func (r *Resources) PartitionedTopic(ctx context.Context, domain, tenant, ns, to
 func (r *Resources) CreatePartitionedTopic(ctx context.Context, domain, tenant, ns, topic string, m PartitionedTopicMetadata) error {
 	if m.Partitions < 1 {
 		return fmt.Errorf("%w: partitions must be at least 1, got %d", ErrInvalid, m.Partitions)
+	}
+	if m.CreationTimestamp == 0 {
+		m.CreationTimestamp = time.Now().UnixMilli()
 	}
 	return r.create(ctx, partitionedKey(domain, tenant, ns, topic), m)
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // TopicRecord is the JSON value under a non-partitioned topic's key.
 type TopicRecord struct {
 	Properties map[string]string `json:"properties,omitempty"`
+	// CreationTimestamp is when the record was created (Unix ms; 0 in records written
+	// before it existed): the topic stats' topicCreationTimeStamp.
+	CreationTimestamp int64 `json:"creationTimestamp,omitempty"`
 }
 
 func topicKey(domain, tenant, ns, topic string) string {
@@ -22,10 +26,10 @@ func (r *Resources) Topic(ctx context.Context, domain, tenant, ns, topic string)
 	return t, err
 }
 
-// CreateTopic records that a non-partitioned topic (or a partition) exists, with an empty
-// record ("{}"); ErrAlreadyExists if it is recorded already.
+// CreateTopic records that a non-partitioned topic (or a partition) exists, with its
+// creation time; ErrAlreadyExists if it is recorded already.
 func (r *Resources) CreateTopic(ctx context.Context, domain, tenant, ns, topic string) error {
-	return r.create(ctx, topicKey(domain, tenant, ns, topic), TopicRecord{})
+	return r.create(ctx, topicKey(domain, tenant, ns, topic), TopicRecord{CreationTimestamp: time.Now().UnixMilli()})
 }
 
 // DeleteTopic removes a non-partitioned topic's record; ErrNotFound if there is none.

@@ -18,7 +18,8 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 	if spec.Subscription == "" {
 		return nil, fmt.Errorf("%w: empty subscription name", wire.ErrNotAllowed)
 	}
-	cs := &Consumer{client: client, id: spec.ID, name: spec.Name, priority: spec.Priority, principal: PrincipalFrom(ctx)}
+	cs := &Consumer{client: client, id: spec.ID, name: spec.Name, priority: spec.Priority, principal: PrincipalFrom(ctx),
+		metadata: spec.Metadata}
 	cs.wr, _ = client.(ConsumerWritability)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -34,6 +35,12 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 		var cur *logCursor
 		if t.log != nil {
 			var err error
+			if spec.Durable && !t.autoSubscriptionAllowed() {
+				if _, ok := t.log.ml.Cursor(name); !ok {
+					return nil, fmt.Errorf("%w: subscription %s does not exist on %s and allowAutoSubscriptionCreation is false",
+						wire.ErrSubscriptionNotFound, name, t.full)
+				}
+			}
 			if spec.Durable {
 				cur, err = t.log.openCursor(ctx, name, spec.InitialEarliest)
 			} else {
@@ -54,6 +61,16 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 		return nil, err
 	}
 	return cs, nil
+}
+
+// autoSubscriptionAllowed tells whether a durable subscription may be created by its first
+// consumer: the topic's autoSubscriptionCreation policy, else the broker's dynamic
+// allowAutoSubscriptionCreation.
+func (t *Topic) autoSubscriptionAllowed() bool {
+	if v := t.pol.get().autoSubscription; v != nil {
+		return *v
+	}
+	return t.s.dyn.autoSub.Load()
 }
 
 // readerStart is where a non-durable subscription starts: the entry at Start is delivered
@@ -177,9 +194,17 @@ func (c *Consumer) Unsubscribe(ctx context.Context, force bool) error {
 	return nil
 }
 
+// seekReattachWindow is how long a non-durable subscription (a reader) waits after a seek
+// for a consumer to subscribe again before it ends, as it ends with its last consumer.
+const seekReattachWindow = time.Minute
+
 // Seek resets the consumer's subscription so that the next message delivered is the one at
 // at or, when at is nil, the first published at or after publishTime. Its consumers (this
-// one included) are disconnected first; they subscribe again and get permits afresh.
+// one included) are disconnected first; they subscribe again and get permits afresh. A
+// non-durable subscription is kept across the reset, as Pulsar keeps it
+// (removeConsumer(consumer, isResetCursor)): the reader's re-SUBSCRIBE still names its
+// original start, which must not restart it; it ends if nobody comes back within
+// seekReattachWindow.
 func (c *Consumer) Seek(ctx context.Context, at *Position, publishTime time.Time) error {
 	var move func(*logCursor) error
 	if at != nil {
@@ -190,9 +215,30 @@ func (c *Consumer) Seek(ctx context.Context, at *Position, publishTime time.Time
 	}
 	sub := c.sub
 	for _, x := range sub.consumersSnapshot() {
-		sub.disconnect(x)
+		sub.detach(x, true)
+		x.client.Disconnect()
 	}
-	return sub.reset(move)
+	err := sub.reset(move)
+	if !sub.durable {
+		time.AfterFunc(seekReattachWindow, sub.endIfAbandoned)
+	}
+	return err
+}
+
+// endIfAbandoned ends a non-durable subscription kept by a seek that still has no
+// consumer. The topic's lock is held across the check, so a SUBSCRIBE (which attaches under
+// it) either finds the subscription with its consumer or does not find it at all.
+func (s *Subscription) endIfAbandoned() {
+	t := s.t
+	t.mu.Lock()
+	idle := len(s.consumersSnapshot()) == 0
+	if idle && t.subs[s.name] == s {
+		delete(t.subs, s.name)
+	}
+	t.mu.Unlock()
+	if idle {
+		s.stop()
+	}
 }
 
 // Name is the subscription's name.

@@ -62,7 +62,7 @@ func (s *Subscription) newDispatcherLocked(typ SubType) dispatcher {
 	case Shared:
 		return &sharedDispatcher{s: s}
 	case KeyShared:
-		return &keySharedDispatcher{s: s}
+		return &keySharedDispatcher{s: s, halves: !s.t.s.cfg.SubscriptionKeySharedUseConsistentHashing}
 	case Failover:
 		return &activeDispatcher{s: s, failover: true}
 	}

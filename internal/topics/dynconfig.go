@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +30,12 @@ type dynamicConfig struct {
 	unackedConsumer atomic.Int64 // maxUnackedMessagesPerConsumer
 	unackedSub      atomic.Int64 // maxUnackedMessagesPerSubscription
 	topicLevel      atomic.Bool  // exposeTopicLevelMetricsInPrometheus
+	autoSub         atomic.Bool  // allowAutoSubscriptionCreation
+
+	// overrides are the stored values as given (Values answers them as Pulsar answers its
+	// stored map: a value the parser reads loosely comes back as it was written).
+	overridesMu sync.Mutex
+	overrides   map[string]string
 }
 
 func newDynamicConfig(cfg *config.BrokerConfig) *dynamicConfig {
@@ -36,7 +44,22 @@ func newDynamicConfig(cfg *config.BrokerConfig) *dynamicConfig {
 	d.unackedConsumer.Store(int64(cfg.MaxUnackedMessagesPerConsumer))
 	d.unackedSub.Store(int64(cfg.MaxUnackedMessagesPerSubscription))
 	d.topicLevel.Store(cfg.ExposeTopicLevelMetricsInPrometheus)
+	d.autoSub.Store(cfg.AllowAutoSubscriptionCreation)
 	return d
+}
+
+// setOverride records (or, with ok false, forgets) the stored value of name.
+func (d *dynamicConfig) setOverride(name, value string, ok bool) {
+	d.overridesMu.Lock()
+	defer d.overridesMu.Unlock()
+	if d.overrides == nil {
+		d.overrides = map[string]string{}
+	}
+	if ok {
+		d.overrides[name] = value
+	} else {
+		delete(d.overrides, name)
+	}
 }
 
 func (d *dynamicConfig) maxReadBatch() int       { return int(d.readBatch.Load()) }
@@ -71,6 +94,15 @@ var dynamicKeys = map[string]dynamicKey{
 		func(d *dynamicConfig) *atomic.Int64 { return &d.unackedConsumer }),
 	"maxUnackedMessagesPerSubscription": intKey("maxUnackedMessagesPerSubscription", 0, 1<<31-1,
 		func(d *dynamicConfig) *atomic.Int64 { return &d.unackedSub }),
+	// Read as Pulsar's FieldParser reads a boolean (Boolean.valueOf): "true" in any case is
+	// true, anything else false, so any value is accepted, as Pulsar accepts it.
+	"allowAutoSubscriptionCreation": {
+		get: func(d *dynamicConfig) string { return strconv.FormatBool(d.autoSub.Load()) },
+		parse: func(v string) (func(d *dynamicConfig), error) {
+			b := strings.EqualFold(v, "true")
+			return func(d *dynamicConfig) { d.autoSub.Store(b) }, nil
+		},
+	},
 	"exposeTopicLevelMetricsInPrometheus": {
 		get: func(d *dynamicConfig) string { return strconv.FormatBool(d.topicLevel.Load()) },
 		parse: func(v string) (func(d *dynamicConfig), error) {
@@ -99,12 +131,18 @@ func (c DynamicConfig) Names() []string {
 	return out
 }
 
-// Values is every dynamic key's current value on this broker.
+// Values is every dynamic key's current value on this broker; an overridden one as it was
+// stored.
 func (c DynamicConfig) Values() map[string]string {
 	out := make(map[string]string, len(dynamicKeys))
 	for k, dk := range dynamicKeys {
 		out[k] = dk.get(c.s.dyn)
 	}
+	c.s.dyn.overridesMu.Lock()
+	for k, v := range c.s.dyn.overrides {
+		out[k] = v
+	}
+	c.s.dyn.overridesMu.Unlock()
 	return out
 }
 
@@ -127,6 +165,7 @@ func (c DynamicConfig) Set(ctx context.Context, name, value string) error {
 		return err
 	}
 	apply(c.s.dyn)
+	c.s.dyn.setOverride(name, value, true)
 	c.s.log.Info("dynamic configuration changed", "key", name, "value", value)
 	return nil
 }
@@ -145,6 +184,7 @@ func (c DynamicConfig) Delete(ctx context.Context, name string) error {
 	if apply, err := dk.parse(dk.get(newDynamicConfig(&c.s.cfg))); err == nil {
 		apply(c.s.dyn)
 	}
+	c.s.dyn.setOverride(name, "", false)
 	c.s.log.Info("dynamic configuration override removed", "key", name)
 	return nil
 }
@@ -165,6 +205,7 @@ func (c DynamicConfig) update(ctx context.Context, change func(map[string]string
 // overrides m (a value this version cannot parse is logged and skipped).
 func (s *Service) applyDynamic(m map[string]string) {
 	base := newDynamicConfig(&s.cfg)
+	overrides := map[string]string{}
 	for k, v := range m {
 		dk, ok := dynamicKeys[k]
 		if !ok {
@@ -177,7 +218,12 @@ func (s *Service) applyDynamic(m map[string]string) {
 			continue
 		}
 		apply(base)
+		overrides[k] = v
 	}
+	s.dyn.overridesMu.Lock()
+	s.dyn.overrides = overrides
+	s.dyn.overridesMu.Unlock()
+	s.dyn.autoSub.Store(base.autoSub.Load())
 	s.dyn.readBatch.Store(base.readBatch.Load())
 	s.dyn.unackedConsumer.Store(base.unackedConsumer.Load())
 	s.dyn.unackedSub.Store(base.unackedSub.Load())

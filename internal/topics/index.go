@@ -55,12 +55,13 @@ func (l *topicLog) recoverIndex(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("reading the last entry for its index: %w", err)
 		}
-		idx, _, ok, err := wire.StoredIndex(e.Data)
+		idx, ts, ok, err := wire.StoredIndex(e.Data)
 		if err != nil {
 			return fmt.Errorf("%w: last entry %v: %w", wire.ErrPersistence, lc, err)
 		}
 		if ok {
 			next = idx + 1
+			l.lastPublish.Store(ts)
 		}
 	}
 	l.idx.next = next
@@ -87,6 +88,7 @@ func (l *topicLog) append(data []byte, meta EntryMeta, done func(Position, int64
 	err := mlErr(l.ml.AddEntryMeta(entry, meta, func(p Position, err error) {
 		if err == nil {
 			l.idx.advance(last + 1)
+			l.lastPublish.Store(int64(now))
 		}
 		done(p, last, mlErr(err))
 	}))

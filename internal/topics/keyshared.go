@@ -13,8 +13,12 @@ import (
 // metadata; a batch is routed as a whole by its outer metadata) and the key's hash slot is
 // murmur3_32(key) & 0x7fffffff mod 65536, as Pulsar computes it. In AUTO_SPLIT mode the
 // slots are spread over the consumers by a consistent-hash ring (ringPoints points per
-// consumer, so a consumer joining or leaving moves only its share of keys); in STICKY mode
-// each consumer declares the slot ranges it takes and slots nobody declared wait.
+// consumer, so a consumer joining or leaving moves only its share of keys), or, with
+// subscriptionKeySharedUseConsistentHashing=false, by halving ranges as Pulsar's
+// HashRangeAutoSplitStickyKeyConsumerSelector does (splitAdd: a newcomer takes the lower
+// half of the biggest range, so with two consumers the second takes slots 0..32768 every
+// time); in STICKY mode each consumer declares the slot ranges it takes and slots nobody
+// declared wait.
 //
 // Per-key order: an entry whose consumer has no permits is skipped for now, and so are all
 // later entries of its key (they route to the same consumer); the dispatcher moves the
@@ -85,8 +89,18 @@ func murmur3(data string, seed uint32) uint32 {
 type keySharedDispatcher struct {
 	s      *Subscription
 	mode   KeySharedMode
+	halves bool         // AUTO_SPLIT by halving ranges (splits) instead of the ring
 	ring   []ringPoint  // AUTO_SPLIT: ringPoints per consumer, by hash
+	splits []splitRange // AUTO_SPLIT with halves: by end
 	replay []replayItem // entries held back, in position order
+}
+
+// splitRange is an AUTO_SPLIT range of the halving selector: its consumer takes the slots
+// after the previous range's end up to end (inclusive; the first starts at slot 0, the
+// last ends at keySlots).
+type splitRange struct {
+	end int
+	c   *Consumer
 }
 
 // replayItem is a Key_Shared entry held back for a consumer that cannot take it now.
@@ -138,6 +152,13 @@ func (d *keySharedDispatcher) admit(cs *Consumer, meta *KeySharedPolicy) error {
 		cs.ranges = meta.Ranges
 		return nil
 	}
+	if d.halves {
+		if err := d.splitAdd(cs); err != nil {
+			return err
+		}
+		s.setJoinLimitLocked(cs, meta) // keyshared_join.go
+		return nil
+	}
 	s.setJoinLimitLocked(cs, meta) // keyshared_join.go
 	for i := 0; i < ringPoints; i++ {
 		h := murmur3(cs.name+"#"+strconv.Itoa(i)+"#"+strconv.FormatUint(cs.id, 10)+cs.client.Address(), 0)
@@ -147,7 +168,55 @@ func (d *keySharedDispatcher) admit(cs *Consumer, meta *KeySharedPolicy) error {
 	return nil
 }
 
+// splitAdd gives cs the lower half of the biggest range (the first of equal ones), or the
+// whole range to the first consumer; when no range can be halved any more it refuses, as
+// Pulsar does ("all the hash ranges are assigned").
+func (d *keySharedDispatcher) splitAdd(cs *Consumer) error {
+	if len(d.splits) == 0 {
+		d.splits = append(d.splits, splitRange{keySlots, cs})
+		return nil
+	}
+	best, size, prev := 0, 0, 0
+	for i, r := range d.splits {
+		if r.end-prev > size {
+			best, size = i, r.end-prev
+		}
+		prev = r.end
+	}
+	if size < 2 {
+		return fmt.Errorf("%w: all the hash ranges of Key_Shared subscription %s are assigned", wire.ErrConsumerBusy, d.s.name)
+	}
+	start := 0
+	if best > 0 {
+		start = d.splits[best-1].end
+	}
+	mid := start + size/2
+	d.splits = append(d.splits, splitRange{})
+	copy(d.splits[best+1:], d.splits[best:])
+	d.splits[best] = splitRange{mid, cs}
+	return nil
+}
+
+// splitRemove hands a leaving consumer's range to the next one up; the last range's
+// consumer is replaced by the one below, whose range then reaches the end.
+func (d *keySharedDispatcher) splitRemove(cs *Consumer) {
+	for i, r := range d.splits {
+		if r.c != cs {
+			continue
+		}
+		if i == len(d.splits)-1 && i > 0 {
+			d.splits[i-1].end = r.end
+		}
+		d.splits = append(d.splits[:i], d.splits[i+1:]...)
+		return
+	}
+}
+
 func (d *keySharedDispatcher) left(cs *Consumer) {
+	if d.halves {
+		d.splitRemove(cs)
+		return
+	}
 	out := d.ring[:0]
 	for _, p := range d.ring {
 		if p.c != cs {
@@ -175,6 +244,13 @@ func (d *keySharedDispatcher) consumerOf(slot int) *Consumer {
 			}
 		}
 		return nil
+	}
+	if d.halves {
+		i := sort.Search(len(d.splits), func(i int) bool { return d.splits[i].end >= slot })
+		if i == len(d.splits) {
+			return nil
+		}
+		return d.splits[i].c
 	}
 	if len(d.ring) == 0 {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
@@ -98,6 +99,22 @@ func (s *Service) CreateTopic(ctx context.Context, name Name, partitions int) er
 		return fmt.Errorf("create %s: %w", name, err)
 	}
 	return nil
+}
+
+// creationTime is when name was recorded (Unix ms): a partition's partitioned topic, or
+// the topic's own record. Records written before they held the time (or a failed read)
+// give the time of this load, so stats never show 0 for a topic that exists.
+func (s *Service) creationTime(ctx context.Context, name Name) int64 {
+	if name.Partition >= 0 {
+		b := name.Base()
+		if m, err := s.res.PartitionedTopic(ctx, b.Domain, b.Tenant, b.Namespace, b.Local); err == nil && m.CreationTimestamp > 0 {
+			return m.CreationTimestamp
+		}
+	}
+	if r, err := s.res.Topic(ctx, name.Domain, name.Tenant, name.Namespace, name.Local); err == nil && r.CreationTimestamp > 0 {
+		return r.CreationTimestamp
+	}
+	return time.Now().UnixMilli()
 }
 
 // TopicExists tells whether a non-partitioned topic or a partition is recorded.
@@ -250,6 +267,7 @@ func (s *Service) loadTopic(ctx context.Context, name Name, create bool) (*Topic
 		}
 	}
 	t := newTopic(s, name)
+	t.created = s.creationTime(ctx, name)
 	if name.Persistent() {
 		l, err := s.openLog(ctx, name)
 		if err != nil {

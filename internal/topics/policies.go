@@ -50,6 +50,8 @@ type effectivePolicies struct {
 	offload                           offload.Trigger
 	offloadPolicies                   offload.Policies // where offloads go (managedledger.Config.OffloadPolicies)
 	publishMsgs, publishBytes         int64            // per second; <= 0: unlimited (publish_rate.go)
+	// autoSubscription overrides the broker's allowAutoSubscriptionCreation (nil: none).
+	autoSubscription *bool
 }
 
 // topicPolicyState is a topic's applied policies and last quota verdict.
@@ -124,6 +126,9 @@ func (s *Service) resolvePolicies(ctx context.Context, name Name) (effectivePoli
 	}
 	if r := tp.PublishRate; r != nil {
 		eff.publishMsgs, eff.publishBytes = int64(r.RateInMsg), r.RateInByte
+	}
+	if o := tp.AutoSubscriptionCreation; o != nil {
+		eff.autoSubscription = &o.AllowAutoSubscriptionCreation
 	}
 	eff.offload, eff.offloadPolicies = s.resolveOffload(&ns, &tp)
 	eff.retention = firstNonNil(tp.RetentionPolicies, ns.RetentionPolicies)

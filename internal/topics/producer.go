@@ -23,6 +23,7 @@ type Producer struct {
 	schemaVersion []byte
 	// principal is who it produces for, rechecked while it lives (reauth.go).
 	principal auth.Principal
+	metadata  map[string]string // ProducerSpec.Metadata, for stats
 
 	// Set under t.mu; atomics so that a client may read them from its callbacks.
 	topicEpoch atomic.Uint64

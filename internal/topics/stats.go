@@ -76,6 +76,11 @@ type TopicStats struct {
 	Subscriptions       map[string]SubscriptionStats `json:"subscriptions"`
 	Replication         map[string]any               `json:"replication"`
 	DeduplicationStatus string                       `json:"deduplicationStatus"`
+	// TopicCreationTimeStamp is when the topic was recorded (Unix ms; for a partition, its
+	// partitioned topic); LastPublishTimeStamp is the broker time of the newest stored
+	// entry, 0 before the first.
+	TopicCreationTimeStamp int64 `json:"topicCreationTimeStamp"`
+	LastPublishTimeStamp   int64 `json:"lastPublishTimeStamp"`
 }
 
 // NewTopicStats returns empty stats with non-nil lists, as Pulsar sends them.
@@ -99,6 +104,10 @@ func (s *TopicStats) Add(o TopicStats) {
 	}
 	s.StorageSize += o.StorageSize
 	s.BacklogSize += o.BacklogSize
+	if o.TopicCreationTimeStamp > 0 && (s.TopicCreationTimeStamp == 0 || o.TopicCreationTimeStamp < s.TopicCreationTimeStamp) {
+		s.TopicCreationTimeStamp = o.TopicCreationTimeStamp
+	}
+	s.LastPublishTimeStamp = max(s.LastPublishTimeStamp, o.LastPublishTimeStamp)
 	s.Publishers = append(s.Publishers, o.Publishers...)
 	for name, sub := range o.Subscriptions {
 		agg, ok := s.Subscriptions[name]
@@ -123,8 +132,10 @@ func (s *TopicStats) Add(o TopicStats) {
 // their consumers, and the durable subscriptions that live only as cursors.
 func (t *Topic) Stats() TopicStats {
 	out := NewTopicStats()
+	out.TopicCreationTimeStamp = t.created
 	if t.log != nil {
 		out.StorageSize = t.log.storageSize()
+		out.LastPublishTimeStamp = t.log.lastPublish.Load()
 	}
 	out.MsgInCounter, out.BytesInCounter = t.counters.msgsIn.Load(), t.counters.bytesIn.Load()
 	out.MsgOutCounter, out.BytesOutCounter = t.counters.msgsOut.Load(), t.counters.bytesOut.Load()
@@ -134,7 +145,7 @@ func (t *Topic) Stats() TopicStats {
 	t.mu.Lock()
 	for _, p := range t.producers {
 		out.Publishers = append(out.Publishers, PublisherStats{AccessMode: p.mode.String(), ProducerID: p.id,
-			ProducerName: p.name, Address: p.client.Address(), ClientVersion: p.client.Version(), Metadata: map[string]string{}})
+			ProducerName: p.name, Address: p.client.Address(), ClientVersion: p.client.Version(), Metadata: metadataJSON(p.metadata)})
 	}
 	subs := make([]*Subscription, 0, len(t.subs))
 	for _, sub := range t.subs {
@@ -153,7 +164,7 @@ func (t *Topic) Stats() TopicStats {
 		for _, cs := range sub.consumers {
 			ss.UnackedMessages += int64(cs.unacked)
 			ss.Consumers = append(ss.Consumers, ConsumerStats{ConsumerName: cs.name, AvailablePermits: cs.permits,
-				UnackedMessages: cs.unacked, Address: cs.client.Address(), Metadata: map[string]string{}})
+				UnackedMessages: cs.unacked, Address: cs.client.Address(), Metadata: metadataJSON(cs.metadata)})
 		}
 		sub.mu.Unlock()
 		out.Subscriptions[sub.name] = ss
@@ -173,6 +184,14 @@ func (t *Topic) Stats() TopicStats {
 		}
 	}
 	return out
+}
+
+// metadataJSON is a client's metadata as stats show it: {} when it has none.
+func metadataJSON(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 // TopicStats returns the stats of a topic loaded on this broker; a topic that exists but

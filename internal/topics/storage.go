@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/managedledger"
@@ -84,6 +85,9 @@ func (s *Service) openLog(ctx context.Context, name Name) (*topicLog, error) {
 type topicLog struct {
 	ml  *managedledger.ManagedLedger
 	idx entryIndex
+	// lastPublish is the broker timestamp (Unix ms) of the newest stored entry, 0 before
+	// the first: recovered from the last entry at load, set by each append.
+	lastPublish atomic.Int64
 }
 
 // lastConfirmed is the newest durable entry, or entry -1 when the log is empty.

@@ -25,6 +25,7 @@ type Consumer struct {
 	priority int32
 	// principal is who it consumes for, rechecked while it lives (reauth.go).
 	principal auth.Principal
+	metadata  map[string]string // ConsumerSpec.Metadata, for stats
 
 	// Guarded by sub.mu.
 	permits int // may go negative: a batch is never split
@@ -153,7 +154,11 @@ func (s *Subscription) addConsumer(cs *Consumer, typ SubType, ks *KeySharedPolic
 
 // removeConsumer detaches cs and releases its unacknowledged entries for redelivery. A
 // non-durable subscription (a reader) ends with its last consumer.
-func (s *Subscription) removeConsumer(cs *Consumer) {
+func (s *Subscription) removeConsumer(cs *Consumer) { s.detach(cs, false) }
+
+// detach is removeConsumer; with keep a non-durable subscription outlives its last
+// consumer, for a seek (Consumer.Seek), whose consumers come back to the reset position.
+func (s *Subscription) detach(cs *Consumer, keep bool) {
 	s.mu.Lock()
 	if cs.removed {
 		s.mu.Unlock()
@@ -173,7 +178,7 @@ func (s *Subscription) removeConsumer(cs *Consumer) {
 		s.setCursorActive(false) // nobody reads: stop keeping entries in the cache for it
 	}
 	s.mu.Unlock()
-	if last && !s.durable {
+	if last && !s.durable && !keep {
 		s.t.removeSubscription(s)
 		s.stop()
 	}

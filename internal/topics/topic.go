@@ -19,6 +19,8 @@ type Topic struct {
 	log  *topicLog // nil for non-persistent topics
 	logg *slog.Logger
 
+	// created is when the topic was recorded (Unix ms), for stats.
+	created  int64
 	counters topicCounters
 	rates    rateMeter // pulsar_rate_* and pulsar_throughput_* (metrics_rates.go)
 
@@ -101,11 +103,14 @@ func (t *Topic) AddProducer(ctx context.Context, spec ProducerSpec, client Produ
 	if err != nil {
 		return nil, err
 	}
+	if err := t.initialSubscription(ctx, spec.InitialSubscription); err != nil {
+		return nil, err
+	}
 	if spec.Name == "" {
 		spec.Name = t.s.NewProducerName()
 	}
 	p := &Producer{t: t, id: spec.ID, name: spec.Name, epoch: spec.Epoch, mode: spec.Mode, client: client, schemaVersion: version,
-		principal: PrincipalFrom(ctx)}
+		principal: PrincipalFrom(ctx), metadata: spec.Metadata}
 	if err := t.addProducer(p); err != nil {
 		if errors.Is(err, ErrProducerWaiting) {
 			return p, err
@@ -113,6 +118,30 @@ func (t *Topic) AddProducer(ctx context.Context, spec ProducerSpec, client Produ
 		return nil, err
 	}
 	return p, nil
+}
+
+// initialSubscription creates a producer's initial subscription (ProducerSpec) at the
+// earliest message unless it exists. It needs the consume permission on the subscription,
+// as Pulsar asks of a producer that names one; a non-persistent topic has no cursors to
+// create, so the name is ignored there as Pulsar does.
+func (t *Topic) initialSubscription(ctx context.Context, sub string) error {
+	if sub == "" || t.log == nil {
+		return nil
+	}
+	if !t.autoSubscriptionAllowed() {
+		if _, ok := t.log.ml.Cursor(sub); ok {
+			return nil
+		}
+		return fmt.Errorf("%w: could not create the initial subscription %s: allowAutoSubscriptionCreation is false", wire.ErrNotAllowed, sub)
+	}
+	err := t.s.CreateSubscription(ctx, t.name, sub, Earliest)
+	if errors.Is(err, ErrSubscriptionExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("initial subscription %s: %w", sub, err)
+	}
+	return nil
 }
 
 // addProducer registers p under its name, applying the access modes:

@@ -109,6 +109,13 @@ type ProducerSpec struct {
 	// Schema is the producer's schema, registered or checked against the topic's (nil:
 	// none, which the namespace's schema policy may refuse).
 	Schema *schema.Schema
+	// Metadata is the client's key/value metadata, shown in stats (publishers[].metadata).
+	Metadata map[string]string
+	// InitialSubscription, when set on a persistent topic, is a durable subscription created
+	// at the earliest message before the producer is admitted, unless it exists (Pulsar's
+	// initial_subscription_name: a dead-letter producer makes its topic's subscription so
+	// the first dead letters are kept for it).
+	InitialSubscription string
 }
 
 // ProducerClient is the front end's side of one producer. Its methods may be called with
@@ -151,6 +158,8 @@ type ConsumerSpec struct {
 	KeyShared *KeySharedPolicy
 	// Create allows auto-creating the topic (Subscribe's topic load).
 	Create bool
+	// Metadata is the client's key/value metadata, shown in stats (consumers[].metadata).
+	Metadata map[string]string
 }
 
 // ConsumerClient is the front end's side of one consumer. Its methods may be called with

@@ -69,8 +69,26 @@ func setupNamespaces(stage string) error {
 	if err := syscall.Mount(hosts, "/etc/hosts", "", syscall.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind /etc/hosts: %w", err)
 	}
+	if err := disableIPv6(); err != nil {
+		return err
+	}
 	if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
 		return fmt.Errorf("ip link set lo up: %w: %s", err, out)
+	}
+	return nil
+}
+
+// disableIPv6 turns IPv6 off in the namespace, as in the client's CI container (Docker's
+// default network has none): the client tests dial "localhost", and with ::1 up they reach
+// the server from [::1]:port where pulsaradmin's TestPartitionState wants a publisher
+// address containing 127.0.0.1. /proc/sys/net is the namespace's own; a kernel without IPv6
+// has nothing to turn off.
+func disableIPv6() error {
+	for _, iface := range []string{"all", "default", "lo"} {
+		p := "/proc/sys/net/ipv6/conf/" + iface + "/disable_ipv6"
+		if err := os.WriteFile(p, []byte("1"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("disable IPv6 in the namespace (%s): %w", p, err)
+		}
 	}
 	return nil
 }
