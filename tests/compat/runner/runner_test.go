@@ -29,13 +29,14 @@ var fastSubset = []string{
 		"TestConsumerCompression|TestConsumerCompressionWithBatches|TestConsumerBatchCumulativeAck|TestBatchIndexAck|" +
 		"TestConsumerSeek|TestConsumerShared|TestConsumerNack|TestDLQ|" +
 		"TestReaderHasNext|TestJsonSchema|TestAvroSchema|TestPartitionTopicsConsumerPubSub|TestProducerMetadata|" +
-		"TestConsumerMetadata|TestProtoNativeSchema|TestTopicTermination|" +
+		"TestConsumerMetadata|TestProtoNativeSchema|TestTopicTermination|TestConsumerKeyShared|TestBytesSchema|TestNamespaceTopicsWebURL|" +
 		// Security (issue 16): every TLS, token, basic and OAuth2 test of client_impl_test.go,
 		// with the CI config's TLS listeners, providers and authorization on.
 		"TestTLS.*|TestToken.*|TestOAuth2Auth|TestHTTPS.*|TestHTTPTokenAuth.*|TestHTTPOAuth2.*|TestHTTPBasicAuth|" +
 		"TestServiceUrlTLS.*|TestWebServiceUrlTLS.*)$",
 	"admin=^(TestCreateTopic|TestPartitionState|TestPeekMessagesWithProperties|TestGetMessageByID|TestNamespaces_Persistence|" +
-		"TestBrokerHealthCheckWithTopicVersion|TestGetLeaderBroker|TestGetAllActiveBrokers)$",
+		"TestBrokerHealthCheckWithTopicVersion|TestGetLeaderBroker|TestGetAllActiveBrokers|TestTopicStatsTimestamps|" +
+		"TestUpdateDynamicConfigurationWithCustomURL)$",
 	"python=test_messaging.py::test_(produce_consume|send_async|compression\\[compression[12]|shared|exclusive|key_shared|" +
 		"negative_ack|dead_letter|batching|chunking|partitioned|reader|table_view)|test_schema.py::test_(record|incompatible)",
 }
@@ -96,8 +97,4 @@ func TestFastSubset(t *testing.T) {
 
 // knownFailures are fast-subset tests that fail for a cause recorded in
 // docs/compatibility.md whose fix lands with another issue's restructuring.
-var knownFailures = map[string]string{
-	"pulsar/TestProducerMetadata": "producer metadata not in stats (issue 15 restructuring)",
-	"pulsar/TestConsumerMetadata": "consumer metadata not in stats (issue 15 restructuring)",
-	"admin/TestPartitionState":    "the publisher's address is [::1]:port where the test wants 127.0.0.1 (localhost resolution in the runner's namespace)",
-}
+var knownFailures = map[string]string{}
