@@ -64,6 +64,9 @@ func (cs *consumer) Disconnect() {
 // Address is the client's address.
 func (cs *consumer) Address() string { return cs.c.remote }
 
+// Version is the client's CONNECT client_version (topics.ConsumerVersion, for stats).
+func (cs *consumer) Version() string { return cs.c.clientVersion }
+
 // messageIDData builds the protocol's MessageIdData for an entry of a topic (partition -1
 // when it is not a partition; batchIndex -1 for none).
 func messageIDData(p topics.Position, partition int, batchIndex int32) *pb.MessageIdData {

@@ -128,7 +128,10 @@ func (c *Consumer) Resume() { c.sub.poke() }
 func (c *Consumer) writable() bool { return c.wr == nil || c.wr.Writable() }
 
 // Flow gives the consumer n more permits (counted in messages).
-func (c *Consumer) Flow(n uint32) { c.sub.flow(c, n) }
+func (c *Consumer) Flow(n uint32) {
+	c.lastFlow.Store(time.Now().UnixMilli())
+	c.sub.flow(c, n)
+}
 
 // Ack acknowledges entries: each one individually, or, when cumulative, everything up to
 // and including the one id (not on Shared subscriptions). An id with a partial AckSet

@@ -38,6 +38,8 @@ type ConsumerStats struct {
 	MsgOutCounter    int64             `json:"msgOutCounter"`
 	BytesOutCounter  int64             `json:"bytesOutCounter"`
 	Metadata         map[string]string `json:"metadata"`
+	// LastConsumedFlowTimestamp is when the consumer last sent FLOW (Unix ms).
+	LastConsumedFlowTimestamp int64 `json:"lastConsumedFlowTimestamp"`
 }
 
 // SubscriptionStats is Pulsar's SubscriptionStats JSON.
@@ -57,6 +59,11 @@ type SubscriptionStats struct {
 	// ActiveConsumerName is the active consumer of an Exclusive or Failover subscription.
 	ActiveConsumerName string          `json:"activeConsumerName,omitempty"`
 	Consumers          []ConsumerStats `json:"consumers"`
+	// Always {} here (Pulsar sends both maps, and clients compare them with {}): the
+	// recently joined Key_Shared consumers' read limits are not listed, and subscription
+	// properties are not kept.
+	ConsumersAfterMarkDeletePosition map[string]string `json:"consumersAfterMarkDeletePosition"`
+	SubscriptionProperties           map[string]string `json:"subscriptionProperties"`
 }
 
 // TopicStats is Pulsar's TopicStats JSON (also the aggregate part of PartitionedTopicStats).
@@ -112,7 +119,7 @@ func (s *TopicStats) Add(o TopicStats) {
 	for name, sub := range o.Subscriptions {
 		agg, ok := s.Subscriptions[name]
 		if !ok {
-			agg = SubscriptionStats{Type: sub.Type, IsDurable: sub.IsDurable, Consumers: []ConsumerStats{}}
+			agg = newSubscriptionStats(sub.Type, sub.IsDurable)
 		}
 		agg.MsgBacklog += sub.MsgBacklog
 		agg.MsgBacklogNoDelay += sub.MsgBacklogNoDelay
@@ -153,7 +160,7 @@ func (t *Topic) Stats() TopicStats {
 	}
 	t.mu.Unlock()
 	for _, sub := range subs {
-		ss := SubscriptionStats{IsDurable: sub.durable, Consumers: []ConsumerStats{}}
+		ss := newSubscriptionStats("", sub.durable)
 		if sub.cursor != nil {
 			ss.MsgBacklog = sub.cursor.backlog()
 			ss.MsgBacklogNoDelay = ss.MsgBacklog
@@ -163,8 +170,12 @@ func (t *Topic) Stats() TopicStats {
 		ss.MsgDelayed = sub.delayed.len()
 		for _, cs := range sub.consumers {
 			ss.UnackedMessages += int64(cs.unacked)
-			ss.Consumers = append(ss.Consumers, ConsumerStats{ConsumerName: cs.name, AvailablePermits: cs.permits,
-				UnackedMessages: cs.unacked, Address: cs.client.Address(), Metadata: metadataJSON(cs.metadata)})
+			st := ConsumerStats{ConsumerName: cs.name, AvailablePermits: cs.permits, UnackedMessages: cs.unacked,
+				Address: cs.client.Address(), Metadata: metadataJSON(cs.metadata), LastConsumedFlowTimestamp: cs.lastFlow.Load()}
+			if v, ok := cs.client.(ConsumerVersion); ok {
+				st.ClientVersion = v.Version()
+			}
+			ss.Consumers = append(ss.Consumers, st)
 		}
 		sub.mu.Unlock()
 		out.Subscriptions[sub.name] = ss
@@ -174,7 +185,7 @@ func (t *Topic) Stats() TopicStats {
 		for _, c := range t.log.subscriptionCursors() {
 			ss, ok := out.Subscriptions[c.Name()]
 			if !ok {
-				ss = SubscriptionStats{Type: Exclusive.String(), IsDurable: true, Consumers: []ConsumerStats{}}
+				ss = newSubscriptionStats(Exclusive.String(), true)
 			}
 			ss.MsgBacklog = c.Backlog()
 			ss.MsgBacklogNoDelay = ss.MsgBacklog
@@ -184,6 +195,13 @@ func (t *Topic) Stats() TopicStats {
 		}
 	}
 	return out
+}
+
+// newSubscriptionStats is an empty subscription's stats, with non-nil lists and maps as
+// Pulsar sends them.
+func newSubscriptionStats(typ string, durable bool) SubscriptionStats {
+	return SubscriptionStats{Type: typ, IsDurable: durable, Consumers: []ConsumerStats{},
+		ConsumersAfterMarkDeletePosition: map[string]string{}, SubscriptionProperties: map[string]string{}}
 }
 
 // metadataJSON is a client's metadata as stats show it: {} when it has none.

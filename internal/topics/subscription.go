@@ -26,6 +26,9 @@ type Consumer struct {
 	// principal is who it consumes for, rechecked while it lives (reauth.go).
 	principal auth.Principal
 	metadata  map[string]string // ConsumerSpec.Metadata, for stats
+	// lastFlow is when the consumer last asked for messages (Unix ms, stats'
+	// lastConsumedFlowTimestamp).
+	lastFlow atomic.Int64
 
 	// Guarded by sub.mu.
 	permits int // may go negative: a batch is never split

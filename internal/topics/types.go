@@ -179,6 +179,12 @@ type ConsumerClient interface {
 	Address() string
 }
 
+// ConsumerVersion is an optional method of a ConsumerClient: the client library's version,
+// shown in stats (consumers[].clientVersion).
+type ConsumerVersion interface {
+	Version() string
+}
+
 // ConsumerWritability is an optional method of a ConsumerClient: while Writable is false
 // (the client does not read what was sent) the dispatcher sends it nothing more, and the
 // front end calls Consumer.Resume once it is true again. It bounds what a front end queues

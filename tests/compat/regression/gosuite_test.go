@@ -71,8 +71,12 @@ type topicStats struct {
 	} `json:"publishers"`
 	Subscriptions map[string]struct {
 		Consumers []struct {
-			Metadata map[string]string `json:"metadata"`
+			Metadata                  map[string]string `json:"metadata"`
+			ClientVersion             string            `json:"clientVersion"`
+			LastConsumedFlowTimestamp int64             `json:"lastConsumedFlowTimestamp"`
 		} `json:"consumers"`
+		ConsumersAfterMarkDeletePosition map[string]string `json:"consumersAfterMarkDeletePosition"`
+		SubscriptionProperties           map[string]string `json:"subscriptionProperties"`
 	} `json:"subscriptions"`
 }
 
@@ -107,7 +111,9 @@ func TestNamespaceTopicsWebURL(t *testing.T) {
 }
 
 // TestProducerMetadata / TestConsumerMetadata: PRODUCER's and SUBSCRIBE's metadata show in
-// the topic stats (publishers[].metadata, consumers[].metadata).
+// the topic stats (publishers[].metadata, consumers[].metadata). pulsaradmin's
+// TestPartitionState: a consumer's clientVersion and lastConsumedFlowTimestamp, and the
+// subscription's two maps as {} (not null).
 func TestProducerAndConsumerMetadata(t *testing.T) {
 	c := client(t)
 	topic := topicName(t)
@@ -122,13 +128,24 @@ func TestProducerAndConsumerMetadata(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	// The consumer's first FLOW follows its subscription's answer: wait for it.
 	var st topicStats
-	restJSON(t, "GET", statsPath(topic), "", &st)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		restJSON(t, "GET", statsPath(topic), "", &st)
+		if cs := st.Subscriptions["s"].Consumers; (len(cs) == 1 && cs[0].LastConsumedFlowTimestamp > 0) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(st.Publishers) != 1 || st.Publishers[0].Metadata["app"] != "orders" || st.Publishers[0].Metadata["v"] != "2" {
 		t.Errorf("publishers: %+v", st.Publishers)
 	}
-	if cs := st.Subscriptions["s"].Consumers; len(cs) != 1 || cs[0].Metadata["consumer-name"] != "c1" || cs[0].Metadata["role"] != "reader" {
+	sub := st.Subscriptions["s"]
+	if cs := sub.Consumers; len(cs) != 1 || cs[0].Metadata["consumer-name"] != "c1" || cs[0].Metadata["role"] != "reader" ||
+		!strings.Contains(cs[0].ClientVersion, "Pulsar-Go-version") || cs[0].LastConsumedFlowTimestamp <= 0 {
 		t.Errorf("consumers: %+v", cs)
+	}
+	if sub.ConsumersAfterMarkDeletePosition == nil || sub.SubscriptionProperties == nil {
+		t.Errorf("subscription maps null: %+v", sub)
 	}
 }
 
