@@ -43,13 +43,15 @@ func (s *server) updateDynamicConfig(ctx context.Context, r *http.Request) (any,
 	if s.dynamic == nil {
 		return nil, fmt.Errorf("%w: %s is not a dynamic configuration key", ErrNotAllowed, name)
 	}
-	var err error
 	if r.Method == http.MethodDelete {
-		err = s.dynamic.Delete(ctx, name)
-	} else {
-		err = s.dynamic.Set(ctx, name, r.PathValue("value"))
+		return nil, s.dynamic.Delete(ctx, name)
 	}
-	return nil, err
+	if err := s.dynamic.Set(ctx, name, r.PathValue("value")); err != nil {
+		return nil, err
+	}
+	// Pulsar answers 200 with no body (Response.ok()), which pulsaradmin's
+	// TestUpdateDynamicConfigurationWithCustomURL checks.
+	return textResponse(""), nil
 }
 
 // topicLevelMetrics reports whether per-topic series are exported (default: yes).

@@ -332,7 +332,9 @@ func TestDynamicAllowAutoSubscriptionCreation(t *testing.T) {
 	const key = "/admin/v2/brokers/configuration/allowAutoSubscriptionCreation/"
 	value := `{"key/123":"https://example.com/"}`
 	t.Cleanup(func() { rest(t, "DELETE", strings.TrimSuffix(key, "/"), "") })
-	restJSON(t, "POST", key+url.QueryEscape(value), "", nil)
+	if code, b := rest(t, "POST", key+url.QueryEscape(value), ""); code != http.StatusOK {
+		t.Fatalf("set: %d %s, want 200 as Pulsar answers", code, b)
+	}
 	var values map[string]string
 	restJSON(t, "GET", "/admin/v2/brokers/configuration/values", "", &values)
 	if values["allowAutoSubscriptionCreation"] != value {
