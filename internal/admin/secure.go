@@ -34,7 +34,8 @@ import (
 //     again what it is asked to do.
 //
 // The console's static files under /ui are open (its API calls are not). Functions, sources
-// and sinks (/admin/v3) need the namespace's functions, sources or sinks permission.
+// and sinks (/admin/v3) need the namespace's functions, sources or sinks permission; the
+// functions worker's instance state service checks its own token.
 //
 // /metrics and /status.html stay open (the Go client's CI waits on /metrics) unless
 // authenticateMetricsEndpoint; health and readiness are superuser-only, as in Pulsar.
@@ -208,6 +209,12 @@ func v3Rule(method string, seg []string) rule {
 		case slices.Contains([]string{"coordinatorStats", "transactionMetadata", "slowTransactions"}, seg[3]):
 			return rule{kind: "authenticated"}
 		}
+	}
+	if seg[2] == "functions-state" {
+		// The functions worker's state service for its own instances: it takes only the
+		// worker's per-process instance token (functions/api_state.go:instanceState), which
+		// no authentication provider knows. Users read state under .../functions/.../state.
+		return rule{open: true}
 	}
 	op, ok := map[string]auth.NamespaceOp{"functions": auth.NamespaceFunctions,
 		"sources": auth.NamespaceSources, "sinks": auth.NamespaceSinks}[seg[2]]

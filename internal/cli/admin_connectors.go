@@ -86,7 +86,7 @@ func (f *connFlags) bind(fs *pflag.FlagSet, k connectorKindCLI) {
 	fs.BoolVar(&f.autoAck, "auto-ack", true, "acknowledge records automatically")
 	fs.Int64Var(&f.timeoutMs, "timeout-ms", 0, "redeliver a record not acknowledged within this many ms")
 	fs.Int64Var(&f.nackDelayMs, "negative-ack-redelivery-delay-ms", 0, "ms before a failed record is redelivered")
-	fs.BoolVar(&f.cleanupSub, "cleanup-subscription", false, "delete the subscription with the sink")
+	fs.BoolVar(&f.cleanupSub, "cleanup-subscription", true, "delete the input subscriptions when the sink is deleted")
 }
 
 // config builds the SourceConfig or SinkConfig document: the config file, then the flags

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net"
 	"net/http"
@@ -20,16 +21,23 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetar-io/magnetar/internal/admin"
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/bookieproto"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/functions"
 	"github.com/magnetar-io/magnetar/internal/functions/pkgstore"
 	"github.com/magnetar-io/magnetar/internal/ledger"
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/pkg/pf"
 )
 
 // functionsWorkerCmd is `magnetar functions-worker`: a functions worker of its own, against
-// a cluster's metadata store and brokers, serving the functions REST API on --port.
+// a cluster's metadata store and brokers, serving the functions REST API on --port (and
+// HTTPS on workerPortTls). Its REST API is authenticated and authorized as a broker's
+// (admin.Secure over the cluster's tenant and namespace permissions), and it calls the
+// brokers and other workers with its brokerClient* credentials, which its instances connect
+// with too.
 func (a *app) functionsWorkerCmd() *cobra.Command {
 	cfg := config.DefaultFunctionsWorkerRoleConfig()
 	cmd := &cobra.Command{
@@ -49,6 +57,15 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 			return fmt.Errorf("functions-worker: metadata store: %w", err)
 		}
 		defer store.Close()
+		res := resources.New(store)
+		sec, err := auth.NewBrokerSecurity(cfg.Security(), auth.CachedPolicies(resources.PermissionSource{R: res}, 2*time.Second, 10000), logger)
+		if err != nil {
+			return fmt.Errorf("functions-worker: security: %w", err)
+		}
+		httpc, err := auth.BrokerClientHTTP(cfg.Client, logger)
+		if err != nil {
+			return fmt.Errorf("functions-worker: brokerClient settings: %w", err)
+		}
 		bk := bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger})
 		defer bk.Close()
 		lc, err := ledger.NewClient(ctx, ledger.ClientOptions{Config: cfg.Ledger, Store: store, Bookies: bk, Logger: logger})
@@ -60,15 +77,33 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("functions-worker: listen (workerPort): %w", err)
 		}
+		var lnTLS net.Listener
+		if cfg.WorkerPortTLS >= 0 {
+			if lnTLS, err = net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.WorkerPortTLS))); err != nil {
+				_ = ln.Close()
+				return fmt.Errorf("functions-worker: listen (workerPortTls): %w", err)
+			}
+		}
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		webURL := "http://" + net.JoinHostPort(cfg.AdvertisedAddress, port)
 		mount := &functions.Mount{}
-		srv := &http.Server{Handler: mount.Wrap(http.NotFoundHandler()), ReadHeaderTimeout: 10 * time.Second}
-		served := make(chan error, 1)
+		srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+			Handler: admin.Secure(mount.Wrap(http.NotFoundHandler()), admin.SecureConfig{Authn: sec.Authn, Authz: sec.Authz})}
+		served := make(chan error, 2)
 		go func() { served <- srv.Serve(ln) }()
+		httpsURL := ""
+		if lnTLS != nil {
+			srv.TLSConfig = sec.TLS.Config() // Validate made sure a certificate is configured
+			_, tport, _ := net.SplitHostPort(lnTLS.Addr().String())
+			httpsURL = "https://" + net.JoinHostPort(cfg.AdvertisedAddress, tport)
+			go func() { served <- srv.ServeTLS(lnTLS, "", "") }()
+		}
 		w, err := functions.Start(ctx, functions.Options{
-			Config: cfg.Functions, Store: store, Packages: &pkgstore.Ledgers{Client: lc, Replicas: cfg.Functions.NumFunctionPackageReplicas},
+			Config: cfg.Functions, Store: store, Resources: res,
+			Packages:    &pkgstore.Ledgers{Client: lc, Replicas: cfg.Functions.NumFunctionPackageReplicas},
 			ClusterName: cfg.ClusterName, BrokerServiceURL: cfg.Functions.PulsarServiceURL, WebServiceURL: webURL,
+			BrokerWebServiceURL: cfg.Functions.PulsarWebServiceURL, HTTPClient: httpc,
+			InstanceAuthPlugin: cfg.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Client.AuthenticationParameters,
 			DataDir: cfg.DataDir, Logger: logger,
 		})
 		if err != nil {
@@ -76,7 +111,11 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 			return fmt.Errorf("functions-worker: %w", err)
 		}
 		mount.Set(w)
-		logger.Info("magnetar functions worker ready", "http", webURL, "workerId", w.ID())
+		if cfg.Functions.PulsarWebServiceURL == "" {
+			logger.Warn("pulsarWebServiceUrl is not set: the input subscriptions of deleted functions and sinks stay (cleanupSubscription)")
+		}
+		logger.Info("magnetar functions worker ready", "http", webURL, "https", httpsURL, "workerId", w.ID(),
+			"authenticationEnabled", sec.Authn.Enabled(), "authorizationEnabled", sec.Authz.Enabled())
 		select {
 		case <-ctx.Done():
 			logger.Info("shutting down (signal received)")
@@ -151,7 +190,7 @@ func (f *fnFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.producerConfig, "producer-config", "", "the output producer's ProducerConfig, as JSON")
 	fs.StringVar(&f.runtimeOpts, "custom-runtime-options", "", "runtime options string")
 	fs.StringVar(&f.runtimeFl, "runtime-flags", "", "flags passed to the runtime")
-	fs.BoolVar(&f.cleanupSubscription, "cleanup-subscription", false, "delete the subscription when the function is deleted")
+	fs.BoolVar(&f.cleanupSubscription, "cleanup-subscription", true, "delete the input subscriptions when the function is deleted")
 }
 
 // path is /tenant/namespace/name from the name flags.
@@ -261,7 +300,7 @@ func (f *fnFlags) config(cmd *cobra.Command) (*functions.FunctionConfig, string,
 		c.RetainKeyOrdering = f.retainKeyOrdering
 	}
 	if set("cleanup-subscription") {
-		c.CleanupSubscription = f.cleanupSubscription
+		c.CleanupSubscription = &f.cleanupSubscription
 	}
 	if set("auto-ack") && !f.autoAck && c.ProcessingGuarantees == "" {
 		c.ProcessingGuarantees = "MANUAL"

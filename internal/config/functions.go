@@ -104,6 +104,17 @@ type FunctionsWorkerRoleConfig struct {
 	DataDir           string `key:"dataDir" flag:"data-dir" help:"directory for packages, virtualenvs and instance logs"`
 	ClusterName       string `key:"pulsarFunctionsCluster" flag:"cluster" help:"cluster the worker serves"`
 
+	// Security: the keys of Pulsar's functions_worker.yml, which are the broker's names
+	// (security.go). The REST API is authenticated and authorized with the broker's rules
+	// (internal/admin/secure.go); Client is the worker's own credentials towards the brokers
+	// and other workers (its instances connect with them too), so superUserRoles of the
+	// brokers must name its role.
+	WorkerPortTLS int `key:"workerPortTls" flag:"port-tls" help:"HTTPS port of the worker's REST API (-1: none, 0: any free port)"`
+	TLS           TLSServerConfig
+	Authn         AuthenticationConfig
+	Authz         AuthorizationConfig
+	Client        ClientAuthConfig
+
 	Functions FunctionsWorkerConfig
 	Ledger    LedgerClientConfig
 }
@@ -113,7 +124,14 @@ func DefaultFunctionsWorkerRoleConfig() FunctionsWorkerRoleConfig {
 	return FunctionsWorkerRoleConfig{
 		BindAddress: "0.0.0.0", WorkerPort: 6750, AdvertisedAddress: "127.0.0.1", DataDir: "./data/functions-worker",
 		ClusterName: "standalone", Functions: DefaultFunctionsWorkerConfig(), Ledger: DefaultLedgerClientConfig(),
+		WorkerPortTLS: -1, TLS: DefaultTLSServerConfig(), Authn: DefaultAuthenticationConfig(), Authz: DefaultAuthorizationConfig(),
 	}
+}
+
+// Security is the role's security settings in the broker's shape (no binary listener:
+// brokerServicePortTls stays off), for internal/auth.NewBrokerSecurity.
+func (c *FunctionsWorkerRoleConfig) Security() SecurityConfig {
+	return SecurityConfig{ServicePortTLS: -1, WebServicePortTLS: c.WorkerPortTLS, TLS: c.TLS, Authn: c.Authn, Authz: c.Authz, Client: c.Client}
 }
 
 // Validate checks the role's settings.
@@ -123,7 +141,22 @@ func (c *FunctionsWorkerRoleConfig) Validate() error {
 		Between("workerPort", c.WorkerPort, 0, 65535),
 		NotEmpty("dataDir", c.DataDir),
 		NotEmpty("pulsarServiceUrl", c.Functions.PulsarServiceURL),
+		Between("workerPortTls", c.WorkerPortTLS, -1, 65535),
+		c.TLS.Validate(), c.Authn.Validate(), c.Authz.Validate(), c.Client.Validate(),
+		c.tlsListener(),
 		c.Functions.Validate(),
 		c.Ledger.Validate(),
 	)
+}
+
+func (c *FunctionsWorkerRoleConfig) tlsListener() error {
+	var errs []error
+	if c.WorkerPortTLS >= 0 && !c.TLS.Configured() {
+		errs = append(errs, &FieldError{Key: "workerPortTls", Value: c.WorkerPortTLS, Reason: "an HTTPS listener needs tlsCertificateFilePath and tlsKeyFilePath"})
+	}
+	if c.Authz.Enabled && !c.Authn.Enabled {
+		errs = append(errs, &FieldError{Key: "authorizationEnabled", Value: true,
+			Reason: "needs authenticationEnabled=true (without authentication every client is anonymous)"})
+	}
+	return errors.Join(errs...)
 }

@@ -476,6 +476,9 @@ func (w *Worker) update(r *http.Request) (any, error) {
 		if cfg.ClassName == "" {
 			cfg.ClassName = old.Config.ClassName
 		}
+		if cfg.CleanupSubscription == nil {
+			cfg.CleanupSubscription = old.Config.CleanupSubscription
+		}
 	}
 	if err := cfg.normalize(r.PathValue("tenant"), r.PathValue("namespace"), r.PathValue("name"), w.limits()); err != nil {
 		return nil, err
@@ -523,6 +526,7 @@ func (w *Worker) deleteFunction(r *http.Request) (any, error) {
 	if err := w.pkgs.remove(ctx, m.Package); err != nil {
 		w.log.Warn("deleting function package", "function", fqfn, "err", err)
 	}
+	w.cleanupSubscriptions(m) // cleanup.go
 	w.log.Info("function deleted", "function", fqfn)
 	return nil, nil
 }

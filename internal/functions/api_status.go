@@ -84,7 +84,7 @@ func (w *Worker) askWorker(ctx context.Context, workerID, path string, out any) 
 		return err
 	}
 	req.Header.Set(localHeader, "1")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := w.httpClient().Do(req)
 	if err != nil {
 		return err
 	}

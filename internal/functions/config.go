@@ -47,7 +47,7 @@ type FunctionConfig struct {
 	DeadLetterTopic      string           `json:"deadLetterTopic,omitempty"`
 	SubName              string           `json:"subName,omitempty"`
 	SubscriptionPosition string           `json:"subscriptionPosition,omitempty"`
-	CleanupSubscription  bool             `json:"cleanupSubscription"`
+	CleanupSubscription  *bool            `json:"cleanupSubscription,omitempty"` // unset: true (cleanup.go)
 	SkipToLatest         bool             `json:"skipToLatest"`
 	Parallelism          int              `json:"parallelism,omitempty"`
 	Resources            *Resources       `json:"resources,omitempty"`
@@ -168,6 +168,9 @@ func (c *FunctionConfig) normalize(tenant, namespace, name string, lim limits) e
 		return badField("processingGuarantees", "%q is not one of ATLEAST_ONCE, ATMOST_ONCE, EFFECTIVELY_ONCE, MANUAL", c.ProcessingGuarantees)
 	}
 	c.AutoAck = c.ProcessingGuarantees != "MANUAL"
+	if c.CleanupSubscription == nil {
+		c.CleanupSubscription = boolPtr(true) // Pulsar's default
+	}
 	if c.Parallelism == 0 {
 		c.Parallelism = 1
 	}
@@ -364,3 +367,5 @@ func normTopic(t string) string {
 	}
 	return t
 }
+
+func boolPtr(b bool) *bool { return &b }

@@ -72,7 +72,7 @@ type SinkConfig struct {
 	TimeoutMs                    *int64                    `json:"timeoutMs,omitempty"`
 	NegativeAckRedeliveryDelayMs *int64                    `json:"negativeAckRedeliveryDelayMs,omitempty"`
 	Archive                      string                    `json:"archive,omitempty"`
-	CleanupSubscription          bool                      `json:"cleanupSubscription"`
+	CleanupSubscription          *bool                     `json:"cleanupSubscription,omitempty"` // unset: true (cleanup.go)
 	RuntimeFlags                 string                    `json:"runtimeFlags,omitempty"`
 	CustomRuntimeOptions         string                    `json:"customRuntimeOptions,omitempty"`
 	TransformFunction            string                    `json:"transformFunction,omitempty"`
@@ -298,6 +298,9 @@ func (w *Worker) normalizeSink(c *SinkConfig, tenant, namespace, name string) er
 		}
 	}
 	c.AutoAck = true
+	if c.CleanupSubscription == nil {
+		c.CleanupSubscription = boolPtr(true) // Pulsar's default
+	}
 	return connectorError(connector.Validate(w.connectors, connector.KindSink, c.Archive, c.Configs, c.Secrets, c.ProcessingGuarantees))
 }
 

@@ -413,6 +413,9 @@ func mergeSink(dst, u *SinkConfig) {
 	if u.MaxMessageRetries != nil {
 		dst.MaxMessageRetries = u.MaxMessageRetries
 	}
+	if u.CleanupSubscription != nil {
+		dst.CleanupSubscription = u.CleanupSubscription
+	}
 	if u.TimeoutMs != nil {
 		dst.TimeoutMs = u.TimeoutMs
 	}

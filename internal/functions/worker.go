@@ -46,6 +46,13 @@ type Options struct {
 	// DataDir holds package caches, virtualenvs and logs when downloadDirectory is empty.
 	DataDir string
 	Logger  *slog.Logger
+	// BrokerWebServiceURL is the brokers' admin REST (http://host:port), where the leader
+	// deletes the input subscriptions of a deleted function or sink (cleanupSubscription,
+	// cleanup.go); empty: they stay, with a warning.
+	BrokerWebServiceURL string
+	// HTTPClient carries the worker's own credentials (brokerClient*) to the brokers' admin
+	// REST and to other workers (nil: http.DefaultClient, as without authentication).
+	HTTPClient *http.Client
 	// InstanceAuthPlugin and InstanceAuthParams are the worker's own client credentials,
 	// which every instance connects with (the seam for internal/auth).
 	InstanceAuthPlugin, InstanceAuthParams string
@@ -483,7 +490,7 @@ func buildConf(m *FunctionMeta, id int, env confEnv) *pf.Conf {
 		InstanceID: id, FuncID: c.FQFN, FuncVersion: strconv.FormatUint(m.Version, 10), ClusterName: env.cluster,
 		Tenant: c.Tenant, NameSpace: c.Namespace, Name: c.Name, ClassName: c.ClassName, LogTopic: c.LogTopic,
 		ProcessingGuarantees: guarantees[c.ProcessingGuarantees], AutoACK: c.AutoAck, Parallelism: int32(c.Parallelism),
-		SubscriptionName: c.SubName, CleanupSubscription: c.CleanupSubscription,
+		SubscriptionName: c.SubName, CleanupSubscription: cleanupOn(c.CleanupSubscription),
 		SinkSpecTopic: c.Output, SinkSchemaType: c.OutputSchemaType, DeadLetterTopic: c.DeadLetterTopic,
 		WorkerID: env.workerID, ExpectedHealthCheckInterval: env.livenessSec,
 		ClientAuthenticationPlugin: env.authPlugin, ClientAuthenticationParameters: env.authParams,
