@@ -31,6 +31,8 @@ func TestRouteRule(t *testing.T) {
 		{"GET", "/admin/v3/transactions/pendingAckStats/t/ns/x/s", rule{kind: "topic", topic: auth.Topic{Tenant: "t", Namespace: "ns", Name: "persistent://t/ns/x"}, topicOp: auth.TopicLookup}},
 		{"POST", "/admin/v3/transactions/coordinatorStats", rule{kind: "super"}},
 		{"GET", "/admin/v3/transactions/somethingElse", rule{kind: "super"}},
+		{"GET", "/admin/v3/functions-state/t/ns/f/k", rule{open: true}}, // the worker checks its instance token
+		{"PUT", "/admin/v3/functions-state/t/ns/f/k", rule{open: true}},
 		{"GET", "/admin/v3", rule{kind: "super"}},
 		{"GET", "/admin/v2/worker/cluster", rule{kind: "super"}},
 		{"GET", "/somewhere/else", rule{kind: "super"}},

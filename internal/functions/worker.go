@@ -58,9 +58,9 @@ type Options struct {
 	InstanceAuthPlugin, InstanceAuthParams string
 	// Authorize, when set, admits each REST request: tenant and namespace are the
 	// function's ("" for the worker endpoints, which need a superuser). It returns an error
-	// wrapping ErrUnauthenticated (401) or ErrForbidden (403). The composition root builds it
-	// from internal/auth (AuthenticateHTTP, then Authorizer.Namespace with
-	// NamespaceFunctions); nil admits everything, as the broker does without auth.
+	// wrapping ErrUnauthenticated (401) or ErrForbidden (403); nil admits everything. The
+	// compositions (standalone, brokerd, `magnetar functions-worker`) leave it nil and put
+	// admin.Secure in front of the handler instead, which applies the broker's rules.
 	Authorize func(r *http.Request, tenant, namespace string) error
 	// Registerer, when set, gets the instances' metrics under Pulsar's names
 	// (pulsar_function_*, pulsar_source_*, pulsar_sink_*; metrics.go).
