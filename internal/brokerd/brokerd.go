@@ -135,6 +135,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 			BrokerWebServiceURL: webURL, HTTPClient: httpc,
 			// Instances connect with the broker's own client credentials (brokerClient*).
 			InstanceAuthPlugin: cfg.Broker.Security.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Broker.Security.Client.AuthenticationParameters,
+			InstanceTLSTrustCertsFile: cfg.Broker.Security.Client.TrustCertsFilePath, InstanceTLSVerifyHostname: cfg.Broker.Security.Client.HostnameVerification,
 		}); err != nil {
 			return nil, fmt.Errorf("broker: functions worker: %w", err)
 		}

@@ -104,6 +104,7 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 			ClusterName: cfg.ClusterName, BrokerServiceURL: cfg.Functions.PulsarServiceURL, WebServiceURL: webURL,
 			BrokerWebServiceURL: cfg.Functions.PulsarWebServiceURL, HTTPClient: httpc,
 			InstanceAuthPlugin: cfg.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Client.AuthenticationParameters,
+			InstanceTLSTrustCertsFile: cfg.Client.TrustCertsFilePath, InstanceTLSVerifyHostname: cfg.Client.HostnameVerification,
 			DataDir: cfg.DataDir, Logger: logger,
 		})
 		if err != nil {

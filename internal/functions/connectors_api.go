@@ -572,7 +572,8 @@ func (w *Worker) startConnector(m *FunctionMeta, id int) (RunningInstance, error
 		Tenant: m.Config.Tenant, Namespace: m.Config.Namespace, Name: m.Config.Name,
 		InstanceID: id, NumInstances: m.Config.Parallelism, ProcessingGuarantees: m.Config.ProcessingGuarantees,
 		BrokerServiceURL: w.opts.BrokerServiceURL, AuthPlugin: w.opts.InstanceAuthPlugin, AuthParams: w.opts.InstanceAuthParams,
-		WorkerID: w.info.WorkerID, Logger: w.log,
+		TLSTrustCertsFilePath: w.opts.InstanceTLSTrustCertsFile,
+		WorkerID:              w.info.WorkerID, Logger: w.log,
 		Offsets: offsets{w: w, fqfn: m.Config.FQFN, key: "__connector_offsets__/" + strconv.Itoa(id)},
 	}
 	switch {

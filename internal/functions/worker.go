@@ -56,6 +56,11 @@ type Options struct {
 	// InstanceAuthPlugin and InstanceAuthParams are the worker's own client credentials,
 	// which every instance connects with (the seam for internal/auth).
 	InstanceAuthPlugin, InstanceAuthParams string
+	// InstanceTLSTrustCertsFile and InstanceTLSVerifyHostname are how instances (and
+	// connectors) check a pulsar+ssl:// broker's certificate (brokerClientTrustCertsFilePath,
+	// tlsHostnameVerificationEnabled).
+	InstanceTLSTrustCertsFile string
+	InstanceTLSVerifyHostname bool
 	// Authorize, when set, admits each REST request: tenant and namespace are the
 	// function's ("" for the worker endpoints, which need a superuser). It returns an error
 	// wrapping ErrUnauthenticated (401) or ErrForbidden (403); nil admits everything. The
@@ -472,6 +477,7 @@ func (w *Worker) instanceConf(m *FunctionMeta, id int) *pf.Conf {
 		brokerURL: w.opts.BrokerServiceURL, webURL: w.opts.WebServiceURL, stateURL: w.opts.WebServiceURL + statePathPrefix,
 		stateToken: w.token, cluster: w.opts.ClusterName, workerID: w.info.WorkerID,
 		livenessSec: int32(w.cfg.InstanceLivenessCheckFreqMs / 1000), authPlugin: w.opts.InstanceAuthPlugin, authParams: w.opts.InstanceAuthParams,
+		tlsTrustCerts: w.opts.InstanceTLSTrustCertsFile, tlsVerifyHostname: w.opts.InstanceTLSVerifyHostname,
 	})
 }
 
@@ -480,6 +486,8 @@ type confEnv struct {
 	brokerURL, webURL, stateURL, stateToken, cluster, workerID string
 	livenessSec                                                int32
 	authPlugin, authParams                                     string
+	tlsTrustCerts                                              string
+	tlsVerifyHostname                                          bool
 }
 
 func buildConf(m *FunctionMeta, id int, env confEnv) *pf.Conf {
@@ -494,6 +502,7 @@ func buildConf(m *FunctionMeta, id int, env confEnv) *pf.Conf {
 		SinkSpecTopic: c.Output, SinkSchemaType: c.OutputSchemaType, DeadLetterTopic: c.DeadLetterTopic,
 		WorkerID: env.workerID, ExpectedHealthCheckInterval: env.livenessSec,
 		ClientAuthenticationPlugin: env.authPlugin, ClientAuthenticationParameters: env.authParams,
+		TLSTrustCertsFilePath: env.tlsTrustCerts, TLSHostnameVerificationEnable: env.tlsVerifyHostname,
 	}
 	switch c.Runtime {
 	case RuntimePython:

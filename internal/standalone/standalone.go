@@ -121,6 +121,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 			DataDir: cfg.DataDir, Logger: logger, Registerer: s.registry,
 			// Instances connect with the broker's own client credentials (brokerClient*).
 			InstanceAuthPlugin: cfg.Broker.Security.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Broker.Security.Client.AuthenticationParameters,
+			InstanceTLSTrustCertsFile: cfg.Broker.Security.Client.TrustCertsFilePath, InstanceTLSVerifyHostname: cfg.Broker.Security.Client.HostnameVerification,
 		}); err != nil {
 			return nil, fmt.Errorf("standalone: functions worker: %w", err)
 		}
