@@ -52,7 +52,7 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 			return err
 		}
 		ctx := cmd.Context()
-		store, err := openMetadataStore(ctx, cfg.MetadataStoreURL, logger)
+		store, err := metadataOpener(cfg.MetadataTLS)(ctx, cfg.MetadataStoreURL, logger)
 		if err != nil {
 			return fmt.Errorf("functions-worker: metadata store: %w", err)
 		}
@@ -66,7 +66,11 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("functions-worker: brokerClient settings: %w", err)
 		}
-		bk := bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger})
+		bkTLS, err := auth.BookieClientTLS(cfg.Ledger.TLS, logger)
+		if err != nil {
+			return fmt.Errorf("functions-worker: bookie client TLS: %w", err)
+		}
+		bk := bookieproto.NewClient(bookieproto.ClientOptions{Logger: logger, TLS: bkTLS})
 		defer bk.Close()
 		lc, err := ledger.NewClient(ctx, ledger.ClientOptions{Config: cfg.Ledger, Store: store, Bookies: bk, Logger: logger})
 		if err != nil {

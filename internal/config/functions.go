@@ -114,6 +114,9 @@ type FunctionsWorkerRoleConfig struct {
 	Authn         AuthenticationConfig
 	Authz         AuthorizationConfig
 	Client        ClientAuthConfig
+	// MetadataTLS is how the worker reaches etcd over TLS (metadataStoreConfigPath); the
+	// bookies' TLS is Ledger's.
+	MetadataTLS MetadataClientTLSConfig
 
 	Functions FunctionsWorkerConfig
 	Ledger    LedgerClientConfig
