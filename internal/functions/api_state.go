@@ -172,7 +172,12 @@ func (w *Worker) trigger(r *http.Request) (any, error) {
 	} else if _, ok := m.Config.InputSpecs[topic]; !ok {
 		return nil, badField("topic", "%s is not an input of the function", topic)
 	}
-	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: w.opts.BrokerServiceURL, OperationTimeout: triggerTimeout})
+	opts, err := w.brokerClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	opts.OperationTimeout = triggerTimeout
+	client, err := pulsar.NewClient(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -206,4 +211,19 @@ func (w *Worker) trigger(r *http.Request) (any, error) {
 	}
 	b, _ := json.Marshal(string(msg.Payload()))
 	return rawBody{contentType: "application/json", b: b}, nil
+}
+
+// brokerClientOptions is the worker's own Pulsar client towards the brokers (trigger): its
+// brokerClient credentials and TLS trust, as its instances have.
+func (w *Worker) brokerClientOptions() (pulsar.ClientOptions, error) {
+	o := pulsar.ClientOptions{URL: w.opts.BrokerServiceURL, TLSTrustCertsFilePath: w.opts.InstanceTLSTrustCertsFile,
+		TLSValidateHostname: w.opts.InstanceTLSVerifyHostname}
+	if w.opts.InstanceAuthPlugin != "" {
+		a, err := pulsar.NewAuthentication(w.opts.InstanceAuthPlugin, w.opts.InstanceAuthParams)
+		if err != nil {
+			return o, fmt.Errorf("functions: the worker's client authentication (brokerClientAuthenticationPlugin): %w", err)
+		}
+		o.Authentication = a
+	}
+	return o, nil
 }

@@ -27,7 +27,8 @@ import (
 // its own): the worker's REST API refuses an anonymous create (401) and a role without the
 // namespace's functions permission (403), lets a tenant admin read its namespace, accepts a
 // superuser's create; the instances, which connect with the worker's brokerClient
-// credentials, consume and produce on the broker and use the state service; deleting the
+// credentials, consume and produce on the broker and use the state service; trigger
+// publishes with the same credentials; deleting the
 // function deletes its input subscription (cleanupSubscription's default) through the
 // brokers' admin REST with the same credentials.
 func TestFunctionsWorkerAuthentication(t *testing.T) {
@@ -167,6 +168,15 @@ func TestFunctionsWorkerAuthentication(t *testing.T) {
 	}
 	if code, _ := call(http.MethodGet, "http://"+worker+"/admin/v3/functions/public/default/authfn/state/a", "", "", nil); code != http.StatusUnauthorized {
 		t.Fatalf("anonymous state read: %d, want 401", code)
+	}
+	// trigger publishes with the worker's own client, which needs its credentials too.
+	var tb bytes.Buffer
+	mw := multipart.NewWriter(&tb)
+	_ = mw.WriteField("data", "c")
+	_ = mw.WriteField("topic", in)
+	_ = mw.Close()
+	if code, body := call(http.MethodPost, "http://"+worker+"/admin/v3/functions/public/default/authfn/trigger", admin, mw.FormDataContentType(), &tb); code != http.StatusOK || !strings.Contains(body, "c=1") {
+		t.Fatalf("trigger: %d %s", code, body)
 	}
 
 	subs := func() []string {
