@@ -135,7 +135,8 @@ func routeRule(method, p string) rule {
 	case at(0) == "topics" && (at(1) == "persistent" || at(1) == "non-persistent") && len(seg) >= 5 && method == http.MethodPost:
 		// The REST producer (produce.go): produce permission, as a PRODUCER command needs.
 		return topicRule(at(1), at(2), at(3), at(4), auth.TopicProduce, "")
-	case at(0) == "admin" && at(1) == "v3":
+	case at(0) == "admin" && (at(1) == "v3" || (at(1) == "v2" && slices.Contains([]string{"functions", "sources", "sinks"}, at(2)))):
+		// The functions worker serves its API under v2 too (pulsaradmin's default version).
 		return v3Rule(method, seg)
 	case at(0) == "iceberg" && at(1) == "v1":
 		return icebergRule(seg)

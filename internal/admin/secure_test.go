@@ -32,6 +32,9 @@ func TestRouteRule(t *testing.T) {
 		{"POST", "/admin/v3/transactions/coordinatorStats", rule{kind: "super"}},
 		{"GET", "/admin/v3/transactions/somethingElse", rule{kind: "super"}},
 		{"GET", "/admin/v3/functions-state/t/ns/f/k", rule{open: true}}, // the worker checks its instance token
+		{"POST", "/admin/v2/functions/t/ns/f", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceFunctions}},
+		{"GET", "/admin/v2/sinks/t/ns", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceSinks}},
+		{"GET", "/admin/v2/sources/builtinsources", rule{kind: "authenticated"}},
 		{"PUT", "/admin/v3/functions-state/t/ns/f/k", rule{open: true}},
 		{"GET", "/admin/v3", rule{kind: "super"}},
 		{"GET", "/admin/v2/worker/cluster", rule{kind: "super"}},
