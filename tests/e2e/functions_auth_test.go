@@ -123,6 +123,9 @@ func TestFunctionsWorkerAuthentication(t *testing.T) {
 		code, body := call(http.MethodGet, "http://"+worker+"/admin/v3/functions/acme/app", alice, "", nil)
 		return code == http.StatusOK, fmt.Errorf("%d %s", code, body)
 	})
+	if code, body := call(http.MethodGet, "http://"+worker+"/admin/v2/functions/acme/app", alice, "", nil); code != http.StatusOK {
+		t.Fatalf("alice lists acme/app's functions under v2 (pulsaradmin's default): %d %s", code, body)
+	}
 	if code, _ := call(http.MethodGet, "http://"+worker+"/admin/v3/functions/public/default", alice, "", nil); code != http.StatusForbidden {
 		t.Fatalf("alice lists public/default's functions: %d, want 403", code)
 	}
