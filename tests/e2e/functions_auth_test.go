@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,11 +19,12 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/devcluster"
 )
 
 // TestFunctionsWorkerAuthentication runs a `magnetar functions-worker` process with token
-// authentication and authorization on, against a standalone with the same (no worker of
-// its own): the worker's REST API refuses an anonymous create (401) and a role without the
+// authentication and authorization on, against a cluster whose broker has the same: the
+// worker's REST API refuses an anonymous create (401) and a role without the
 // namespace's functions permission (403), lets a tenant admin read its namespace, accepts a
 // superuser's create; the instances, which connect with the worker's brokerClient
 // credentials, consume and produce on the broker and use the state service; trigger
@@ -45,8 +45,10 @@ func TestFunctionsWorkerAuthentication(t *testing.T) {
 		return tok
 	}
 	admin, alice, bob := token("admin"), token("alice"), token("bob")
-	env := functionsEnv()
-	for k, v := range map[string]string{
+	// A cluster of processes (a standalone with authentication seals its metadata store and
+	// bookie to itself): plaintext metadata and bookies, one broker with token
+	// authentication and authorization; the worker gets the same security keys.
+	sec := map[string]string{
 		"authenticationEnabled":                "true",
 		"authenticationProviders":              "org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
 		"tokenSecretKey":                       "data:;base64," + base64.StdEncoding.EncodeToString(secret),
@@ -54,17 +56,25 @@ func TestFunctionsWorkerAuthentication(t *testing.T) {
 		"superUserRoles":                       "admin",
 		"brokerClientAuthenticationPlugin":     "org.apache.pulsar.client.impl.auth.AuthenticationToken",
 		"brokerClientAuthenticationParameters": `{"token":"` + admin + `"}`,
-	} {
+	}
+	var brokerArgs []string
+	env := functionsEnv()
+	for k, v := range sec {
+		brokerArgs = append(brokerArgs, "--"+config.FlagName(k)+"="+v)
 		env = append(env, config.EnvName(k)+"="+v)
 	}
-	mdPort := freeTCPPort(t)
-	_, rec := startProc(t, "magnetar standalone ready", env, "standalone", "--log-format", "json", "--data-dir", filepath.Join(dir, "sa"),
-		"--metadata-store", "etcd", "--metadata-listen", "http://127.0.0.1:"+strconv.Itoa(mdPort), "--metadata-peer", "http://127.0.0.1:0",
-		"--bookie-address", "127.0.0.1:0", "--bind-address", "127.0.0.1", "--port", "0", "--http-port", "0", "--functions-worker=false")
-	broker, brokerHTTP := trimScheme(rec["broker"]), trimScheme(rec["http"])
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel0()
+	c, err := devcluster.Start(ctx0, devcluster.Options{Binary: binary, Dir: filepath.Join(dir, "cluster"), Metadata: 1, Bookies: 2, Brokers: 1,
+		NoProxy: true, BrokerArgs: brokerArgs, BookieArgs: []string{"--auto-recovery-daemon-enabled=false"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop(10 * time.Second) })
+	broker, brokerHTTP := c.Brokers[0].Addr, c.Brokers[0].HTTP
 	wenv := append(env, config.EnvName("pulsarServiceUrl")+"=pulsar://"+broker, config.EnvName("pulsarWebServiceUrl")+"=http://"+brokerHTTP)
 	_, wrec := startProc(t, "magnetar functions worker ready", wenv, "functions-worker", "--log-format", "json",
-		"--metadata-url", "etcd://127.0.0.1:"+strconv.Itoa(mdPort), "--port", "0", "--bind-address", "127.0.0.1",
+		"--metadata-url", c.MetadataURL, "--port", "0", "--bind-address", "127.0.0.1",
 		"--data-dir", filepath.Join(dir, "w"))
 	worker := trimScheme(wrec["http"])
 
