@@ -15,8 +15,8 @@ import (
 // auth_policies.destination_auth[full topic name][role]. GET answers the effective
 // permissions: the namespace's, then the partitioned parent's, then the topic's own, a later
 // grant for a role replacing an earlier one. Subscription permissions (which roles may use
-// a subscription name) are auth_policies.subscription_auth_roles[sub]. Nothing enforces
-// any of them yet: there is no authorization.
+// a subscription name) are auth_policies.subscription_auth_roles[sub]. internal/auth's
+// Authorizer enforces all of them (auth/authz.go) once authorizationEnabled is set.
 func (s *server) registerPermissions(mux *http.ServeMux) {
 	for _, d := range []string{"persistent", "non-persistent"} {
 		t := "/admin/v2/" + d + "/{tenant}/{namespace}/{topic}/permissions"
