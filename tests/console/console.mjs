@@ -1,7 +1,11 @@
 // The console's browser test: playwright-core driving Debian's chromium against a running
 // standalone that console_test.go started and filled with data. Every page must render with
 // that live data, a cursor reset and a message search must work end to end, and each page's
-// screenshot is written to SHOTS (docs/console/ when run by `make console-test`).
+// screenshot is written to SHOTS (docs/console/ when run by `make console-test`). With
+// AUTH_BASE (a standalone with token authentication and authorization), ADMIN_TOKEN (a
+// superuser's), READER_TOKEN (a role that may only consume public/default) and FORGED_TOKEN
+// (signed with another key), the login, the refusal of bad tokens and the role-aware pages
+// are checked too.
 //
 //   BASE=http://127.0.0.1:8080 SHOTS=docs/console READONLY_BASE=... node tests/console/console.mjs
 import assert from "node:assert/strict";
@@ -144,6 +148,110 @@ if (process.env.READONLY_BASE) {
   await page.getByRole("link", { name: "orders" }).waitFor();
   assert.equal(await page.getByRole("button", { name: "Save retention" }).count(), 0);
   await shot("read-only");
+}
+
+if (process.env.AUTH_BASE) {
+  // A standalone with token authentication and authorization: "admin" is a superuser,
+  // "reader" may only consume public/default. Each login is a fresh tab (sessionStorage).
+  const ab = process.env.AUTH_BASE;
+  const tab = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  tab.setDefaultTimeout(60000);
+  tab.on("pageerror", (e) => errors.push(e.message));
+  const tshot = (name) => tab.screenshot({ path: join(shots, name + ".png"), fullPage: true });
+  const login = async (token) => {
+    await tab.fill("#token", token);
+    await tab.locator("#login").click();
+  };
+  const authStats = async () => (await fetch(`${ab}/admin/v2/persistent/public/default/orders/stats`,
+    { headers: { Authorization: `Bearer ${process.env.ADMIN_TOKEN}` } })).json();
+  // noErrors: the page shows no refused request (a 403 drawn as an error).
+  const noErrors = async (where) => assert.equal(await tab.locator("main p.bad:not(:empty)").count(), 0, `an error on ${where}`);
+
+  step("authentication on: the login page; a wrong token and a forged one are refused with the reason");
+  await tab.goto(`${ab}/ui/`);
+  await tab.getByRole("heading", { name: "Log in" }).waitFor();
+  assert.equal(await tab.locator("#login-error").count(), 0, "an error before any token was given");
+  await login("not-a-token");
+  await tab.locator("#login-error").waitFor();
+  assert.match(await tab.locator("#login-error").textContent(), /^That token was not accepted: \S/);
+  await login(process.env.FORGED_TOKEN);
+  await tab.locator("#login-error").waitFor();
+  assert.match(await tab.locator("#login-error").textContent(), /^That token was not accepted: \S/);
+  assert.equal(await tab.evaluate(() => sessionStorage.getItem("magnetar.token")), null, "a refused token was kept");
+  await tshot("login");
+
+  step("superuser token: brokers, bookies, tenants, every button, and an action that needs the token");
+  await login(process.env.ADMIN_TOKEN);
+  await tab.getByRole("heading", { name: "Cluster standalone" }).waitFor();
+  await tab.locator("td", { hasText: "writable" }).first().waitFor();
+  await tab.locator("#role", { hasText: "admin" }).waitFor();
+  await tab.locator("#rights", { hasText: "superuser" }).waitFor();
+  await noErrors("the superuser's overview");
+  await tab.goto(`${ab}/ui/#/tenants`);
+  await tab.getByRole("link", { name: "public/default" }).waitFor();
+  await tab.goto(`${ab}/ui/#/ns/public/default`);
+  await tab.getByRole("link", { name: "orders" }).waitFor();
+  await tab.getByRole("button", { name: "Save retention" }).waitFor();
+  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/subscriptions`);
+  await tab.getByRole("cell", { name: "billing" }).waitFor();
+  for (const b of ["Reset to time", "Reset to id", "Skip", "Clear backlog", "Delete"]) {
+    assert.equal(await tab.getByRole("button", { name: b, exact: true }).count(), 1, `the superuser lacks "${b}"`);
+  }
+  let ast = await authStats();
+  assert.equal(ast.subscriptions.billing.msgBacklog, 15, "seeded backlog");
+  await tab.locator("tr", { hasText: "billing" }).locator("input.skip-n").fill("3");
+  await tab.getByRole("button", { name: "Skip", exact: true }).click();
+  await tab.getByRole("dialog").getByText("Skip 3 messages on billing?").waitFor();
+  await tab.locator("#confirm").click();
+  await tab.getByRole("dialog").waitFor({ state: "hidden" });
+  for (let i = 0; i < 50 && (ast = await authStats()).subscriptions.billing.msgBacklog !== 12; i++) await tab.waitForTimeout(200);
+  assert.equal(ast.subscriptions.billing.msgBacklog, 12, "skipping 3 through the console with the token");
+  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/messages`);
+  await tab.locator("#produce").waitFor();
+  await tab.locator("#logout").click();
+  await tab.getByRole("heading", { name: "Log in" }).waitFor();
+  assert.equal(await tab.locator("#login-error").count(), 0, "logging out is not a refusal");
+
+  step("a consume-only role: its namespace's pages with data, no button it cannot use");
+  await login(process.env.READER_TOKEN);
+  await tab.getByRole("heading", { name: "Cluster standalone" }).waitFor();
+  await tab.locator("#role", { hasText: "reader" }).waitFor();
+  await tab.locator("#rights", { hasText: "no admin rights" }).waitFor();
+  await tab.locator("#superusers-only").waitFor();
+  assert.equal(await tab.locator("td", { hasText: "writable" }).count(), 0, "bookies shown to a non-superuser");
+  await noErrors("the reader's overview");
+  await tab.goto(`${ab}/ui/#/tenants`);
+  await tab.locator("#open-ns").fill("public/default");
+  await tab.locator("#open-ns-go").click();
+  await tab.getByRole("link", { name: "orders" }).waitFor();
+  await tab.getByRole("link", { name: "events" }).waitFor();
+  await tab.locator("#policies-hidden").waitFor();
+  assert.equal(await tab.getByRole("button", { name: "Save retention" }).count(), 0, "the reader sees Save retention");
+  assert.equal(await tab.getByRole("button", { name: "Save TTL" }).count(), 0, "the reader sees Save TTL");
+  await noErrors("the reader's namespace");
+  await tshot("limited-role");
+  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders`);
+  await tab.locator(".card", { hasText: "messages in" }).getByText("20").waitFor();
+  await noErrors("the reader's topic");
+  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/subscriptions`);
+  await tab.getByRole("cell", { name: "billing" }).waitFor();
+  await tab.locator("tr", { hasText: "billing" }).getByText("read only").waitFor();
+  for (const b of ["Reset to time", "Reset to id", "Skip", "Clear backlog", "Delete"]) {
+    assert.equal(await tab.getByRole("button", { name: b, exact: true }).count(), 0, `the reader sees "${b}"`);
+  }
+  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/messages`);
+  await tab.locator("#peek").click();
+  await tab.locator(".message").first().waitFor();
+  assert.equal(await tab.locator(".message").count(), 10, "peek as the reader (10 of the 12 left after the skip)");
+  assert.equal(await tab.locator("#produce").count(), 0, "the reader sees Produce");
+  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/storage`);
+  await tab.getByRole("heading", { name: "Ledgers" }).waitFor();
+  await noErrors("the reader's storage tab");
+  await tab.goto(`${ab}/ui/#/tenants`);
+  await tab.getByRole("link", { name: "public/default" }).waitFor(); // opened in this session
+  await tab.goto(`${ab}/ui/#/functions`);
+  await tab.getByRole("heading", { name: "Functions, sources and sinks" }).waitFor();
+  await noErrors("the reader's functions page");
 }
 
 assert.deepEqual(errors, [], "errors in the page");

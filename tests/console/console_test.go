@@ -5,6 +5,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/standalone"
 	"github.com/magnetar-io/magnetar/internal/testbin"
 )
@@ -124,11 +126,16 @@ type order struct {
 
 // seed fills a standalone: orders (JSON schema, 20 messages keyed key-0..key-19, subscription
 // billing with the first 5 acknowledged, a producer left connected) and events (3 partitions).
-func seed(t *testing.T, brokerAddr, httpAddr string) {
+// token, if set, authenticates the client and the REST calls.
+func seed(t *testing.T, brokerAddr, httpAddr, token string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := pulsar.NewClient(pulsar.ClientOptions{URL: "pulsar://" + brokerAddr, OperationTimeout: time.Minute})
+	o := pulsar.ClientOptions{URL: "pulsar://" + brokerAddr, OperationTimeout: time.Minute}
+	if token != "" {
+		o.Authentication = pulsar.NewAuthenticationToken(token)
+	}
+	c, err := pulsar.NewClient(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,13 +167,7 @@ func seed(t *testing.T, brokerAddr, httpAddr string) {
 		}
 	}
 	cons.Close()
-	req, _ := http.NewRequest(http.MethodPut, "http://"+httpAddr+"/admin/v2/persistent/public/default/events/partitions", strings.NewReader("3"))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil || resp.StatusCode/100 != 2 {
-		t.Fatalf("creating the partitioned topic: %v %v", err, resp)
-	}
-	resp.Body.Close()
+	rest(t, httpAddr, token, http.MethodPut, "/admin/v2/persistent/public/default/events/partitions", "3")
 	ep, err := c.CreateProducer(pulsar.ProducerOptions{Topic: "persistent://public/default/events"})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +181,11 @@ func seed(t *testing.T, brokerAddr, httpAddr string) {
 	// Wait until the acknowledgements are visible, so the test starts from backlog 15.
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get("http://" + httpAddr + "/admin/v2/persistent/public/default/orders/stats")
+		req, _ := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/admin/v2/persistent/public/default/orders/stats", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			var st struct {
 				Subscriptions map[string]struct{ MsgBacklog int64 }
@@ -198,12 +203,65 @@ func seed(t *testing.T, brokerAddr, httpAddr string) {
 	}
 }
 
+// rest sends an admin REST request (with token, if set) and fails the test unless it is 2xx.
+func rest(t *testing.T, httpAddr, token, method, path, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+httpAddr+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s: %s", method, path, resp.Status)
+	}
+}
+
+// secured starts a standalone with token authentication and authorization on: "admin" is a
+// superuser, "reader" may consume public/default (and nothing else). It returns the HTTP
+// address and the tokens of admin, reader and one signed with another key.
+func secured(t *testing.T) (httpAddr, admin, reader, forged string) {
+	t.Helper()
+	key, err := auth.NewSecretKey("HS256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := auth.NewSecretKey("HS256")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(key []byte, role string) string {
+		tok, err := auth.CreateToken(key, "HS256", auth.TokenSpec{Subject: role})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	admin, reader, forged = token(key, "admin"), token(key, "reader"), token(other, "admin")
+	brokerAddr, httpAddr := startStandalone(t,
+		"PULSAR_PREFIX_authenticationEnabled=true",
+		"PULSAR_PREFIX_authenticationProviders=org.apache.pulsar.broker.authentication.AuthenticationProviderToken",
+		"PULSAR_PREFIX_tokenSecretKey=data:;base64,"+base64.StdEncoding.EncodeToString(key),
+		"PULSAR_PREFIX_authorizationEnabled=true",
+		"PULSAR_PREFIX_superUserRoles=admin",
+		"PULSAR_PREFIX_brokerClientAuthenticationPlugin=org.apache.pulsar.client.impl.auth.AuthenticationToken",
+		"PULSAR_PREFIX_brokerClientAuthenticationParameters=token:"+admin)
+	seed(t, brokerAddr, httpAddr, admin)
+	rest(t, httpAddr, admin, http.MethodPost, "/admin/v2/namespaces/public/default/permissions/reader", `["consume"]`)
+	return httpAddr, admin, reader, forged
+}
+
 func TestConsoleInChromium(t *testing.T) {
 	npmDir := browserTools(t)
 	brokerAddr, httpAddr := startStandalone(t)
-	seed(t, brokerAddr, httpAddr)
+	seed(t, brokerAddr, httpAddr, "")
 	roBroker, roHTTP := startStandalone(t, "PULSAR_PREFIX_consoleReadOnly=true")
-	seed(t, roBroker, roHTTP)
+	seed(t, roBroker, roHTTP, "")
+	authHTTP, adminToken, readerToken, forgedToken := secured(t)
 
 	shots := os.Getenv("CONSOLE_SHOTS")
 	if shots == "" {
@@ -219,7 +277,8 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("node", run)
-	cmd.Env = append(os.Environ(), "BASE=http://"+httpAddr, "READONLY_BASE=http://"+roHTTP, "SHOTS="+shots)
+	cmd.Env = append(os.Environ(), "BASE=http://"+httpAddr, "READONLY_BASE=http://"+roHTTP, "SHOTS="+shots,
+		"AUTH_BASE=http://"+authHTTP, "ADMIN_TOKEN="+adminToken, "READER_TOKEN="+readerToken, "FORGED_TOKEN="+forgedToken)
 	out, err := cmd.CombinedOutput()
 	t.Logf("console.mjs:\n%s", out)
 	if err != nil {
