@@ -186,6 +186,7 @@ function avro(s, r, named = {}) {
 
 const TOKEN = "magnetar.token";
 const HISTORY = "magnetar.history";
+const VISITED = "magnetar.namespaces"; // namespaces opened, for roles that may not list tenants
 const SAMPLE_MS = 10000;
 const HOUR_SAMPLES = 360;
 const MAX_TOPICS = 200; // stats fetched per namespace page
@@ -193,6 +194,7 @@ const MAX_SCAN = 1000; // messages a key search reads at most
 
 const state = { config: { readOnly: false }, superuser: false, tenantAdmin: new Set(), cluster: "", authOn: false };
 
+// AuthError is a 401: no token, or one the broker did not accept (message: its reason).
 class AuthError extends Error {}
 
 async function api(path, opts = {}) {
@@ -204,18 +206,24 @@ async function api(path, opts = {}) {
     opts.body = JSON.stringify(opts.json);
   }
   const resp = await fetch(path, { method: opts.method || "GET", headers, body: opts.body });
-  if (resp.status === 401) throw new AuthError("authentication required");
+  if (resp.status === 401) throw new AuthError(reasonOf(await resp.text()) || "authentication required");
   if (opts.raw) return resp;
   const text = await resp.text();
   if (!resp.ok) {
-    let reason = text;
-    try { reason = JSON.parse(text).reason || text; } catch (_) { /* plain text */ }
-    const err = new Error(`${resp.status}: ${reason}`);
+    const err = new Error(`${resp.status}: ${reasonOf(text)}`);
     err.status = resp.status;
     throw err;
   }
   return text === "" ? null : JSON.parse(text);
 }
+
+// reasonOf reads Pulsar's {"reason": ...} error body (or returns the text as it is).
+function reasonOf(text) {
+  try { return JSON.parse(text).reason || text; } catch (_) { return text; }
+}
+
+// forbidden tells whether an error is the broker's 403: the role may not see that.
+const forbidden = (e) => !(e instanceof AuthError) && e.status === 403;
 
 async function tryApi(path, fallback) {
   try { return await api(path); } catch (e) { if (e instanceof AuthError) throw e; return fallback; }
@@ -363,13 +371,16 @@ async function sample() {
 async function overview() {
   const clusters = await api("/admin/v2/clusters");
   state.cluster = clusters[0] || "";
-  const [brokers, leader, bookies, under, tenants] = await Promise.all([
+  // Brokers, bookies and tenants are superusers' business (Pulsar's rules): other roles see
+  // the cluster-wide rates and go to their namespaces.
+  const all = state.superuser;
+  const [brokers, leader, bookies, under, tenants] = all ? await Promise.all([
     tryApi(`/admin/v2/brokers/${enc(state.cluster)}`, []),
     tryApi("/admin/v2/brokers/leaderBroker", null),
     tryApi("/admin/v2/bookies/state", []),
     tryApi("/admin/v2/bookies/under-replicated", []),
     tryApi("/admin/v2/tenants", []),
-  ]);
+  ]) : [[], null, [], [], []];
   const brokerRows = await Promise.all(brokers.map(async (b) => {
     const owned = await tryApi(`/admin/v2/brokers/${enc(state.cluster)}/${enc(b)}/ownedNamespaces`, null);
     return { broker: b, leader: leader && leader.brokerId === b, bundles: owned ? Object.keys(owned).length : undefined };
@@ -380,13 +391,21 @@ async function overview() {
   return [
     h("h1", {}, `Cluster ${state.cluster}`),
     h("div", { class: "cards" },
-      card("brokers", brokers.length), card("bookies", bookies.length),
-      card("under-replicated ledgers", Array.isArray(under) ? under.length : "–"), card("tenants", tenants.length),
+      all ? [card("brokers", brokers.length), card("bookies", bookies.length),
+        card("under-replicated ledgers", Array.isArray(under) ? under.length : "–"), card("tenants", tenants.length)] : null,
       card("msg/s in", num(last[1])), card("msg/s out", num(last[2])), card("backlog", num(last[4])), card("storage", bytes(last[5]))),
     h("h2", {}, "Rates over the last hour"),
     h("div", { class: "row" },
       chart("messages/s", [{ name: "in", points: pts(1) }, { name: "out", points: pts(2) }]),
       chart("backlog (messages)", [{ name: "backlog", points: pts(4) }])),
+    all ? null : h("p", { class: "muted", id: "superusers-only" }, "Brokers, bookies and tenants are shown to superusers; ",
+      h("a", { href: "#/tenants" }, "open a namespace"), " your role may read."),
+    ...(all ? overviewTables(brokerRows, bookies) : []),
+  ];
+}
+
+function overviewTables(brokerRows, bookies) {
+  return [
     h("h2", {}, "Brokers"),
     sortableTable([
       { key: "broker", title: "broker" },
@@ -405,7 +424,13 @@ async function overview() {
 const card = (k, v) => h("div", { class: "card" }, h("div", { class: "v" }, v), h("div", { class: "k" }, k));
 
 async function tenantsPage() {
-  const tenants = await api("/admin/v2/tenants");
+  let tenants;
+  try {
+    tenants = await api("/admin/v2/tenants");
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return namespaceChooser();
+  }
   const rows = await Promise.all(tenants.map(async (t) => ({ tenant: t, namespaces: (await tryApi(`/admin/v2/namespaces/${enc(t)}`, [])) })));
   return [
     h("h1", {}, "Tenants"),
@@ -415,15 +440,43 @@ async function tenantsPage() {
   ];
 }
 
+// The namespaces this session opened (a role that may not list tenants finds its own).
+function visited() {
+  try { return JSON.parse(sessionStorage.getItem(VISITED)) || []; } catch (_) { return []; }
+}
+function remember(ns) {
+  sessionStorage.setItem(VISITED, JSON.stringify([ns, ...visited().filter((n) => n !== ns)].slice(0, 20)));
+}
+
+// namespaceChooser is the tenants page of a role that may not list tenants.
+function namespaceChooser() {
+  const input = h("input", { id: "open-ns", placeholder: "tenant/namespace" });
+  const out = h("p", { class: "bad" });
+  const open = () => {
+    const v = input.value.trim().replace(/^\/+|\/+$/g, "");
+    if (/^[^/]+\/[^/]+$/.test(v)) location.hash = `#/ns/${v}`;
+    else out.textContent = "A namespace is tenant/namespace, e.g. public/default.";
+  };
+  const seen = visited();
+  return [
+    h("h1", {}, "Namespaces"),
+    h("p", { class: "muted" }, "Your role may not list tenants (superusers only): open a namespace it may read."),
+    h("div", { class: "row" }, input, h("button", { class: "primary", id: "open-ns-go", onclick: open }, "Open")), out,
+    seen.length ? [h("h2", {}, "Opened in this session"), h("ul", {}, seen.map((n) => h("li", {}, h("a", { href: `#/ns/${n}` }, n))))] : null,
+  ];
+}
+
 async function namespacePage(tenant, ns) {
   const full = `${tenant}/${ns}`;
   const [names, partitioned, policies, retention, ttl] = await Promise.all([
     api(`/admin/v2/namespaces/${enc(tenant)}/${enc(ns)}/topics`),
     tryApi(`/admin/v2/persistent/${enc(tenant)}/${enc(ns)}/partitioned`, []),
-    tryApi(`/admin/v2/namespaces/${enc(tenant)}/${enc(ns)}`, {}),
+    tryApi(`/admin/v2/namespaces/${enc(tenant)}/${enc(ns)}`, null),
     tryApi(`/admin/v2/namespaces/${enc(tenant)}/${enc(ns)}/retention`, null),
     tryApi(`/admin/v2/namespaces/${enc(tenant)}/${enc(ns)}/messageTTL`, null),
   ]);
+  remember(`${tenant}/${ns}`);
+  await adminOf(tenant);
   // Partitions are listed under their partitioned topic, which is what users address.
   const parents = new Set(partitioned);
   const shown = [...partitioned, ...names.filter((n) => !parents.has(n.replace(/-partition-\d+$/, "")))];
@@ -455,8 +508,9 @@ async function namespacePage(tenant, ns) {
     h("div", { class: "row" }, search, h("span", { class: "muted" }, `${shown.length} topics` + (shown.length > MAX_TOPICS ? `, first ${MAX_TOPICS} shown` : ""))),
     tbody,
     h("h2", {}, "Policies"),
-    policyEditor(tenant, ns, retention, ttl),
-    h("pre", {}, JSON.stringify(policies, null, 2)),
+    // Policies are the tenant's admins' to read (and to change).
+    policies === null ? h("p", { class: "muted", id: "policies-hidden" }, "The namespace's policies are shown to the admins of its tenant.")
+      : [policyEditor(tenant, ns, retention, ttl), h("pre", {}, JSON.stringify(policies, null, 2))],
   ];
 }
 
@@ -488,6 +542,7 @@ function topicPath(name) {
 const topicSamples = new Map(); // topic -> [[t, in, out, backlog]] while its page is open
 
 async function topicPage(domain, tenant, ns, topic, tab = "overview") {
+  await adminOf(tenant);
   const path = `${domain}/${enc(tenant)}/${enc(ns)}/${enc(topic)}`;
   const name = `${domain}://${tenant}/${ns}/${topic}`;
   const meta = await tryApi(`/admin/v2/${path}/partitions`, { partitions: 0 });
@@ -701,23 +756,37 @@ async function schemaTab(tenant, ns, topic) {
   return [h("div", { class: "cards" }, card("type", s.type), card("version", s.version)), h("pre", {}, def)];
 }
 
+// knownNamespaces are every namespace (superusers, tenant admins), else those this session
+// opened.
+async function knownNamespaces() {
+  let tenants;
+  try {
+    tenants = await api("/admin/v2/tenants");
+  } catch (e) {
+    if (!forbidden(e)) throw e;
+    return { namespaces: visited(), partial: true };
+  }
+  const namespaces = [];
+  for (const t of tenants) namespaces.push(...await tryApi(`/admin/v2/namespaces/${enc(t)}`, []));
+  return { namespaces, partial: false };
+}
+
 async function functionsPage() {
-  const tenants = await api("/admin/v2/tenants");
+  const { namespaces, partial } = await knownNamespaces();
   const rows = [];
-  for (const t of tenants) {
-    for (const ns of await tryApi(`/admin/v2/namespaces/${enc(t)}`, [])) {
-      const [tt, n] = ns.split("/");
-      for (const kind of ["functions", "sources", "sinks"]) {
-        const names = await tryApi(`/admin/v3/${kind}/${enc(tt)}/${enc(n)}`, null);
-        for (const name of names || []) {
-          const st = await tryApi(`/admin/v3/${kind}/${enc(tt)}/${enc(n)}/${enc(name)}/status`, {});
-          rows.push({ kind: kind.slice(0, -1), ns, name, running: st.numRunning, instances: st.numInstances });
-        }
+  for (const ns of namespaces) {
+    const [tt, n] = ns.split("/");
+    for (const kind of ["functions", "sources", "sinks"]) {
+      const names = await tryApi(`/admin/v3/${kind}/${enc(tt)}/${enc(n)}`, null);
+      for (const name of names || []) {
+        const st = await tryApi(`/admin/v3/${kind}/${enc(tt)}/${enc(n)}/${enc(name)}/status`, {});
+        rows.push({ kind: kind.slice(0, -1), ns, name, running: st.numRunning, instances: st.numInstances });
       }
     }
   }
   return [
     h("h1", {}, "Functions, sources and sinks"),
+    partial ? h("p", { class: "muted" }, `In the namespaces opened in this session (${namespaces.join(", ") || "none yet"}): your role may not list tenants.`) : null,
     rows.length ? sortableTable([
       { key: "kind", title: "kind" }, { key: "ns", title: "namespace" }, { key: "name", title: "name" },
       { key: "running", title: "running", num: true, cell: (r) => `${num(r.running)} / ${num(r.instances)}` },
@@ -745,34 +814,79 @@ async function kafkaPage() {
   ];
 }
 
-function loginPage(message) {
+// loginPage asks for a token; error says why the last one was refused.
+function loginPage(error) {
   const ta = h("textarea", { id: "token", placeholder: "eyJhbGciOi…" });
+  const login = () => {
+    const token = ta.value.trim().replace(/^token:/, "");
+    if (!token) return;
+    sessionStorage.setItem(TOKEN, token);
+    start();
+  };
   return [h("div", { class: "login" },
     h("h1", {}, "Log in"),
-    h("p", { class: "muted" }, message || "Authentication is on: paste a token (as for pulsar-admin --auth-params token:…)."),
+    h("p", { class: "muted" }, "Authentication is on: paste a token (as for pulsar-admin --auth-params token:…)."),
+    error ? h("p", { class: "bad", id: "login-error", role: "alert" }, `That token was not accepted: ${error}`) : null,
     ta,
-    h("div", { class: "row" }, h("button", { class: "primary", id: "login", onclick: () => {
-      sessionStorage.setItem(TOKEN, ta.value.trim());
-      location.hash = "#/";
-      start();
-    } }, "Log in")))];
+    h("div", { class: "row" }, h("button", { class: "primary", id: "login", onclick: login }, "Log in")))];
+}
+
+// showLogin replaces the page with the login form; a refused token is forgotten.
+function showLogin(e) {
+  const refused = sessionStorage.getItem(TOKEN) ? e.message : "";
+  sessionStorage.removeItem(TOKEN);
+  clearInterval(sampler);
+  document.getElementById("who").replaceChildren();
+  document.getElementById("main").replaceChildren(...loginPage(refused));
+}
+
+// roleOf reads the subject of a JWT for display only (the broker verifies the token).
+function roleOf(token) {
+  try {
+    const p = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return typeof p.sub === "string" ? p.sub : "";
+  } catch (_) { return ""; }
 }
 
 // ---- roles and routing ----
 
 async function detectRole() {
   // A superuser may read the broker's configuration; a tenant's admins may read the tenant.
-  // Without authentication both answer, and everything is allowed.
+  // Without authentication both answer, and everything is allowed. Only superusers may list
+  // tenants: other roles' admin rights are found per tenant as they open its namespaces.
   state.superuser = (await tryApi("/admin/v2/brokers/configuration", null)) !== null;
   state.tenantAdmin = new Set();
-  for (const t of await tryApi("/admin/v2/tenants", [])) {
-    if (state.superuser || (await tryApi(`/admin/v2/tenants/${enc(t)}`, null)) !== null) state.tenantAdmin.add(t);
+  state.tenantChecked = new Set();
+  const tenants = state.superuser ? await tryApi("/admin/v2/tenants", []) : [];
+  for (const t of [...tenants, ...visited().map((ns) => ns.split("/")[0])]) await adminOf(t);
+  drawWho();
+}
+
+// adminOf finds out (once per tenant) whether the caller administers tenant.
+async function adminOf(tenant) {
+  if (!state.tenantChecked || state.tenantChecked.has(tenant)) return;
+  state.tenantChecked.add(tenant);
+  if (state.superuser || (await tryApi(`/admin/v2/tenants/${enc(tenant)}`, null)) !== null) {
+    if (!state.tenantAdmin.has(tenant)) {
+      state.tenantAdmin.add(tenant);
+      drawWho();
+    }
   }
+}
+
+function drawWho() {
   const token = sessionStorage.getItem(TOKEN);
+  const role = token ? roleOf(token) : "";
+  const rights = state.superuser ? "superuser" : state.tenantAdmin.size ? `admin of ${[...state.tenantAdmin].join(", ")}` : "no admin rights";
   document.getElementById("who").replaceChildren(
     state.config.readOnly ? h("span", { class: "tag" }, "read-only") : "",
-    " ", state.superuser ? "superuser" : `admin of ${[...state.tenantAdmin].join(", ") || "no tenant"}`,
-    token ? h("a", { href: "#/", style: "margin-left:10px", onclick: () => { sessionStorage.removeItem(TOKEN); start(); } }, "log out") : "");
+    " ", role ? h("b", { id: "role" }, role) : "", role ? ": " : "", h("span", { id: "rights" }, rights),
+    token ? h("a", { href: "#/", id: "logout", style: "margin-left:10px", onclick: (ev) => {
+      ev.preventDefault();
+      sessionStorage.removeItem(TOKEN);
+      sessionStorage.removeItem(VISITED);
+      start();
+    } }, "log out") : "");
 }
 
 async function route() {
@@ -789,10 +903,11 @@ async function route() {
       case "kafka": page = await kafkaPage(); break;
       default: page = [h("p", {}, "No such page.")];
     }
-    main.replaceChildren(...page);
+    // Pages are lists with optional parts (null) and nested lists.
+    main.replaceChildren(...page.flat(Infinity).filter((el) => el !== null && el !== undefined && el !== false));
   } catch (e) {
     if (e instanceof AuthError) {
-      main.replaceChildren(...loginPage(sessionStorage.getItem(TOKEN) ? "That token was not accepted: paste another." : ""));
+      showLogin(e);
       return;
     }
     main.replaceChildren(h("p", { class: "bad" }, e.message));
@@ -809,7 +924,7 @@ async function start() {
     await detectRole();
   } catch (e) {
     if (e instanceof AuthError) {
-      document.getElementById("main").replaceChildren(...loginPage());
+      showLogin(e);
       return;
     }
   }
