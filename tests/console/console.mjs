@@ -175,92 +175,98 @@ if (process.env.AUTH_BASE) {
   // noErrors: the page shows no refused request (a 403 drawn as an error).
   const noErrors = async (where) => assert.equal(await tab.locator("main p.bad:not(:empty)").count(), 0, `an error on ${where}`);
 
-  step("authentication on: the login page; a wrong token and a forged one are refused with the reason");
-  await tab.goto(`${ab}/ui/`);
-  await tab.getByRole("heading", { name: "Log in" }).waitFor();
-  assert.equal(await tab.locator("#login-error").count(), 0, "an error before any token was given");
-  // A refusal drops the token and draws the reason.
-  const refused = async (token) => {
-    await login(token);
-    await tab.waitForFunction(() => sessionStorage.getItem("magnetar.token") === null && document.getElementById("login-error"));
-    assert.match(await tab.locator("#login-error").textContent(), /^That token was not accepted: \S/);
-  };
-  await refused("not-a-token");
-  await refused(process.env.FORGED_TOKEN);
-  await tshot("login");
+  try {
+    step("authentication on: the login page; a wrong token and a forged one are refused with the reason");
+    await tab.goto(`${ab}/ui/`);
+    await tab.getByRole("heading", { name: "Log in" }).waitFor();
+    assert.equal(await tab.locator("#login-error").count(), 0, "an error before any token was given");
+    // A refusal drops the token and draws the reason.
+    const refused = async (token) => {
+      await login(token);
+      await tab.waitForFunction(() => sessionStorage.getItem("magnetar.token") === null && document.getElementById("login-error"));
+      assert.match(await tab.locator("#login-error").textContent(), /^That token was not accepted: \S/);
+    };
+    await refused("not-a-token");
+    await refused(process.env.FORGED_TOKEN);
+    await tshot("login");
 
-  step("superuser token: brokers, bookies, tenants, every button, and an action that needs the token");
-  await login(process.env.ADMIN_TOKEN);
-  await tab.getByRole("heading", { name: "Cluster standalone" }).waitFor();
-  await tab.locator("td", { hasText: "writable" }).first().waitFor();
-  await tab.locator("#role", { hasText: "admin" }).waitFor();
-  await tab.locator("#rights", { hasText: "superuser" }).waitFor();
-  await noErrors("the superuser's overview");
-  await tab.goto(`${ab}/ui/#/tenants`);
-  await tab.getByRole("link", { name: "public/default" }).waitFor();
-  await tab.goto(`${ab}/ui/#/ns/public/default`);
-  await tab.getByRole("link", { name: "orders" }).waitFor();
-  await tab.getByRole("button", { name: "Save retention" }).waitFor();
-  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/subscriptions`);
-  await tab.getByRole("cell", { name: "billing" }).waitFor();
-  for (const b of ["Reset to time", "Reset to id", "Skip", "Clear backlog", "Delete"]) {
-    assert.equal(await tab.getByRole("button", { name: b, exact: true }).count(), 1, `the superuser lacks "${b}"`);
-  }
-  let ast = await authStats();
-  assert.equal(ast.subscriptions.billing.msgBacklog, 15, "seeded backlog");
-  await tab.locator("tr", { hasText: "billing" }).locator("input.skip-n").fill("3");
-  await tab.getByRole("button", { name: "Skip", exact: true }).click();
-  await tab.getByRole("dialog").getByText("Skip 3 messages on billing?").waitFor();
-  await tab.locator("#confirm").click();
-  await tab.getByRole("dialog").waitFor({ state: "hidden" });
-  for (let i = 0; i < 50 && (ast = await authStats()).subscriptions.billing.msgBacklog !== 12; i++) await tab.waitForTimeout(200);
-  assert.equal(ast.subscriptions.billing.msgBacklog, 12, "skipping 3 through the console with the token");
-  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/messages`);
-  await tab.locator("#produce").waitFor();
-  await tab.locator("#logout").click();
-  await tab.getByRole("heading", { name: "Log in" }).waitFor();
-  assert.equal(await tab.locator("#login-error").count(), 0, "logging out is not a refusal");
+    step("superuser token: brokers, bookies, tenants, every button, and an action that needs the token");
+    await login(process.env.ADMIN_TOKEN);
+    await tab.getByRole("heading", { name: "Cluster standalone" }).waitFor();
+    await tab.locator("td", { hasText: "writable" }).first().waitFor();
+    await tab.locator("#role", { hasText: "admin" }).waitFor();
+    await tab.locator("#rights", { hasText: "superuser" }).waitFor();
+    await noErrors("the superuser's overview");
+    await tab.goto(`${ab}/ui/#/tenants`);
+    await tab.getByRole("link", { name: "public/default" }).waitFor();
+    await tab.goto(`${ab}/ui/#/ns/public/default`);
+    await tab.getByRole("link", { name: "orders" }).waitFor();
+    await tab.getByRole("button", { name: "Save retention" }).waitFor();
+    await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/subscriptions`);
+    await tab.getByRole("cell", { name: "billing" }).waitFor();
+    for (const b of ["Reset to time", "Reset to id", "Skip", "Clear backlog", "Delete"]) {
+      assert.equal(await tab.getByRole("button", { name: b, exact: true }).count(), 1, `the superuser lacks "${b}"`);
+    }
+    let ast = await authStats();
+    assert.equal(ast.subscriptions.billing.msgBacklog, 15, "seeded backlog");
+    await tab.locator("tr", { hasText: "billing" }).locator("input.skip-n").fill("3");
+    await tab.getByRole("button", { name: "Skip", exact: true }).click();
+    await tab.getByRole("dialog").getByText("Skip 3 messages on billing?").waitFor();
+    await tab.locator("#confirm").click();
+    await tab.getByRole("dialog").waitFor({ state: "hidden" });
+    for (let i = 0; i < 50 && (ast = await authStats()).subscriptions.billing.msgBacklog !== 12; i++) await tab.waitForTimeout(200);
+    assert.equal(ast.subscriptions.billing.msgBacklog, 12, "skipping 3 through the console with the token");
+    await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/messages`);
+    await tab.locator("#produce").waitFor();
+    await tab.locator("#logout").click();
+    await tab.getByRole("heading", { name: "Log in" }).waitFor();
+    assert.equal(await tab.locator("#login-error").count(), 0, "logging out is not a refusal");
 
-  step("a consume-only role: its namespace's pages with data, no button it cannot use");
-  await login(process.env.READER_TOKEN);
-  await tab.getByRole("heading", { name: "Cluster standalone" }).waitFor();
-  await tab.locator("#role", { hasText: "reader" }).waitFor();
-  await tab.locator("#rights", { hasText: "no admin rights" }).waitFor();
-  await tab.locator("#superusers-only").waitFor();
-  assert.equal(await tab.locator("td", { hasText: "writable" }).count(), 0, "bookies shown to a non-superuser");
-  await noErrors("the reader's overview");
-  await tab.goto(`${ab}/ui/#/tenants`);
-  await tab.locator("#open-ns").fill("public/default");
-  await tab.locator("#open-ns-go").click();
-  await tab.getByRole("link", { name: "orders" }).waitFor();
-  await tab.getByRole("link", { name: "events" }).waitFor();
-  await tab.locator("#policies-hidden").waitFor();
-  assert.equal(await tab.getByRole("button", { name: "Save retention" }).count(), 0, "the reader sees Save retention");
-  assert.equal(await tab.getByRole("button", { name: "Save TTL" }).count(), 0, "the reader sees Save TTL");
-  await noErrors("the reader's namespace");
-  await tshot("limited-role");
-  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders`);
-  await tab.locator(".card", { hasText: "messages in" }).getByText("20").waitFor();
-  await noErrors("the reader's topic");
-  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/subscriptions`);
-  await tab.getByRole("cell", { name: "billing" }).waitFor();
-  await tab.locator("tr", { hasText: "billing" }).getByText("read only").waitFor();
-  for (const b of ["Reset to time", "Reset to id", "Skip", "Clear backlog", "Delete"]) {
-    assert.equal(await tab.getByRole("button", { name: b, exact: true }).count(), 0, `the reader sees "${b}"`);
+    step("a consume-only role: its namespace's pages with data, no button it cannot use");
+    await login(process.env.READER_TOKEN);
+    await tab.getByRole("heading", { name: "Cluster standalone" }).waitFor();
+    await tab.locator("#role", { hasText: "reader" }).waitFor();
+    await tab.locator("#rights", { hasText: "no admin rights" }).waitFor();
+    await tab.locator("#superusers-only").waitFor();
+    assert.equal(await tab.locator("td", { hasText: "writable" }).count(), 0, "bookies shown to a non-superuser");
+    await noErrors("the reader's overview");
+    await tab.goto(`${ab}/ui/#/tenants`);
+    await tab.locator("#open-ns").fill("public/default");
+    await tab.locator("#open-ns-go").click();
+    await tab.getByRole("link", { name: "orders" }).waitFor();
+    await tab.getByRole("link", { name: "events" }).waitFor();
+    await tab.locator("#policies-hidden").waitFor();
+    assert.equal(await tab.getByRole("button", { name: "Save retention" }).count(), 0, "the reader sees Save retention");
+    assert.equal(await tab.getByRole("button", { name: "Save TTL" }).count(), 0, "the reader sees Save TTL");
+    await noErrors("the reader's namespace");
+    await tshot("limited-role");
+    await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders`);
+    await tab.locator(".card", { hasText: "messages in" }).getByText("20").waitFor();
+    await noErrors("the reader's topic");
+    await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/subscriptions`);
+    await tab.getByRole("cell", { name: "billing" }).waitFor();
+    await tab.locator("tr", { hasText: "billing" }).getByText("read only").waitFor();
+    for (const b of ["Reset to time", "Reset to id", "Skip", "Clear backlog", "Delete"]) {
+      assert.equal(await tab.getByRole("button", { name: b, exact: true }).count(), 0, `the reader sees "${b}"`);
+    }
+    await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/messages`);
+    await tab.locator("#peek").click();
+    await tab.locator(".message").first().waitFor();
+    assert.equal(await tab.locator(".message").count(), 10, "peek as the reader (10 of the 12 left after the skip)");
+    assert.equal(await tab.locator("#produce").count(), 0, "the reader sees Produce");
+    await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/storage`);
+    await tab.getByRole("heading", { name: "Ledgers" }).waitFor();
+    await noErrors("the reader's storage tab");
+    await tab.goto(`${ab}/ui/#/tenants`);
+    await tab.getByRole("link", { name: "public/default" }).waitFor(); // opened in this session
+    await tab.goto(`${ab}/ui/#/functions`);
+    await tab.getByRole("heading", { name: "Functions, sources and sinks" }).waitFor();
+    await noErrors("the reader's functions page");
+  } catch (e) {
+    // What the page showed when a step failed.
+    console.log(`at ${tab.url()}:\n${await tab.locator("body").innerText().catch(() => "?")}`);
+    throw e;
   }
-  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/messages`);
-  await tab.locator("#peek").click();
-  await tab.locator(".message").first().waitFor();
-  assert.equal(await tab.locator(".message").count(), 10, "peek as the reader (10 of the 12 left after the skip)");
-  assert.equal(await tab.locator("#produce").count(), 0, "the reader sees Produce");
-  await tab.goto(`${ab}/ui/#/topic/persistent/public/default/orders/storage`);
-  await tab.getByRole("heading", { name: "Ledgers" }).waitFor();
-  await noErrors("the reader's storage tab");
-  await tab.goto(`${ab}/ui/#/tenants`);
-  await tab.getByRole("link", { name: "public/default" }).waitFor(); // opened in this session
-  await tab.goto(`${ab}/ui/#/functions`);
-  await tab.getByRole("heading", { name: "Functions, sources and sinks" }).waitFor();
-  await noErrors("the reader's functions page");
 }
 
 assert.deepEqual(errors, [], "errors in the page");
