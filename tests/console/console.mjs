@@ -264,7 +264,7 @@ if (process.env.AUTH_BASE) {
     await noErrors("the reader's functions page");
   } catch (e) {
     // What the page showed when a step failed.
-    console.log(`at ${tab.url()}:\n${await tab.locator("body").innerText().catch(() => "?")}`);
+    console.log(`at ${tab.url()}:\n${await tab.locator("body").innerText().catch(() => "?")}\npage errors: ${errors.join("; ")}`);
     throw e;
   }
 }

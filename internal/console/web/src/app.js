@@ -704,7 +704,7 @@ function drawWho() {
       ev.preventDefault();
       sessionStorage.removeItem(TOKEN);
       sessionStorage.removeItem(VISITED);
-      history.replaceState(null, "", "#/"); // the next login starts at the overview (no hashchange)
+      window.history.replaceState(null, "", "#/"); // the next login starts at the overview (no hashchange)
       start();
     } }, "log out") : "");
 }
