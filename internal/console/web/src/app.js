@@ -700,7 +700,7 @@ function drawWho() {
   document.getElementById("who").replaceChildren(
     state.config.readOnly ? h("span", { class: "tag" }, "read-only") : "",
     " ", role ? h("b", { id: "role" }, role) : "", role ? ": " : "", h("span", { id: "rights" }, rights),
-    token ? h("a", { href: "#/", id: "logout", style: "margin-left:10px", onclick: (ev) => {
+    token ? " · " : "", token ? h("a", { href: "#/", id: "logout", onclick: (ev) => {
       ev.preventDefault();
       sessionStorage.removeItem(TOKEN);
       sessionStorage.removeItem(VISITED);
