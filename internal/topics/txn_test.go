@@ -1,11 +1,14 @@
 package topics
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -259,4 +262,40 @@ func TestTxnReaderGivesWhatConsumersGet(t *testing.T) {
 	// A reader moved back reads the same again.
 	r.Seek(Earliest)
 	check(readAll(), m0, c1, m1, o1, m2)
+}
+
+// noGrants is a policy source that grants nothing to anyone.
+type noGrants struct{}
+
+func (noGrants) Tenant(context.Context, string) (auth.TenantPolicy, error) {
+	return auth.TenantPolicy{}, nil
+}
+
+func (noGrants) Namespace(context.Context, string, string) (auth.NamespacePolicy, error) {
+	return auth.NamespacePolicy{}, nil
+}
+
+// TestTxnAssignTopicLookupNeedsNoGrant: any authenticated role may look up the
+// coordinators' assign topic (a transactional client must), nothing else of pulsar/system.
+func TestTxnAssignTopicLookupNeedsNoGrant(t *testing.T) {
+	zcfg := config.DefaultAuthorizationConfig()
+	zcfg.Enabled = true
+	a, err := auth.NewAuthorizer(zcfg, noGrants{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authz := NewAuthorizer(a)
+	ctx := WithPrincipal(context.Background(), auth.Principal{Role: "tenant-user"})
+	ask := func(action Action, topic string) error {
+		return authz.Authorize(ctx, Request{Principal: PrincipalFrom(ctx), Action: action, Topic: mustName(t, topic)})
+	}
+	if err := ask(ActionLookup, txn.AssignPartition(3)); err != nil {
+		t.Fatalf("lookup of the assign topic: %v", err)
+	}
+	if err := ask(ActionConsume, txn.AssignPartition(3)); err == nil {
+		t.Fatal("consuming the assign topic is allowed")
+	}
+	if err := ask(ActionLookup, "persistent://pulsar/system/other"); err == nil {
+		t.Fatal("lookup of another pulsar/system topic is allowed")
+	}
 }
