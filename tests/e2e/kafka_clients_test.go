@@ -117,51 +117,62 @@ func TestKafkaSaramaOnStandalone(t *testing.T) {
 	if err := admin.CreateTopic("sarama", &sarama.TopicDetail{NumPartitions: clientPartitions, ReplicationFactor: 1}, false); err != nil {
 		t.Fatal(err)
 	}
+	saramaProduce(t, addr, cfg, "sarama")
+	first := saramaConsume(t, ctx, addr, cfg, "sarama", clientStopAt)
+	second := saramaConsume(t, ctx, addr, cfg, "sarama", clientRecords-clientStopAt)
+	checkResumed(t, first, second)
+}
+
+// saramaProduce sends clientRecords records to topic, one at a time.
+func saramaProduce(t *testing.T, addr string, cfg *sarama.Config, topic string) {
+	t.Helper()
 	prod, err := sarama.NewSyncProducer([]string{addr}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer prod.Close()
 	for i := 0; i < clientRecords; i++ {
-		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: "sarama", Key: sarama.StringEncoder(fmt.Sprint(i % clientKeys)),
+		if _, _, err := prod.SendMessage(&sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(fmt.Sprint(i % clientKeys)),
 			Value: sarama.StringEncoder(fmt.Sprint(i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = prod.Close()
-	member := func(stopAt int) []consumed {
-		grp, err := sarama.NewConsumerGroup([]string{addr}, "sarama-group", cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := &saramaMember{stopAt: stopAt, done: make(chan struct{})}
-		cctx, cancel := context.WithCancel(ctx)
-		errs := make(chan error, 1)
-		go func() {
-			for cctx.Err() == nil {
-				if err := grp.Consume(cctx, []string{"sarama"}, h); err != nil && cctx.Err() == nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-		select {
-		case <-h.done:
-		case err := <-errs:
-			t.Fatalf("consume: %v", err)
-		case <-ctx.Done():
-			t.Fatalf("sarama consumed %d of %d records", len(h.recs), stopAt)
-		}
-		cancel()
-		if err := grp.Close(); err != nil {
-			t.Fatal(err)
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		return h.recs
+}
+
+// saramaConsume joins sarama-group on topic, takes stopAt records committing each one, and
+// leaves the group.
+func saramaConsume(t *testing.T, ctx context.Context, addr string, cfg *sarama.Config, topic string, stopAt int) []consumed {
+	t.Helper()
+	grp, err := sarama.NewConsumerGroup([]string{addr}, "sarama-group", cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	first := member(clientStopAt)
-	second := member(clientRecords - clientStopAt)
-	checkResumed(t, first, second)
+	h := &saramaMember{stopAt: stopAt, done: make(chan struct{})}
+	cctx, cancel := context.WithCancel(ctx)
+	errs := make(chan error, 1)
+	go func() {
+		for cctx.Err() == nil {
+			if err := grp.Consume(cctx, []string{topic}, h); err != nil && cctx.Err() == nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	select {
+	case <-h.done:
+	case err := <-errs:
+		cancel()
+		t.Fatalf("consume: %v", err)
+	case <-ctx.Done():
+		t.Fatalf("sarama consumed %d of %d records", len(h.recs), stopAt)
+	}
+	cancel()
+	if err := grp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.recs
 }
 
 // saramaMember records and commits, one at a time, the first stopAt records it is given.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -20,10 +21,11 @@ import (
 	"github.com/magnetar-io/magnetar/internal/auth"
 )
 
-// SASL on the Kafka listener of a standalone with token authentication and authorization:
-// PLAIN carrying a Pulsar token as its password and OAUTHBEARER authenticate against the
-// broker's providers, and each request is authorized with the role's Pulsar permissions.
-func TestKafkaSASLOnStandalone(t *testing.T) {
+// startSecureKafka runs a standalone with token authentication and authorization on,
+// grants the role "writer" produce and "reader" consume on public/default, and returns the
+// Kafka address and a token maker ("admin" is the superuser).
+func startSecureKafka(t *testing.T) (string, func(role string) string) {
+	t.Helper()
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	token := func(role string) string {
 		tok, err := auth.CreateToken(secret, "HS256", auth.TokenSpec{Subject: role})
@@ -38,7 +40,6 @@ func TestKafkaSASLOnStandalone(t *testing.T) {
 		"--authorization-enabled", "--super-user-roles", "admin",
 		"--broker-client-authentication-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
 		"--broker-client-authentication-parameters", "token:"+token("admin"))
-	ctx := ctxFor(t, 3*time.Minute)
 	for role, actions := range map[string]string{"writer": `["produce"]`, "reader": `["consume"]`} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/admin/v2/namespaces/public/default/permissions/"+role, strings.NewReader(actions))
 		req.Header.Set("Content-Type", "application/json")
@@ -49,6 +50,15 @@ func TestKafkaSASLOnStandalone(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+	return kafkaAddr, token
+}
+
+// SASL on the Kafka listener of a standalone with token authentication and authorization:
+// PLAIN carrying a Pulsar token as its password and OAUTHBEARER authenticate against the
+// broker's providers, and each request is authorized with the role's Pulsar permissions.
+func TestKafkaSASLOnStandalone(t *testing.T) {
+	kafkaAddr, token := startSecureKafka(t)
+	ctx := ctxFor(t, 3*time.Minute)
 	asPlain := func(role, password string, opts ...kgo.Opt) *kgo.Client {
 		return kafkaClient(t, kafkaAddr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: role, Pass: password}.AsMechanism()),
 			kgo.RetryTimeout(5 * time.Second)}, opts...)...)
@@ -80,5 +90,54 @@ func TestKafkaSASLOnStandalone(t *testing.T) {
 	}
 	if err := kafkaClient(t, kafkaAddr, kgo.DefaultProduceTopic("sec"), kgo.RetryTimeout(5*time.Second)).ProduceSync(short, &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
 		t.Fatal("a client without SASL produced")
+	}
+}
+
+// Sarama over SASL PLAIN (SaslHandshake v1 + SaslAuthenticate) with Pulsar tokens as the
+// password: the superuser creates the topic, the writer produces (idempotent, acks=all), the
+// reader consumes in a group that restarts at its committed offset; the reader may not
+// produce and a bad password is refused.
+func TestKafkaSaramaSASLPlainOnStandalone(t *testing.T) {
+	addr, token := startSecureKafka(t)
+	ctx := ctxFor(t, 4*time.Minute)
+	as := func(role, password string) *sarama.Config {
+		cfg := saramaConfig()
+		cfg.Net.SASL.Enable = true
+		cfg.Net.SASL.Mechanism = sarama.SASLTypePlaintext
+		cfg.Net.SASL.User = role
+		cfg.Net.SASL.Password = password
+		return cfg
+	}
+	admin, err := sarama.NewClusterAdmin([]string{addr}, as("admin", "token:"+token("admin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateTopic("sec-sarama", &sarama.TopicDetail{NumPartitions: clientPartitions, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+	saramaProduce(t, addr, as("writer", token("writer")), "sec-sarama")
+	reader := as("reader", "token:"+token("reader"))
+	first := saramaConsume(t, ctx, addr, reader, "sec-sarama", clientStopAt)
+	second := saramaConsume(t, ctx, addr, reader, "sec-sarama", clientRecords-clientStopAt)
+	checkResumed(t, first, second)
+
+	plainCfg := as("reader", "token:"+token("reader"))
+	plainCfg.Producer.Idempotent = false
+	plainCfg.Producer.Retry.Max = 1
+	p, err := sarama.NewSyncProducer([]string{addr}, plainCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = p.SendMessage(&sarama.ProducerMessage{Topic: "sec-sarama", Value: sarama.StringEncoder("no")})
+	_ = p.Close()
+	if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+		t.Fatalf("reader producing: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	bad := as("writer", "token:"+token("writer")[:30])
+	bad.Metadata.Retry.Max = 1
+	if c, err := sarama.NewClient([]string{addr}, bad); err == nil {
+		c.Close()
+		t.Fatal("a bad token connected")
 	}
 }
