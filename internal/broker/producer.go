@@ -89,11 +89,21 @@ func (p *producer) flush() {
 		p.pending = p.pending[1:]
 	}
 	// NB: the sends happen under p.mu so two concurrent flushes cannot reorder receipts.
+	terminated := false
 	for _, op := range ready {
 		p.c.publishMem.release(op.size)
 		p.c.s.publishMem.release(op.size)
 		if op.size > 0 { // it went through handleSend's limiters (a rejected op did not)
 			p.c.publishReqs.release(1)
+		}
+		if op.err != nil && errors.Is(op.err, wire.ErrTopicTerminated) {
+			// No SEND_ERROR: the Go client drops a producer on SEND_ERROR TopicTerminated
+			// and then ignores the CLOSE_PRODUCER, so its pending sends time out instead of
+			// failing with ErrTopicTerminated. The producer is closed instead (below; the
+			// termination closes it too), and the client's reconnect learns TopicTerminated
+			// from PRODUCER and fails every pending send with it, as the Java client does.
+			terminated = true
+			continue
 		}
 		if op.err != nil {
 			code, _ := wire.ServerErrorFor(op.err)
@@ -112,6 +122,9 @@ func (p *producer) flush() {
 			MessageId:         &pb.MessageIdData{LedgerId: u64(op.pos.LedgerID), EntryId: u64(op.pos.EntryID)}}})
 	}
 	p.mu.Unlock()
+	if terminated {
+		p.c.closeProducerFromBroker(p)
+	}
 }
 
 // The topics.ProducerClient side.
