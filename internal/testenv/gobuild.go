@@ -36,15 +36,11 @@ func GoBinary(tb testing.TB, what, pkg, version string) string {
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
-	lock, err := os.OpenFile(filepath.Join(root, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockDir(root)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		tb.Fatal(err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
@@ -91,4 +87,21 @@ func mkdir(tb testing.TB, dir string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		tb.Fatalf("testenv: %v", err)
 	}
+}
+
+// lockDir takes an exclusive flock on dir/.lock until unlock is called, so an install into
+// a shared cache runs once across test processes running in parallel.
+func lockDir(dir string) (unlock func(), err error) {
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+		lock.Close()
+	}, nil
 }

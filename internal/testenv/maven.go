@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -55,15 +54,11 @@ func fetchMavenInto(dir, name string, artifacts ...string) ([]string, error) {
 	}
 	// One fetch at a time per name, across test processes (go test runs packages in
 	// parallel).
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	unlock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return nil, err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer unlock()
 
 	want := strings.Join(artifacts, "\n") + "\n"
 	lib := filepath.Join(dir, "lib")
