@@ -60,7 +60,7 @@ func TestRetentionPolicyOnLiveTopic(t *testing.T) {
 	waitUntil(t, "acks applied", func() bool { return sub.Backlog() == 0 })
 	trim := func() {
 		t.Helper()
-		if err := ml.Trim(context.Background()); err != nil {
+		if err := ml.Retention().Trim(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}

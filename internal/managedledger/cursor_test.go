@@ -181,7 +181,7 @@ func TestResetToPublishTimeAndTTL(t *testing.T) {
 	wantPos(t, "read position after reset by time", c.ReadPosition(), ps[13])
 	// TTL of 10s at base+29s: entries published before base+19s expire.
 	e.clock.Advance(29 * time.Second)
-	n, err := ml.ExpireMessages(ctxT(t), 10*time.Second, publishTimeOf)
+	n, err := ml.Retention().ExpireMessages(ctxT(t), 10*time.Second, publishTimeOf)
 	must(t, err)
 	wantPos(t, "mark-delete after TTL", c.MarkDeletePosition(), ps[18])
 	if n != 6 {
@@ -229,7 +229,7 @@ func TestDeleteCursorReleasesLedgers(t *testing.T) {
 	must(t, c.Delete(Position{ml.LedgerIDs()[0], 0}))
 	must(t, c.Flush(ctxT(t)))
 	cl := c.p.ledger.ID()
-	must(t, ml.Trim(ctxT(t)))
+	must(t, ml.Retention().Trim(ctxT(t)))
 	if len(ml.LedgerIDs()) != 4 {
 		t.Fatalf("trimmed with an unconsumed cursor: %v", ml.LedgerIDs())
 	}
@@ -240,7 +240,7 @@ func TestDeleteCursorReleasesLedgers(t *testing.T) {
 	if err := ml.DeleteCursor(ctxT(t), "s"); !errors.Is(err, ErrCursorNotFound) {
 		t.Fatalf("second delete: %v", err)
 	}
-	must(t, ml.Trim(ctxT(t)))
+	must(t, ml.Retention().Trim(ctxT(t)))
 	if len(ml.LedgerIDs()) != 1 {
 		t.Fatalf("no cursors and no retention should leave only the current ledger: %v", ml.LedgerIDs())
 	}

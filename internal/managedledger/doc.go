@@ -83,8 +83,8 @@
 //
 // factory.go (Factory, shared cache, background pass), ml.go (open/recovery, position
 // arithmetic, terminate, close, delete), ml_add.go (addPipeline: the add queue, the writer, the tail
-// and the ordered callbacks, and rollover; read its comment first), ml_read.go (cache and ledger reads, read-ahead), ml_retention.go (trim,
-// backlog quota, TTL, find by publish time), cursor.go (cursor API; cursorSet, the registry of a managed ledger's cursors), cursor_persist.go
+// and the ordered callbacks, and rollover; read its comment first), ml_read.go (cache and ledger reads, read-ahead), ml_retention.go (Retention: trim,
+// backlog quota, TTL; find by publish time), cursor.go (cursor API; cursorSet, the registry of a managed ledger's cursors), cursor_persist.go
 // (cursor ledger, snapshots, recovery), rangeset.go (acknowledged spans), codec.go (formats
 // above), cache.go (entry cache), cache_evict.go (eviction by read position), stats.go
 // (internal stats), metrics.go (pulsar_ml_* Prometheus collector). docs/design/managedledger.md is the reader's guide.

@@ -313,7 +313,7 @@ func (f *Factory) RunMaintenance(ctx context.Context) {
 	f.checkBackloggedCursors()
 	for _, ml := range f.openLedgers() {
 		ml.CheckRollover()
-		if err := ml.Trim(ctx); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFenced) {
+		if err := ml.Retention().Trim(ctx); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrFenced) {
 			ml.log.Warn("retention trim failed; retrying at the next check", "err", err)
 		}
 		ml.offloadMaintenance(ctx)

@@ -246,7 +246,7 @@ func TestTrimDeletesOffloadedObjectsAndRetriesRefusals(t *testing.T) {
 	if err := c.MarkDelete(ps[24]); err != nil { // the first two ledgers are consumed
 		t.Fatal(err)
 	}
-	if err := ml.Trim(ctxT(t)); err != nil {
+	if err := ml.Retention().Trim(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	pending := f.PendingOffloadDeletes()

@@ -9,10 +9,20 @@ import (
 	"github.com/magnetar-io/magnetar/internal/metadata"
 )
 
+// Retention is the part of a managed ledger that lets data go: trimming the consumed
+// ledgers retention no longer keeps (Trim, TrimBefore), backlog quotas (CheckBacklogQuota)
+// and message TTL (ExpireMessages). It holds no state of its own: it works on its managed
+// ledger's ledger list and cursors under their locks (see ManagedLedger's lock order).
+type Retention struct{ ml *ManagedLedger }
+
+// Retention is the managed ledger's retention (trim, backlog quota, message TTL).
+func (ml *ManagedLedger) Retention() Retention { return Retention{ml} }
+
 // slowestMarkDelete returns the oldest mark-delete position among durable cursors, or the
 // last confirmed entry when there are none. Caller holds metaMu (so no cursor appears or
 // moves back meanwhile) and not mu.
-func (ml *ManagedLedger) slowestMarkDelete() (Position, bool) {
+func (r Retention) slowestMarkDelete() (Position, bool) {
+	ml := r.ml
 	cursors := ml.Cursors()
 	if len(cursors) == 0 {
 		return ml.LastConfirmedEntry(), false
@@ -29,8 +39,8 @@ func (ml *ManagedLedger) slowestMarkDelete() (Position, bool) {
 // removed from the list (CAS) first and then deleted through the ledger client, so bookies
 // reclaim their storage; a ledger is never deleted while listed. The current ledger is never
 // deleted. The factory's background pass calls Trim; the broker may call it after acks.
-func (ml *ManagedLedger) Trim(ctx context.Context) error {
-	return ml.trim(ctx, func(slowest Position, cfg Config, now time.Time, ledgers []ledgerInfo, remaining int64) int {
+func (r Retention) Trim(ctx context.Context) error {
+	return r.trim(ctx, func(slowest Position, cfg Config, now time.Time, ledgers []ledgerInfo, remaining int64) int {
 		n := 0
 		for _, l := range ledgers {
 			consumed := l.LedgerID < slowest.LedgerID || (l.LedgerID == slowest.LedgerID && slowest.EntryID >= l.Entries-1)
@@ -47,8 +57,8 @@ func (ml *ManagedLedger) Trim(ctx context.Context) error {
 // TrimBefore deletes the ledgers that lie entirely before pos whatever retention and the
 // cursors say (Kafka's DeleteRecords: the caller moves the cursors first). The current
 // ledger is never deleted.
-func (ml *ManagedLedger) TrimBefore(ctx context.Context, pos Position) error {
-	return ml.trim(ctx, func(_ Position, _ Config, _ time.Time, ledgers []ledgerInfo, _ int64) int {
+func (r Retention) TrimBefore(ctx context.Context, pos Position) error {
+	return r.trim(ctx, func(_ Position, _ Config, _ time.Time, ledgers []ledgerInfo, _ int64) int {
 		n := 0
 		for n < len(ledgers) && ledgers[n].LedgerID < pos.LedgerID {
 			n++
@@ -59,7 +69,8 @@ func (ml *ManagedLedger) TrimBefore(ctx context.Context, pos Position) error {
 
 // trim removes the first pick(...) ledgers of the list but the current one, ledgers given
 // oldest first, remaining the log's size.
-func (ml *ManagedLedger) trim(ctx context.Context, pick func(slowest Position, cfg Config, now time.Time, ledgers []ledgerInfo, remaining int64) int) error {
+func (r Retention) trim(ctx context.Context, pick func(slowest Position, cfg Config, now time.Time, ledgers []ledgerInfo, remaining int64) int) error {
+	ml := r.ml
 	ml.metaMu.Lock()
 	defer ml.metaMu.Unlock()
 	ml.mu.Lock()
@@ -69,7 +80,7 @@ func (ml *ManagedLedger) trim(ctx context.Context, pick func(slowest Position, c
 	}
 	ml.mu.Unlock()
 	ml.retryDeletes()
-	slowest, _ := ml.slowestMarkDelete()
+	slowest, _ := r.slowestMarkDelete()
 
 	ml.mu.Lock()
 	candidates := ml.ledgers[:max(len(ml.ledgers)-1, 0)]
@@ -162,8 +173,9 @@ func (r BacklogQuotaResult) Err() error {
 // consumer_backlog_eviction policy it first moves the offending cursors forward (dropping
 // their oldest unacknowledged entries) until the quota holds; with the producer policies it
 // only reports, and the broker acts on the result.
-func (ml *ManagedLedger) CheckBacklogQuota(ctx context.Context, q BacklogQuota) (BacklogQuotaResult, error) {
-	res := ml.measureBacklog(q)
+func (r Retention) CheckBacklogQuota(ctx context.Context, q BacklogQuota) (BacklogQuotaResult, error) {
+	ml := r.ml
+	res := r.measureBacklog(q)
 	if !res.Exceeded() || q.Policy != ConsumerBacklogEviction {
 		return res, nil
 	}
@@ -181,7 +193,7 @@ func (ml *ManagedLedger) CheckBacklogQuota(ctx context.Context, q BacklogQuota) 
 			}
 		}
 		if q.LimitTime > 0 {
-			if target, ok := ml.newestExpiredEntry(ml.f.now().Add(-q.LimitTime)); ok {
+			if target, ok := r.newestExpiredEntry(ml.f.now().Add(-q.LimitTime)); ok {
 				before := c.Backlog()
 				if err := c.MarkDelete(target); err != nil {
 					return res, err
@@ -190,7 +202,7 @@ func (ml *ManagedLedger) CheckBacklogQuota(ctx context.Context, q BacklogQuota) 
 			}
 		}
 	}
-	res = ml.measureBacklog(q)
+	res = r.measureBacklog(q)
 	res.Evicted = evicted
 	if evicted > 0 {
 		ml.log.Info("backlog quota exceeded: evicted the oldest backlog of slow cursors", "entries", evicted)
@@ -198,7 +210,8 @@ func (ml *ManagedLedger) CheckBacklogQuota(ctx context.Context, q BacklogQuota) 
 	return res, nil
 }
 
-func (ml *ManagedLedger) measureBacklog(q BacklogQuota) BacklogQuotaResult {
+func (r Retention) measureBacklog(q BacklogQuota) BacklogQuotaResult {
+	ml := r.ml
 	var res BacklogQuotaResult
 	now := ml.f.now()
 	for _, c := range ml.Cursors() {
@@ -220,7 +233,8 @@ func (ml *ManagedLedger) measureBacklog(q BacklogQuota) BacklogQuotaResult {
 
 // newestExpiredEntry returns the last entry of the newest closed ledger closed before
 // cutoff.
-func (ml *ManagedLedger) newestExpiredEntry(cutoff time.Time) (Position, bool) {
+func (r Retention) newestExpiredEntry(cutoff time.Time) (Position, bool) {
+	ml := r.ml
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	var out Position
@@ -240,17 +254,19 @@ func (ml *ManagedLedger) newestExpiredEntry(cutoff time.Time) (Position, bool) {
 // published before now-ttl. With publishTime (the broker's metadata parser) the boundary is
 // found by binary search over publish times; without it, whole ledgers closed before the
 // cutoff expire. It returns how many entries were expired across cursors.
-func (ml *ManagedLedger) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
-	return ml.expire(ctx, ml.Cursors(), ttl, publishTime)
+func (r Retention) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
+	ml := r.ml
+	return r.expire(ctx, ml.Cursors(), ttl, publishTime)
 }
 
 // ExpireMessages applies a message TTL to this cursor only (pulsar-admin topics
 // expire-messages for one subscription); see ManagedLedger.ExpireMessages.
 func (c *Cursor) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
-	return c.ml.expire(ctx, []*Cursor{c}, ttl, publishTime)
+	return c.ml.Retention().expire(ctx, []*Cursor{c}, ttl, publishTime)
 }
 
-func (ml *ManagedLedger) expire(ctx context.Context, cursors []*Cursor, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
+func (r Retention) expire(ctx context.Context, cursors []*Cursor, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
+	ml := r.ml
 	if ttl <= 0 || len(cursors) == 0 {
 		return 0, nil
 	}
@@ -261,10 +277,10 @@ func (ml *ManagedLedger) expire(ctx context.Context, cursors []*Cursor, ttl time
 		if err != nil {
 			return 0, err
 		}
-		target = ml.prevStored(first)
+		target = r.prevStored(first)
 	} else {
 		var ok bool
-		if target, ok = ml.newestExpiredEntry(cutoff); !ok {
+		if target, ok = r.newestExpiredEntry(cutoff); !ok {
 			return 0, nil
 		}
 	}
@@ -280,7 +296,8 @@ func (ml *ManagedLedger) expire(ctx context.Context, cursors []*Cursor, ttl time
 }
 
 // prevStored is the position just before p for mark-delete purposes.
-func (ml *ManagedLedger) prevStored(p Position) Position {
+func (r Retention) prevStored(p Position) Position {
+	ml := r.ml
 	ml.mu.Lock()
 	defer ml.mu.Unlock()
 	if p.EntryID > 0 {

@@ -415,7 +415,7 @@ func TestLostCASWithAddsInFlight(t *testing.T) {
 			wg.Done()
 		}))
 	}
-	if err := ml.Trim(ctxT(t)); !errors.Is(err, metadata.ErrBadVersion) {
+	if err := ml.Retention().Trim(ctxT(t)); !errors.Is(err, metadata.ErrBadVersion) {
 		t.Fatalf("trim = %v, want a lost CAS", err)
 	}
 	wg.Wait()

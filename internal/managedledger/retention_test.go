@@ -43,7 +43,7 @@ func TestTrimNeverRemovesNeededEntries(t *testing.T) {
 				must(t, c.MarkDelete(later[rng.IntN(len(later))]))
 			}
 		}
-		must(t, ml.Trim(ctxT(t)))
+		must(t, ml.Retention().Trim(ctxT(t)))
 
 		slowest := Latest
 		for _, c := range cursors {
@@ -99,24 +99,24 @@ func TestRetentionKeepsConsumedLedgers(t *testing.T) {
 	}
 	t.Run("time", func(t *testing.T) {
 		e, ml := setup(t, func(c *Config) { c.RetentionTime = 10 * time.Minute })
-		must(t, ml.Trim(ctxT(t)))
+		must(t, ml.Retention().Trim(ctxT(t)))
 		if len(ml.LedgerIDs()) != 3 {
 			t.Fatal("trimmed within retention time")
 		}
 		e.clock.Advance(9 * time.Minute)
-		must(t, ml.Trim(ctxT(t)))
+		must(t, ml.Retention().Trim(ctxT(t)))
 		if len(ml.LedgerIDs()) != 2 {
 			t.Fatalf("after the first ledger aged out: %v", ml.LedgerIDs())
 		}
 		e.clock.Advance(10 * time.Minute)
-		must(t, ml.Trim(ctxT(t)))
+		must(t, ml.Retention().Trim(ctxT(t)))
 		if len(ml.LedgerIDs()) != 1 {
 			t.Fatalf("after all aged out: %v", ml.LedgerIDs())
 		}
 	})
 	t.Run("size", func(t *testing.T) {
 		_, ml := setup(t, func(c *Config) { c.RetentionSizeBytes = 250 })
-		must(t, ml.Trim(ctxT(t)))
+		must(t, ml.Retention().Trim(ctxT(t)))
 		// 400 bytes stored: removing the first 200-byte ledger leaves 200 <= 250.
 		if len(ml.LedgerIDs()) != 2 || ml.TotalSize() != 200 {
 			t.Fatalf("ledgers %v size %d", ml.LedgerIDs(), ml.TotalSize())
@@ -125,7 +125,7 @@ func TestRetentionKeepsConsumedLedgers(t *testing.T) {
 	t.Run("infinite", func(t *testing.T) {
 		e, ml := setup(t, func(c *Config) { c.RetentionTime, c.RetentionSizeBytes = -1, -1 })
 		e.clock.Advance(1000 * time.Hour)
-		must(t, ml.Trim(ctxT(t)))
+		must(t, ml.Retention().Trim(ctxT(t)))
 		if len(ml.LedgerIDs()) != 3 {
 			t.Fatal("infinite retention trimmed")
 		}
@@ -219,7 +219,7 @@ func TestBacklogQuota(t *testing.T) {
 		t.Run(string(pol), func(t *testing.T) {
 			_, ml, c := setup(t)
 			q := BacklogQuota{LimitBytes: 1000, Policy: pol}
-			res, err := ml.CheckBacklogQuota(ctxT(t), q)
+			res, err := ml.Retention().CheckBacklogQuota(ctxT(t), q)
 			must(t, err)
 			if !res.SizeExceeded || res.Err() == nil || res.BacklogBytes != 2000 {
 				t.Fatalf("result %+v", res)
@@ -228,7 +228,7 @@ func TestBacklogQuota(t *testing.T) {
 				t.Fatal("producer policy moved the cursor")
 			}
 			must(t, c.Skip(12))
-			res, err = ml.CheckBacklogQuota(ctxT(t), q)
+			res, err = ml.Retention().CheckBacklogQuota(ctxT(t), q)
 			must(t, err)
 			if res.Exceeded() {
 				t.Fatalf("still exceeded after consuming: %+v", res)
@@ -237,7 +237,7 @@ func TestBacklogQuota(t *testing.T) {
 	}
 	t.Run("consumer_backlog_eviction size", func(t *testing.T) {
 		_, ml, c := setup(t)
-		res, err := ml.CheckBacklogQuota(ctxT(t), BacklogQuota{LimitBytes: 1000, Policy: ConsumerBacklogEviction})
+		res, err := ml.Retention().CheckBacklogQuota(ctxT(t), BacklogQuota{LimitBytes: 1000, Policy: ConsumerBacklogEviction})
 		must(t, err)
 		if res.Exceeded() || res.Evicted != 10 || c.Backlog() != 10 {
 			t.Fatalf("result %+v backlog %d", res, c.Backlog())
@@ -247,13 +247,13 @@ func TestBacklogQuota(t *testing.T) {
 		e, ml, c := setup(t)
 		e.clock.Advance(2 * time.Hour)
 		q := BacklogQuota{LimitTime: time.Hour, Policy: ProducerException}
-		res, err := ml.CheckBacklogQuota(ctxT(t), q)
+		res, err := ml.Retention().CheckBacklogQuota(ctxT(t), q)
 		must(t, err)
 		if !res.TimeExceeded {
 			t.Fatalf("time quota not exceeded: %+v", res)
 		}
 		q.Policy = ConsumerBacklogEviction
-		res, err = ml.CheckBacklogQuota(ctxT(t), q)
+		res, err = ml.Retention().CheckBacklogQuota(ctxT(t), q)
 		must(t, err)
 		if res.Exceeded() || c.Backlog() != 0 {
 			// Every closed ledger is older than the limit; the current one holds none.
@@ -296,12 +296,12 @@ func TestFailedLedgerDeletionIsRetried(t *testing.T) {
 	waitFor(t, "rollovers", func() bool { return len(ml.LedgerIDs()) == 3 && !ml.rollingNow() })
 	first := ml.LedgerIDs()[0]
 	e.lc.SetFaults(memledger.Faults{DeleteError: func(int64) error { return errors.New("bookies unreachable") }})
-	must(t, ml.Trim(ctxT(t)))
+	must(t, ml.Retention().Trim(ctxT(t)))
 	if len(ml.LedgerIDs()) != 1 || !e.lc.Exists(first) {
 		t.Fatalf("list %v; ledger %d exists %v", ml.LedgerIDs(), first, e.lc.Exists(first))
 	}
 	e.lc.SetFaults(memledger.Faults{})
-	must(t, ml.Trim(ctxT(t)))
+	must(t, ml.Retention().Trim(ctxT(t)))
 	if e.lc.Exists(first) {
 		t.Fatal("failed deletion was not retried")
 	}
@@ -322,7 +322,7 @@ func TestReaderSurvivesTrimDuringRead(t *testing.T) {
 	var once sync.Once
 	e.lc.SetFaults(memledger.Faults{ReadError: func(lid, _, _ int64) error {
 		if lid == ps[0].LedgerID {
-			once.Do(func() { must(t, ml.Trim(context.Background())) })
+			once.Do(func() { must(t, ml.Retention().Trim(context.Background())) })
 			return errors.New("ledger deleted")
 		}
 		return nil

@@ -44,7 +44,7 @@ func TestSearchAcrossLedgersAndTrimBefore(t *testing.T) {
 
 	// TrimBefore ignores retention (infinite here) and the cursor (at the start) and keeps
 	// the ledger of the position.
-	must(t, ml.TrimBefore(ctxT(t), ps[7]))
+	must(t, ml.Retention().TrimBefore(ctxT(t), ps[7]))
 	ids := ml.LedgerIDs()
 	if ids[0] != ps[7].LedgerID {
 		t.Fatalf("after TrimBefore(%v) ledgers are %v", ps[7], ids)
@@ -58,7 +58,7 @@ func TestSearchAcrossLedgersAndTrimBefore(t *testing.T) {
 		t.Fatalf("cursor read %d entries from %v after the trim", len(es), es)
 	}
 	// The current ledger is never removed.
-	must(t, ml.TrimBefore(ctxT(t), Latest))
+	must(t, ml.Retention().TrimBefore(ctxT(t), Latest))
 	if len(ml.LedgerIDs()) != 1 {
 		t.Fatalf("ledgers %v", ml.LedgerIDs())
 	}

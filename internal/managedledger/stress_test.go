@@ -90,7 +90,7 @@ func TestConcurrentAddsReadsAcksTrims(t *testing.T) {
 		defer wg.Done()
 		for ctx.Err() == nil {
 			f.RunMaintenance(ctx)
-			_, _ = ml.CheckBacklogQuota(ctx, BacklogQuota{LimitBytes: 1 << 30, Policy: ProducerRequestHold})
+			_, _ = ml.Retention().CheckBacklogQuota(ctx, BacklogQuota{LimitBytes: 1 << 30, Policy: ProducerRequestHold})
 			_ = ml.InternalStats()
 			time.Sleep(time.Millisecond)
 		}
@@ -100,7 +100,7 @@ func TestConcurrentAddsReadsAcksTrims(t *testing.T) {
 	})
 	cancel()
 	wg.Wait()
-	must(t, ml.Trim(ctxT(t)))
+	must(t, ml.Retention().Trim(ctxT(t)))
 	if l := len(ml.LedgerIDs()); l > 2 {
 		t.Fatalf("%d ledgers left after everything was consumed", l)
 	}

@@ -220,7 +220,7 @@ func (t *Topic) TrimBeforeIndex(ctx context.Context, index int64) (Position, err
 			return Position{}, fmt.Errorf("moving subscription %s up to %v: %w", c.Name(), pos, err)
 		}
 	}
-	if err := t.log.ml.TrimBefore(ctx, pos); err != nil {
+	if err := t.log.ml.Retention().TrimBefore(ctx, pos); err != nil {
 		return Position{}, mlErr(err)
 	}
 	return pos, nil

@@ -447,7 +447,7 @@ func (s *Service) checkTopic(ctx context.Context, t *Topic) {
 	if err := t.dedup.snapshotSync(); err != nil {
 		t.logg.Debug("deduplication snapshot before the quota check failed", "err", err)
 	}
-	res, err := l.ml.CheckBacklogQuota(ctx, q)
+	res, err := l.ml.Retention().CheckBacklogQuota(ctx, q)
 	if err != nil {
 		t.logg.Warn("backlog quota check failed", "err", err)
 		return

@@ -342,7 +342,7 @@ func TestFencingAndTrimWithRealBookie(t *testing.T) {
 	if err := c.MarkDelete(ps[15]); err != nil {
 		t.Fatal(err)
 	}
-	if err := ml1.Trim(ctx); err != nil {
+	if err := ml1.Retention().Trim(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s1.lc.Open(ctx, first, ledger.OpenOptions{}); err == nil {
