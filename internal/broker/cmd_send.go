@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -81,17 +80,19 @@ func (c *conn) handleSend(cmd *pb.CommandSend, hp []byte, owned bool) error {
 	if highest < seq {
 		highest = seq
 	}
-	// A reused frame buffer is overwritten by the next frame, so storage gets a copy; a
-	// large frame has its own buffer (owned) and is kept as is, saving a copy per batch.
+	// A reused frame buffer is overwritten by the next frame, so storage gets a copy, with
+	// room in front for the broker entry metadata so that storing it copies nothing more; a
+	// large frame has its own buffer (owned) and is kept as is.
+	var buf []byte
 	if !owned {
-		entry = bytes.Clone(entry)
+		entry, buf = topics.EntryBuffer(entry)
 	}
 	// The metadata decoded here travels with the entry, so dispatch never parses it again.
 	var tx *topics.TxnID
 	if cmd.TxnidMostBits != nil || cmd.TxnidLeastBits != nil {
 		tx = &topics.TxnID{Most: cmd.GetTxnidMostBits(), Least: cmd.GetTxnidLeastBits()}
 	}
-	p.publish(seq, highest, topics.HighestSequence(seq, highest, md), entry, topics.MetaOf(md), tx)
+	p.publish(seq, highest, topics.HighestSequence(seq, highest, md), entry, buf, topics.MetaOf(md), tx)
 	if tp := p.tp.Load(); tp != nil {
 		// Over the topic's publish rate: stop reading this connection until the window ends.
 		if d := tp.Topic().PublishThrottle(int(md.GetNumMessagesInBatch()), int(size)); d > 0 {

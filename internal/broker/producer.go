@@ -41,12 +41,12 @@ type sendOp struct {
 // publish hands one SEND to the topic service. The caller has already acquired size bytes
 // from the connection and broker limiters; they are released when the receipt is sent.
 // dedupHigh is the highest sequence id the entry covers (highestSequence).
-func (p *producer) publish(seq, highest uint64, dedupHigh int64, data []byte, meta topics.EntryMeta, tx *topics.TxnID) {
+func (p *producer) publish(seq, highest uint64, dedupHigh int64, data, buf []byte, meta topics.EntryMeta, tx *topics.TxnID) {
 	op := &sendOp{seq: seq, highest: highest, size: int64(len(data))}
 	p.mu.Lock()
 	p.pending = append(p.pending, op)
 	p.mu.Unlock()
-	err := p.tp.Load().Publish(topics.Message{Data: data, Meta: meta, SequenceID: int64(seq), HighestSequenceID: dedupHigh, Txn: tx},
+	err := p.tp.Load().Publish(topics.Message{Data: data, Buf: buf, Meta: meta, SequenceID: int64(seq), HighestSequenceID: dedupHigh, Txn: tx},
 		func(pos topics.Position, err error) {
 			p.mu.Lock()
 			op.done, op.pos, op.err = true, pos, err

@@ -72,18 +72,25 @@ func (l *topicLog) recoverIndex(ctx context.Context) error {
 // append stores data behind its broker entry metadata and calls done once it is durable,
 // with its position and index (the index of its last message), or with an error. Callbacks
 // come in append order. An error returned by append itself means done is never called.
-func (l *topicLog) append(data []byte, meta EntryMeta, done func(Position, int64, error)) error {
+// buf, when data is its tail with room in front (EntryBuffer), takes the block in that
+// room; otherwise data is copied behind room of its own.
+func (l *topicLog) append(data, buf []byte, meta EntryMeta, done func(Position, int64, error)) error {
 	n := int64(msgCount(meta))
-	// The entry is copied behind room for the block before the lock; the block is written
-	// right-aligned into that room once the index is known.
-	buf := make([]byte, wire.MaxBrokerEntryMetadataSize+len(data))
-	copy(buf[wire.MaxBrokerEntryMetadataSize:], data)
-	room := buf[:wire.MaxBrokerEntryMetadataSize]
+	room, ok := roomBefore(data, buf)
+	if !ok {
+		// The entry is copied behind room for the block before the lock; the block is
+		// written right-aligned into that room once the index is known.
+		buf = make([]byte, wire.MaxBrokerEntryMetadataSize+len(data))
+		copy(buf[wire.MaxBrokerEntryMetadataSize:], data)
+		room = buf[:wire.MaxBrokerEntryMetadataSize]
+	}
+	// room ends where data starts: the stored entry is the block, then data.
+	at := len(buf) - len(data) - wire.MaxBrokerEntryMetadataSize
 	now := uint64(l.ml.Clock().Now().UnixMilli())
 	l.idx.mu.Lock()
 	defer l.idx.mu.Unlock()
 	last := l.idx.next + n - 1
-	entry := buf[wire.PutBrokerEntryMetadata(room, now, uint64(last)):]
+	entry := buf[at+wire.PutBrokerEntryMetadata(room, now, uint64(last)):]
 	// The callback never takes idx.mu: the managed ledger may call it inline.
 	err := mlErr(l.ml.AddEntryMeta(entry, meta, func(p Position, err error) {
 		if err == nil {
@@ -96,6 +103,26 @@ func (l *topicLog) append(data []byte, meta EntryMeta, done func(Position, int64
 		l.idx.next = last + 1
 	}
 	return err
+}
+
+// roomBefore returns the wire.MaxBrokerEntryMetadataSize bytes of buf right before data when
+// data is buf's tail with at least that much in front of it.
+func roomBefore(data, buf []byte) ([]byte, bool) {
+	r := len(buf) - len(data)
+	if len(data) == 0 || r < wire.MaxBrokerEntryMetadataSize || &buf[len(buf)-1] != &data[len(data)-1] {
+		return nil, false
+	}
+	return buf[r-wire.MaxBrokerEntryMetadataSize : r], true
+}
+
+// EntryBuffer copies entry into a new buffer with room in front for the broker entry
+// metadata every stored entry starts with. A front end that must copy an entry anyway
+// (its read buffer is reused) copies it with EntryBuffer and passes data as Message.Data
+// and buf as Message.Buf: the service then stores it without a second copy.
+func EntryBuffer(entry []byte) (data, buf []byte) {
+	buf = make([]byte, wire.MaxBrokerEntryMetadataSize+len(entry))
+	copy(buf[wire.MaxBrokerEntryMetadataSize:], entry)
+	return buf[wire.MaxBrokerEntryMetadataSize:], buf
 }
 
 // advance records that every message below next is stored and wakes the waiters.

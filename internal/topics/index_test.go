@@ -11,7 +11,8 @@ import (
 )
 
 // publishBatch stores one entry of n messages (a Pulsar batch) and returns its position and
-// the index of its last message.
+// the index of its last message. Odd sequence ids go in an EntryBuffer, as the Pulsar front
+// end passes them, so both ways of storing the broker entry metadata are read back.
 func publishBatch(t *testing.T, p *Producer, seq int64, n int) (Position, int64) {
 	t.Helper()
 	var body []byte
@@ -34,7 +35,11 @@ func publishBatch(t *testing.T, p *Producer, seq int64, n int) (Position, int64)
 		err error
 	}
 	done := make(chan res, 1)
-	if err := p.PublishIndexed(Message{Data: data, Meta: MetaOf(md), SequenceID: seq, HighestSequenceID: seq},
+	var buf []byte
+	if seq%2 == 1 {
+		data, buf = EntryBuffer(data)
+	}
+	if err := p.PublishIndexed(Message{Data: data, Buf: buf, Meta: MetaOf(md), SequenceID: seq, HighestSequenceID: seq},
 		func(pos Position, idx int64, err error) { done <- res{pos, idx, err} }); err != nil {
 		t.Fatal(err)
 	}
@@ -165,5 +170,28 @@ func TestEntryIndexes(t *testing.T) {
 	}
 	if md, _, _ := tp.SubscriptionState("slow"); md != ps[1] {
 		t.Fatalf("slow subscription at %v after the trim, want %v", md, ps[1])
+	}
+}
+
+// roomBefore finds the room EntryBuffer leaves, and only when data is the tail of buf.
+func TestRoomBefore(t *testing.T) {
+	data, buf := EntryBuffer([]byte("entry"))
+	room, ok := roomBefore(data, buf)
+	if !ok || len(room) != wire.MaxBrokerEntryMetadataSize || &room[len(room)-1] != &buf[wire.MaxBrokerEntryMetadataSize-1] {
+		t.Fatalf("EntryBuffer's room: ok %v len %d", ok, len(room))
+	}
+	if string(data) != "entry" {
+		t.Fatalf("EntryBuffer data %q", data)
+	}
+	for name, c := range map[string]struct{ data, buf []byte }{
+		"no buffer":     {data, nil},
+		"not its tail":  {data[:3], buf},
+		"too little":    {buf[2:], buf},
+		"another slice": {[]byte("entry"), buf},
+		"empty":         {buf[len(buf):], buf},
+	} {
+		if _, ok := roomBefore(c.data, c.buf); ok {
+			t.Errorf("%s: room found", name)
+		}
 	}
 }

@@ -65,6 +65,9 @@ type Message struct {
 	// Data is the entry in the Pulsar format (wire.AppendEntry; BuildMessage for front ends
 	// that do not speak Pulsar). The service keeps it: never modify it afterwards.
 	Data []byte
+	// Buf, if not nil, is the buffer Data was copied into by EntryBuffer: the service may
+	// write into the room in front of Data and stores the entry without copying it again.
+	Buf []byte
 	// Meta is its parsed metadata (MetaOf, ParseEntryMeta); it travels with the entry.
 	Meta EntryMeta
 	// SequenceID and HighestSequenceID are the producer's sequence ids the entry covers
@@ -111,7 +114,7 @@ func (p *Producer) PublishIndexed(m Message, done func(pos Position, index int64
 	t.counters.bytesIn.Add(size)
 	start := time.Now()
 	high := m.HighestSequenceID
-	t.publish(m.Data, m.Meta, func(pos Position, index int64, err error) {
+	t.publish(m.Data, m.Buf, m.Meta, func(pos Position, index int64, err error) {
 		t.txnAppended(txn, pos, err)
 		t.dedup.appended(p.name, high, pos, err)
 		if err == nil {

@@ -254,7 +254,7 @@ func (t *Topic) disconnectProducers() {
 // publish stores one entry (persistent) or hands it to connected consumers
 // (non-persistent) and calls done with its position and index (index.go; -1 when not
 // persistent).
-func (t *Topic) publish(data []byte, meta EntryMeta, done func(Position, int64, error)) {
+func (t *Topic) publish(data, buf []byte, meta EntryMeta, done func(Position, int64, error)) {
 	if t.log == nil {
 		t.mu.Lock()
 		pos := Position{LedgerID: 0, EntryID: t.npNext}
@@ -273,7 +273,7 @@ func (t *Topic) publish(data []byte, meta EntryMeta, done func(Position, int64, 
 		return
 	}
 	batchIndex := lastBatchIndex(meta)
-	err := t.log.append(data, meta, func(pos Position, index int64, err error) {
+	err := t.log.append(data, buf, meta, func(pos Position, index int64, err error) {
 		if err == nil {
 			t.mu.Lock()
 			if t.lastPos.Less(pos) {

@@ -49,7 +49,7 @@ func (s *Service) openTopicTxn(ctx context.Context, t *Topic) error {
 // appendMarker appends a transaction marker with its dispatch metadata (so dispatch knows
 // it for a marker without parsing it).
 func (t *Topic) appendMarker(data []byte, cb func(Position, error)) error {
-	return t.log.append(data, ParseEntryMeta(data), func(p Position, _ int64, err error) { cb(p, err) })
+	return t.log.append(data, nil, ParseEntryMeta(data), func(p Position, _ int64, err error) { cb(p, err) })
 }
 
 // closeTxn closes t's transaction state (not its log).
