@@ -255,8 +255,7 @@ func (r Retention) newestExpiredEntry(cutoff time.Time) (Position, bool) {
 // found by binary search over publish times; without it, whole ledgers closed before the
 // cutoff expire. It returns how many entries were expired across cursors.
 func (r Retention) ExpireMessages(ctx context.Context, ttl time.Duration, publishTime func([]byte) (time.Time, error)) (int64, error) {
-	ml := r.ml
-	return r.expire(ctx, ml.Cursors(), ttl, publishTime)
+	return r.expire(ctx, r.ml.Cursors(), ttl, publishTime)
 }
 
 // ExpireMessages applies a message TTL to this cursor only (pulsar-admin topics

@@ -80,8 +80,7 @@ func (l *topicLog) append(data, buf []byte, meta EntryMeta, done func(Position, 
 	if !ok {
 		// The entry is copied behind room for the block before the lock; the block is
 		// written right-aligned into that room once the index is known.
-		buf = make([]byte, wire.MaxBrokerEntryMetadataSize+len(data))
-		copy(buf[wire.MaxBrokerEntryMetadataSize:], data)
+		data, buf = EntryBuffer(data)
 		room = buf[:wire.MaxBrokerEntryMetadataSize]
 	}
 	// room ends where data starts: the stored entry is the block, then data.
