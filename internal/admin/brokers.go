@@ -62,7 +62,7 @@ func (s *server) activeBrokers(context.Context, *http.Request) (any, error) {
 
 func (s *server) activeBrokersOf(_ context.Context, r *http.Request) (any, error) {
 	if c := r.PathValue("cluster"); c != s.cluster {
-		return nil, fmt.Errorf("%w: cluster %s does not exist", errNotFound, c)
+		return nil, clusterMissing(c, errNotFound)
 	}
 	return []string{s.webAddr()}, nil
 }
@@ -159,7 +159,7 @@ const fullBundle = "0x00000000_0xffffffff"
 // owns everything).
 func (s *server) ownedNamespaces(ctx context.Context, r *http.Request) (any, error) {
 	if c := r.PathValue("cluster"); c != s.cluster {
-		return nil, fmt.Errorf("%w: cluster %s does not exist", errNotFound, c)
+		return nil, clusterMissing(c, errNotFound)
 	}
 	tenants, err := s.res.Tenants(ctx)
 	if err != nil {

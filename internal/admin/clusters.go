@@ -160,7 +160,7 @@ func (s *server) setPeerClusters(ctx context.Context, r *http.Request) (any, err
 // clusterErr names the cluster of the path in a not-found error.
 func (s *server) clusterErr(r *http.Request, err error) error {
 	if errors.Is(err, resources.ErrNotFound) {
-		return fmt.Errorf("cluster %s does not exist: %w", r.PathValue("cluster"), err)
+		return clusterMissing(r.PathValue("cluster"), err)
 	}
 	return err
 }
@@ -193,11 +193,22 @@ func (s *server) checkClusters(ctx context.Context, names []string) error {
 	return nil
 }
 
-// named says which tenant or namespace a not-found error is about ("resources: not found"
-// alone does not tell a tool which part of the path was missing).
-func named(what string, err error) error {
-	if errors.Is(err, resources.ErrNotFound) {
-		return fmt.Errorf("%s does not exist: %w", what, err)
+// tenantErr words a tenant call's missing tenant, or its namespaces left, as Pulsar does.
+func tenantErr(r *http.Request, err error) error {
+	switch {
+	case errors.Is(err, resources.ErrNotFound):
+		return tenantMissing(r.PathValue("tenant"), err)
+	case errors.Is(err, resources.ErrNotEmpty):
+		return withReason(reasonTenantNotEmpty, err)
 	}
 	return err
+}
+
+// namespaceMissingErr words a missing namespace: Pulsar says "Tenant does not exist" when
+// the tenant is missing too, "Namespace does not exist" otherwise.
+func (s *server) namespaceMissingErr(ctx context.Context, tenant, ns string, err error) error {
+	if _, terr := s.res.Tenant(ctx, tenant); errors.Is(terr, resources.ErrNotFound) {
+		return tenantMissing(tenant, terr)
+	}
+	return namespaceMissing(tenant, ns, err)
 }

@@ -221,11 +221,14 @@ func unsetAsNil(v any) any {
 }
 
 // namespaceErr names the namespace in err, except in a reason that is Pulsar's text
-// exactly (clients compare it). A missing namespace keeps our reason that names it rather
-// than Pulsar's "Namespace does not exist" (TestRESTInputRules).
-func namespaceErr(r *http.Request, err error) error {
+// exactly (clients compare it). A missing namespace (or tenant) gets Pulsar's reason, its
+// name in the detail.
+func (s *server) namespaceErr(ctx context.Context, r *http.Request, err error) error {
 	if re := reasonError(""); errors.As(err, &re) {
 		return re
+	}
+	if errors.Is(err, resources.ErrNotFound) {
+		return s.namespaceMissingErr(ctx, r.PathValue("tenant"), r.PathValue("namespace"), err)
 	}
 	return fmt.Errorf("namespace %s/%s: %w", r.PathValue("tenant"), r.PathValue("namespace"), err)
 }
@@ -233,7 +236,7 @@ func namespaceErr(r *http.Request, err error) error {
 func (s *server) namespacePolicies(ctx context.Context, r *http.Request) (resources.Policies, error) {
 	p, err := s.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
 	if err != nil {
-		return p, namespaceErr(r, err)
+		return p, s.namespaceErr(ctx, r, err)
 	}
 	return p, nil
 }
@@ -241,7 +244,7 @@ func (s *server) namespacePolicies(ctx context.Context, r *http.Request) (resour
 func (s *server) updatePolicies(ctx context.Context, r *http.Request, modify func(*resources.Policies) error) error {
 	err := s.res.UpdateNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"), modify)
 	if err != nil {
-		return namespaceErr(r, err)
+		return s.namespaceErr(ctx, r, err)
 	}
 	return nil
 }

@@ -196,7 +196,7 @@ func (s *server) handle(f handlerFunc) http.HandlerFunc {
 			if statusFor(err) >= 500 {
 				s.log.Error("admin request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 			}
-			writeError(w, err)
+			writeError(w, r, err)
 			return
 		}
 		if v == nil {
@@ -249,7 +249,7 @@ func (s *server) listClusters(ctx context.Context, _ *http.Request) (any, error)
 func (s *server) getCluster(ctx context.Context, r *http.Request) (any, error) {
 	c, err := s.res.Cluster(ctx, r.PathValue("cluster"))
 	if errors.Is(err, resources.ErrNotFound) {
-		return nil, fmt.Errorf("cluster %s does not exist: %w", r.PathValue("cluster"), err)
+		return nil, clusterMissing(r.PathValue("cluster"), err)
 	}
 	return s.withOwnURLs(r.PathValue("cluster"), c), err
 }
@@ -261,7 +261,7 @@ func (s *server) listTenants(ctx context.Context, _ *http.Request) (any, error) 
 func (s *server) getTenant(ctx context.Context, r *http.Request) (any, error) {
 	t, err := s.res.Tenant(ctx, r.PathValue("tenant"))
 	if errors.Is(err, resources.ErrNotFound) {
-		return nil, fmt.Errorf("tenant %s does not exist: %w", r.PathValue("tenant"), err)
+		return nil, tenantMissing(r.PathValue("tenant"), err)
 	}
 	return t, err
 }
@@ -276,7 +276,7 @@ func (s *server) createTenant(ctx context.Context, r *http.Request) (any, error)
 	}
 	if err := s.res.CreateTenant(ctx, r.PathValue("tenant"), t); err != nil {
 		if errors.Is(err, resources.ErrAlreadyExists) {
-			return nil, fmt.Errorf("tenant already exists: %w", err)
+			return nil, withReason(reasonTenantExists, fmt.Errorf("tenant %s already exists: %w", r.PathValue("tenant"), err))
 		}
 		return nil, err
 	}
@@ -291,22 +291,25 @@ func (s *server) updateTenant(ctx context.Context, r *http.Request) (any, error)
 	if err := s.checkClusters(ctx, t.AllowedClusters); err != nil {
 		return nil, err
 	}
-	return nil, named("tenant "+r.PathValue("tenant"), s.res.UpdateTenant(ctx, r.PathValue("tenant"), t))
+	return nil, tenantErr(r, s.res.UpdateTenant(ctx, r.PathValue("tenant"), t))
 }
 
 func (s *server) deleteTenant(ctx context.Context, r *http.Request) (any, error) {
-	return nil, named("tenant "+r.PathValue("tenant"), s.res.DeleteTenant(ctx, r.PathValue("tenant")))
+	return nil, tenantErr(r, s.res.DeleteTenant(ctx, r.PathValue("tenant")))
 }
 
 func (s *server) listNamespaces(ctx context.Context, r *http.Request) (any, error) {
 	ns, err := s.res.Namespaces(ctx, r.PathValue("tenant"))
-	return ns, named("tenant "+r.PathValue("tenant"), err)
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, withReason(reasonTenantsNamespaces, tenantMissing(r.PathValue("tenant"), err))
+	}
+	return ns, err
 }
 
 func (s *server) getNamespace(ctx context.Context, r *http.Request) (any, error) {
 	p, err := s.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
 	if errors.Is(err, resources.ErrNotFound) {
-		return nil, fmt.Errorf("namespace %s/%s does not exist: %w", r.PathValue("tenant"), r.PathValue("namespace"), err)
+		return nil, s.namespaceMissingErr(ctx, r.PathValue("tenant"), r.PathValue("namespace"), err)
 	}
 	return p, err
 }
@@ -317,13 +320,24 @@ func (s *server) createNamespace(ctx context.Context, r *http.Request) (any, err
 		return nil, err
 	}
 	err := s.res.CreateNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"), p)
-	if errors.Is(err, resources.ErrAlreadyExists) {
-		return nil, fmt.Errorf("namespace already exists: %w", err)
+	switch {
+	case errors.Is(err, resources.ErrAlreadyExists):
+		return nil, withReason(reasonNamespaceExists, fmt.Errorf("namespace %s/%s already exists: %w", r.PathValue("tenant"), r.PathValue("namespace"), err))
+	case errors.Is(err, resources.ErrNotFound): // its tenant
+		return nil, tenantMissing(r.PathValue("tenant"), err)
 	}
 	return nil, err
 }
 
 func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, error) {
-	return nil, named("namespace "+r.PathValue("tenant")+"/"+r.PathValue("namespace"),
-		s.res.DeleteNamespace(ctx, r.PathValue("tenant"), r.PathValue("namespace")))
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	err := s.res.DeleteNamespace(ctx, tenant, ns)
+	switch {
+	case errors.Is(err, resources.ErrNotFound):
+		// Pulsar's delete names the namespace in its reason, unlike its other calls.
+		return nil, withReason("Namespace "+tenant+"/"+ns+" does not exist.", s.namespaceMissingErr(ctx, tenant, ns, err))
+	case errors.Is(err, resources.ErrNotEmpty):
+		return nil, withReason(reasonNamespaceNotEmpty, err)
+	}
+	return nil, err
 }

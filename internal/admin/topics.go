@@ -107,10 +107,7 @@ func (s *server) topicOf(ctx context.Context, r *http.Request) (topicRef, error)
 func (s *server) checkNamespace(ctx context.Context, tenant, ns string) error {
 	if _, err := s.res.Namespace(ctx, tenant, ns); err != nil {
 		if errors.Is(err, resources.ErrNotFound) {
-			if _, terr := s.res.Tenant(ctx, tenant); errors.Is(terr, resources.ErrNotFound) {
-				return fmt.Errorf("tenant %s does not exist: %w", tenant, terr)
-			}
-			return fmt.Errorf("namespace %s/%s does not exist: %w", tenant, ns, err)
+			return s.namespaceMissingErr(ctx, tenant, ns, err)
 		}
 		return err
 	}
@@ -257,12 +254,12 @@ func (s *server) createTopic(ctx context.Context, r *http.Request) (any, error) 
 	}
 	if n, err := s.partitionsOf(ctx, t); err != nil || n > 0 {
 		if err == nil {
-			err = fmt.Errorf("this topic already exists as a partitioned topic: %w", resources.ErrAlreadyExists)
+			err = withReason(reasonTopicExists, fmt.Errorf("this topic already exists as a partitioned topic: %w", resources.ErrAlreadyExists))
 		}
 		return nil, err
 	}
 	if err := s.broker.CreateTopic(ctx, t.String(), 0); err != nil {
-		return nil, fmt.Errorf("this topic already exists: %w", err)
+		return nil, topicExists(err)
 	}
 	if len(props) > 0 {
 		return nil, s.res.UpdateTopic(ctx, t.domain, t.tenant, t.ns, t.local, func(rec *resources.TopicRecord) error {
@@ -307,13 +304,18 @@ func (s *server) createPartitioned(ctx context.Context, r *http.Request) (any, e
 		return nil, fmt.Errorf("%w: the number of partitions must be at least 1, got %d", ErrBadRequest, n)
 	}
 	if _, err := s.res.Topic(ctx, t.domain, t.tenant, t.ns, t.local); err == nil {
-		return nil, fmt.Errorf("this topic already exists as a non-partitioned topic: %w", resources.ErrAlreadyExists)
+		return nil, withReason(reasonTopicExists, fmt.Errorf("this topic already exists as a non-partitioned topic: %w", resources.ErrAlreadyExists))
 	}
 	err = s.res.CreatePartitionedTopic(ctx, t.domain, t.tenant, t.ns, t.local, resources.PartitionedTopicMetadata{Partitions: n, Properties: props})
-	if errors.Is(err, resources.ErrAlreadyExists) {
-		return nil, fmt.Errorf("this topic already exists: %w", err)
+	return nil, topicExists(err)
+}
+
+// topicExists words a create's conflict as Pulsar does.
+func topicExists(err error) error {
+	if err != nil && statusFor(err) == http.StatusConflict {
+		return withReason(reasonTopicExists, fmt.Errorf("this topic already exists: %w", err))
 	}
-	return nil, err
+	return err
 }
 
 // updatePartitions only grows a partitioned topic: partitions cannot be removed while
