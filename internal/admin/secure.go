@@ -162,7 +162,8 @@ func routeRule(method, p string) rule {
 			return super
 		case len(seg) == 6 && at(5) == "topics" && method == http.MethodGet:
 			return rule{kind: "namespace", tenant: at(3), ns: at(4), nsOp: auth.NamespaceListTopics}
-		case at(5) == "unsubscribe" || at(5) == "clearBacklog":
+		case at(5) == "unsubscribe" || at(5) == "clearBacklog",
+			method == http.MethodPost && len(seg) >= 7 && (at(6) == "unsubscribe" || at(6) == "clearBacklog"): // per bundle
 			return rule{kind: "namespace", tenant: at(3), ns: at(4), nsOp: auth.NamespaceConsume}
 		}
 		return rule{kind: "namespace", tenant: at(3), ns: at(4), nsOp: auth.NamespaceAdmin}

@@ -47,6 +47,11 @@ func TestRouteRule(t *testing.T) {
 		{"POST", "/iceberg/v1/namespaces/t\x1fns/tables/x/metrics", rule{kind: "topic", topic: auth.Topic{Tenant: "t", Namespace: "ns", Name: "persistent://t/ns/x"}, topicOp: auth.TopicConsume}},
 		{"GET", "/iceberg/v1/namespaces/t/tables", rule{kind: "super"}},
 		{"GET", "/iceberg/v2/config", rule{kind: "super"}},
+		// Namespace subscription verbs need consume on the namespace, per bundle too.
+		{"POST", "/admin/v2/namespaces/t/ns/clearBacklog", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceConsume}},
+		{"POST", "/admin/v2/namespaces/t/ns/0x00000000_0x40000000/clearBacklog/s", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceConsume}},
+		{"POST", "/admin/v2/namespaces/t/ns/0x00000000_0x40000000/unsubscribe/s", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceConsume}},
+		{"PUT", "/admin/v2/namespaces/t/ns/0x00000000_0x40000000/unload", rule{kind: "namespace", tenant: "t", ns: "ns", nsOp: auth.NamespaceAdmin}},
 	} {
 		if got := routeRule(c.method, c.path); got != c.want {
 			t.Errorf("%s %s: %+v, want %+v", c.method, c.path, got, c.want)

@@ -30,8 +30,6 @@ func (t topicRef) partition(i int) string {
 func (s *server) registerTopics(mux *http.ServeMux) {
 	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/topics", s.handle(s.namespaceTopics))
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", s.handle(s.unloadNamespace))
-	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{namespace}/clearBacklog", s.handle(s.clearNamespaceBacklog))
-	mux.HandleFunc("POST /admin/v2/namespaces/{tenant}/{namespace}/clearBacklog/{sub}", s.handle(s.clearNamespaceBacklog))
 	for _, d := range []string{"persistent", "non-persistent"} {
 		ns := "/admin/v2/" + d + "/{tenant}/{namespace}"
 		t := ns + "/{topic}"
@@ -178,7 +176,7 @@ func (s *server) namespaceTopics(ctx context.Context, r *http.Request) (any, err
 }
 
 // forNamespaceTopics runs f on every persistent topic (partitions one by one) of the
-// namespace in the path.
+// namespace in the path, or, when the path names a {bundle}, of that bundle only.
 func (s *server) forNamespaceTopics(ctx context.Context, r *http.Request, f func(topic string) error) error {
 	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
 	if err := s.checkNamespace(ctx, tenant, ns); err != nil {
@@ -187,16 +185,47 @@ func (s *server) forNamespaceTopics(ctx context.Context, r *http.Request, f func
 	if s.broker == nil {
 		return fmt.Errorf("%w: no broker in this process", ErrNotSupported)
 	}
+	in, err := s.bundleFilter(ctx, r)
+	if err != nil {
+		return err
+	}
 	topics, err := s.broker.ListTopics(ctx, tenant+"/"+ns, "persistent")
 	if err != nil {
 		return err
 	}
 	for _, t := range topics {
+		if !in(t) {
+			continue
+		}
 		if err := f(t); err != nil && statusFor(err) != http.StatusNotFound {
 			return err
 		}
 	}
 	return nil
+}
+
+// bundleFilter tells whether a topic falls in the {bundle} of the path (every topic does
+// when the path names none); a range that is not one of the namespace's bundles is 404.
+func (s *server) bundleFilter(ctx context.Context, r *http.Request) (func(topic string) bool, error) {
+	rng := strings.ToLower(r.PathValue("bundle"))
+	if rng == "" {
+		return func(string) bool { return true }, nil
+	}
+	b, err := s.bundlesOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	bounds, err := resources.ParseBoundaries(b.Boundaries)
+	if err != nil {
+		return nil, err
+	}
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	for i := 1; i < len(bounds); i++ {
+		if bundle := (resources.Bundle{Namespace: ns, Lower: bounds[i-1], Upper: bounds[i]}); bundle.Range() == rng {
+			return func(topic string) bool { return bundle.Contains(resources.TopicHash(topic)) }, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: namespace %s has no bundle %s", resources.ErrNotFound, ns, r.PathValue("bundle"))
 }
 
 // unloadNamespace unloads every topic of the namespace (pulsar-admin namespaces unload).
@@ -205,7 +234,7 @@ func (s *server) unloadNamespace(ctx context.Context, r *http.Request) (any, err
 }
 
 // clearNamespaceBacklog skips every message of every subscription (or of the one named)
-// of the namespace's topics (pulsar-admin namespaces clear-backlog).
+// of the namespace's (or bundle's) topics (pulsar-admin namespaces clear-backlog [-b]).
 func (s *server) clearNamespaceBacklog(ctx context.Context, r *http.Request) (any, error) {
 	only := r.PathValue("sub")
 	return nil, s.forNamespaceTopics(ctx, r, func(topic string) error {

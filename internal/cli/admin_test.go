@@ -145,6 +145,12 @@ func TestAdminCLI(t *testing.T) {
 	ok("topics", "skip", "acme/app/events", "-s", "audit", "-n", "1")
 	ok("topics", "reset-cursor", "acme/app/events", "-s", "audit", "-t", "1h")
 	ok("namespaces", "clear-backlog", "acme/app")
+	rng := strings.TrimSpace(ok("topics", "bundle-range", "acme/app/events"))
+	ok("namespaces", "clear-backlog", "acme/app", "-b", rng, "-s", "audit")
+	ok("namespaces", "unsubscribe", "acme/app", "--bundle", rng, "-s", "nobody")
+	if code, _, errOut := magnetarAdmin(t, "namespaces", "clear-backlog", "acme/app", "-b", "0x00000001_0x00000002"); code != 1 || !strings.Contains(errOut, "404") {
+		t.Fatalf("clear-backlog of a bundle the namespace lacks: exit %d %q", code, errOut)
+	}
 	ok("namespaces", "unload", "acme/app")
 	ok("topics", "unsubscribe", "acme/app/events", "-s", "audit")
 	if out := ok("brokers", "healthcheck"); strings.TrimSpace(out) != "ok" {

@@ -62,19 +62,24 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 	})
 	setDedup.Flags().BoolVarP(&enable, "enable", "e", false, "enable deduplication")
 	setDedup.Flags().BoolVarP(&disable, "disable", "d", false, "disable deduplication")
-	var clearSub string
-	clearNS := nsVerb("clear-backlog", "Clear the backlog of every subscription (or one, -s) of a namespace", func(ctx context.Context, p string) ([]byte, error) {
+	// -b/--bundle narrows clear-backlog and unsubscribe to one bundle ({lower}_{upper}), as
+	// pulsar-admin's; the broker sends either form to the owners (ownership/nsverbs.go).
+	var clearSub, clearBundle string
+	clearNS := nsVerb("clear-backlog", "Clear the backlog of every subscription (or one, -s) of a namespace (or one bundle, -b)", func(ctx context.Context, p string) ([]byte, error) {
+		p += bundlePath(clearBundle) + "/clearBacklog"
 		if clearSub != "" {
-			return ac.send(ctx, http.MethodPost, p+"/clearBacklog/"+url.PathEscape(clearSub), nil)
+			p += "/" + url.PathEscape(clearSub)
 		}
-		return ac.send(ctx, http.MethodPost, p+"/clearBacklog", nil)
+		return ac.send(ctx, http.MethodPost, p, nil)
 	})
 	clearNS.Flags().StringVarP(&clearSub, "sub", "s", "", "only this subscription")
-	var unsubSub string
-	unsubNS := nsVerb("unsubscribe", "Delete a subscription from every topic of a namespace", func(ctx context.Context, p string) ([]byte, error) {
-		return ac.send(ctx, http.MethodPost, p+"/unsubscribe/"+url.PathEscape(unsubSub), nil)
+	clearNS.Flags().StringVarP(&clearBundle, "bundle", "b", "", "only this bundle ({start}_{end}, e.g. 0x00000000_0x40000000)")
+	var unsubSub, unsubBundle string
+	unsubNS := nsVerb("unsubscribe", "Delete a subscription from every topic of a namespace (or one bundle, -b)", func(ctx context.Context, p string) ([]byte, error) {
+		return ac.send(ctx, http.MethodPost, p+bundlePath(unsubBundle)+"/unsubscribe/"+url.PathEscape(unsubSub), nil)
 	})
 	unsubNS.Flags().StringVarP(&unsubSub, "sub", "s", "", "the subscription")
+	unsubNS.Flags().StringVarP(&unsubBundle, "bundle", "b", "", "only this bundle ({start}_{end})")
 	_ = unsubNS.MarkFlagRequired("sub")
 	cmd.AddCommand(
 		ac.verb("list <tenant>", "List the namespaces of a tenant", 1, func(ctx context.Context, args []string) ([]byte, error) {
@@ -423,4 +428,12 @@ func printable(b []byte) string {
 		return string(b)
 	}
 	return fmt.Sprintf("%x", b)
+}
+
+// bundlePath is the "/{bundle}" path segment of a -b flag ("" without one).
+func bundlePath(bundle string) string {
+	if bundle == "" {
+		return ""
+	}
+	return "/" + url.PathEscape(bundle)
 }

@@ -22,6 +22,8 @@ import (
 //   - the broker list, the leader and the bundle owners come from the metadata store;
 //   - PUT /admin/v2/namespaces/{t}/{ns}/{bundle}/unload releases an owned bundle, .../split
 //     splits it in two (split.go), PUT .../{ns}/unload releases every bundle of a namespace.
+//   - namespace clear-backlog and unsubscribe go to every bundle's owner, their per-bundle
+//     forms to the bundle's owner (nsverbs.go).
 //
 // Everything else goes to next unchanged.
 func (m *Manager) Handler(next http.Handler) http.Handler {
@@ -50,6 +52,7 @@ func (m *Manager) Handler(next http.Handler) http.Handler {
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload", m.unloadBundleRoute)
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split", m.splitBundleRoute)
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}/unload", m.unloadNamespaceRoute)
+	m.registerNamespaceVerbs(mux, next) // nsverbs.go
 	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}/bundles", m.jsonRoute(func(ctx context.Context, r *http.Request) (any, error) {
 		p, err := m.res.Namespace(ctx, r.PathValue("tenant"), r.PathValue("namespace"))
 		if err != nil {

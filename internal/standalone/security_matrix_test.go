@@ -259,6 +259,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/admin/v2/namespaces/acme/app/bundles", "", acmeAdmins},
 		{"PUT", "/admin/v2/namespaces/acme/app/unload", "", acmeAdmins},
 		{"POST", "/admin/v2/namespaces/acme/app/clearBacklog/ghost", "", consumeRoles},
+		{"POST", "/admin/v2/namespaces/acme/app/0x00000000_0x40000000/clearBacklog/ghost", "", consumeRoles},
+		{"POST", "/admin/v2/namespaces/acme/app/0x00000000_0x40000000/unsubscribe/ghost", "", consumeRoles},
 		// Topic lists: produce or consume on the namespace.
 		{"GET", "/admin/v2/namespaces/acme/app/topics", "", lookupRoles},
 		{"GET", "/admin/v2/persistent/acme/app", "", lookupRoles},

@@ -1,0 +1,168 @@
+package ownership
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// Namespace-wide subscription verbs in a cluster (pulsar-admin namespaces clear-backlog,
+// unsubscribe). A broker's admin layer acts only on the topics it serves, so here, as in
+// Pulsar's NamespacesBase:
+//
+//   - POST /admin/v2/namespaces/{t}/{ns}/clearBacklog[/{sub}] and .../unsubscribe/{sub} send
+//     the bundle form of the same verb to the owner of every bundle of the namespace, in
+//     parallel, and answer 204 when every owner did, or the first failure as the owner
+//     answered it. A bundle nobody owns is skipped, as Pulsar does: its topics are not
+//     loaded anywhere, and its stored backlog stays until a verb reaches it loaded.
+//   - POST .../{ns}/{bundle}/clearBacklog[/{sub}] and .../{bundle}/unsubscribe/{sub} run
+//     here when this broker owns the bundle (or nobody does: loading its topics takes it),
+//     and otherwise answer 307 to the owner (authoritative=true).
+//
+// The calls to owners carry this broker's credentials (Options.HTTPClient); the caller was
+// authorized once, on the broker it called (admin.Secure wraps this handler).
+
+// nsVerbTimeout bounds a namespace-wide verb (every owner's answer).
+const nsVerbTimeout = 60 * time.Second
+
+// registerNamespaceVerbs adds the routes above to the ownership mux. The bundle forms are
+// {bundle}/{verb}[/{sub}]: a literal verb would conflict with .../clearBacklog/{sub}; other
+// verbs under that shape go to next unchanged.
+func (m *Manager) registerNamespaceVerbs(mux *http.ServeMux, next http.Handler) {
+	const ns = "POST /admin/v2/namespaces/{tenant}/{namespace}"
+	mux.HandleFunc(ns+"/clearBacklog", m.fanOutRoute(next, "clearBacklog"))
+	mux.HandleFunc(ns+"/clearBacklog/{sub}", m.fanOutRoute(next, "clearBacklog"))
+	mux.HandleFunc(ns+"/unsubscribe/{sub}", m.fanOutRoute(next, "unsubscribe"))
+	mux.HandleFunc(ns+"/{bundle}/{verb}", m.bundleVerbRoute(next))
+	mux.HandleFunc(ns+"/{bundle}/{verb}/{sub}", m.bundleVerbRoute(next))
+}
+
+// fanOutRoute sends verb ("clearBacklog" or "unsubscribe", with the path's {sub} if any)
+// to every bundle's owner.
+func (m *Manager) fanOutRoute(next http.Handler, verb string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), nsVerbTimeout)
+		defer cancel()
+		ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+		bounds, err := m.loadBoundaries(ctx, ns)
+		if err != nil {
+			next.ServeHTTP(w, r) // the admin layer words a missing tenant or namespace
+			return
+		}
+		owners, err := m.Owners(ctx)
+		if err != nil {
+			writeErr(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		live, err := m.LiveBrokers(ctx)
+		if err != nil {
+			writeErr(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		byInstance := map[string]BrokerInfo{}
+		for _, bi := range live {
+			byInstance[bi.Instance] = bi
+		}
+		suffix := "/" + verb
+		if sub := r.PathValue("sub"); sub != "" {
+			suffix += "/" + url.PathEscape(sub)
+		}
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			first *ownerAnswer
+		)
+		for i := 1; i < len(bounds); i++ {
+			b := resources.Bundle{Namespace: ns, Lower: bounds[i-1], Upper: bounds[i]}
+			od, owned := owners[b.String()]
+			bi, alive := byInstance[od.Instance]
+			if !owned || !alive {
+				continue // nothing loaded; a dead owner's key expires with its lease
+			}
+			u := strings.TrimSuffix(bi.WebServiceURL, "/") + "/admin/v2/namespaces/" + url.PathEscape(r.PathValue("tenant")) + "/" +
+				url.PathEscape(r.PathValue("namespace")) + "/" + b.Range() + suffix + "?authoritative=true"
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if a := m.postTo(ctx, u); a != nil {
+					mu.Lock()
+					if first == nil {
+						first = a
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if first != nil {
+			m.log.Warn("namespace verb failed on a bundle owner", "path", r.URL.Path, "owner", first.url, "status", first.status)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(first.status)
+			_, _ = w.Write(first.body)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// ownerAnswer is a bundle owner's failed answer, passed on to the caller as it came.
+type ownerAnswer struct {
+	url    string
+	status int
+	body   []byte
+}
+
+// postTo POSTs to a bundle owner (following its redirect when the bundle moved meanwhile);
+// nil on a 2xx answer.
+func (m *Manager) postTo(ctx context.Context, u string) *ownerAnswer {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return &ownerAnswer{url: u, status: http.StatusInternalServerError, body: reasonBody(err)}
+	}
+	resp, err := m.httpc.Do(req)
+	if err != nil {
+		return &ownerAnswer{url: u, status: http.StatusServiceUnavailable, body: reasonBody(fmt.Errorf("ownership: calling %s: %w", u, err))}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return &ownerAnswer{url: u, status: resp.StatusCode, body: body}
+}
+
+func reasonBody(err error) []byte {
+	b, _ := json.Marshal(map[string]string{"reason": err.Error()})
+	return b
+}
+
+func (m *Manager) bundleVerbRoute(next http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		verb := r.PathValue("verb")
+		if verb != "clearBacklog" && verb != "unsubscribe" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b, err := m.bundleByRange(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("namespace"), r.PathValue("bundle"))
+		if err != nil || m.Owned(b) {
+			next.ServeHTTP(w, r) // here, or the admin layer words the missing namespace or bundle
+			return
+		}
+		od, ok := m.ownerOf(r, b)
+		if !ok || od.Instance == m.self.Instance {
+			next.ServeHTTP(w, r)
+			return
+		}
+		q := r.URL.Query()
+		q.Set("authoritative", "true")
+		http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.EscapedPath()+"?"+q.Encode(), http.StatusTemporaryRedirect)
+	}
+}
