@@ -223,6 +223,17 @@ io-compat:
 	$(GO) test -tags $(TAGS),iocompat -count=1 -timeout 30m ./internal/io/...
 	$(GO) test -tags $(TAGS),iocompat -count=1 -timeout 30m -run 'TestIOWorker' ./tests/e2e/
 
+# IO benchmark (issue 21), against a real PostgreSQL 15 (Debian) and an in-process standalone
+# (internal/io/e2e/bench_test.go): CDC rows/s from debezium-postgres under a pgbench load vs
+# the database's own write rate, commit-to-consumer latency p50/p99; the jdbc-postgres sink's
+# rows/s vs a plain batched INSERT of the same rows. Both check that every row arrived.
+# Results go in docs/benchmarks.md.
+IO_BENCH_SECONDS   ?= 30
+IO_BENCH_SINK_ROWS ?= 200000
+.PHONY: bench-io
+bench-io:
+	IO_BENCH_SECONDS=$(IO_BENCH_SECONDS) IO_BENCH_SINK_ROWS=$(IO_BENCH_SINK_ROWS) $(GO) test -tags $(TAGS) -run '^$$' -bench '^BenchmarkIO' -benchtime 1x -timeout 30m ./internal/io/e2e/
+
 # SQL over topics (issue 22): SQL_BENCH_MESSAGES JSON messages (the issue's figure: 10
 # million) in a standalone process; count(*) and a filtered aggregation against a Go reader
 # client, the share of entries a 1% time range reads, publish p99 during a scan. Results go
