@@ -24,6 +24,10 @@ const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
 page.setDefaultTimeout(60000);
 const errors = [];
 page.on("pageerror", (e) => errors.push(e.message));
+// cspErrors counts what the console's Content-Security-Policy blocked (an inline style or
+// script the page then silently lacks): chromium reports each as a console error.
+const cspErrors = (m) => { if (m.type() === "error" && /Content Security Policy/.test(m.text())) errors.push("CSP: " + m.text()); };
+page.on("console", cspErrors);
 // drawnNull fails a page that shows "null" (an optional part drawn as text).
 const drawnNull = async (p, name) => assert.ok(!(await p.locator("main").innerText()).split("\n").some((l) => l.trim() === "null"), `"null" drawn on ${name}`);
 const shot = async (name) => {
@@ -162,6 +166,7 @@ if (process.env.AUTH_BASE) {
   const tab = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   tab.setDefaultTimeout(60000);
   tab.on("pageerror", (e) => errors.push(e.message));
+  tab.on("console", cspErrors);
   const tshot = async (name) => {
     await drawnNull(tab, name);
     await tab.screenshot({ path: join(shots, name + ".png"), fullPage: true });

@@ -434,8 +434,8 @@ async function tenantsPage() {
   const rows = await Promise.all(tenants.map(async (t) => ({ tenant: t, namespaces: (await tryApi(`/admin/v2/namespaces/${enc(t)}`, [])) })));
   return [
     h("h1", {}, "Tenants"),
-    ...rows.map((r) => h("div", { class: "card", style: "margin-bottom:10px" },
-      h("h2", { style: "margin-top:0" }, r.tenant, state.tenantAdmin.has(r.tenant) || state.superuser ? h("span", { class: "tag", style: "margin-left:8px" }, "admin") : null),
+    ...rows.map((r) => h("div", { class: "card tenant-card" },
+      h("h2", { class: "flush-top" }, r.tenant, state.tenantAdmin.has(r.tenant) || state.superuser ? h("span", { class: "tag tag-after" }, "admin") : null),
       r.namespaces.length ? h("ul", {}, r.namespaces.map((ns) => h("li", {}, h("a", { href: `#/ns/${ns}` }, ns)))) : h("p", { class: "muted" }, "no namespaces"))),
   ];
 }
@@ -555,7 +555,7 @@ async function topicPage(domain, tenant, ns, topic, tab = "overview") {
   const tabs = ["overview", "subscriptions", "messages", "storage", "producers", "schema"];
   const head = [
     h("div", { class: "crumbs" }, h("a", { href: "#/tenants" }, "tenants"), " / ", h("a", { href: `#/ns/${tenant}/${ns}` }, `${tenant}/${ns}`)),
-    h("h1", {}, topic, partitioned ? h("span", { class: "tag", style: "margin-left:8px" }, `${meta.partitions} partitions`) : null),
+    h("h1", {}, topic, partitioned ? h("span", { class: "tag tag-after" }, `${meta.partitions} partitions`) : null),
     h("div", { class: "tabs" }, tabs.map((t) => h("a", { class: t === tab ? "on" : "", href: `#/topic/${domain}/${tenant}/${ns}/${topic}/${t}` }, t))),
   ];
   const body = await ({
@@ -596,7 +596,7 @@ function subscriptionsTab(path, tenant, st) {
     if (!can(tenant)) return h("span", { class: "muted" }, "read only");
     const when = h("input", { type: "datetime-local", class: "reset-time", step: 1 });
     const id = h("input", { placeholder: "ledger:entry", size: 10, class: "reset-id" });
-    const n = h("input", { type: "number", value: 1, min: 1, style: "width:70px", class: "skip-n" });
+    const n = h("input", { type: "number", value: 1, min: 1, class: "skip-n narrow" });
     return h("div", {},
       h("div", { class: "row" }, when, h("button", { class: "reset-by-time", onclick: () => {
         const ms = new Date(when.value).getTime();
@@ -641,12 +641,12 @@ async function messagesTab(path, tenant, ns, topic, st) {
   const status = h("span", { class: "muted", id: "browse-status" });
   const progress = h("progress", { max: 1, value: 0, hidden: true, id: "scan-progress" });
   const subSel = h("select", { id: "browse-sub" }, subs.map((s) => h("option", { value: s }, s)));
-  const count = h("input", { type: "number", value: 10, min: 1, max: 100, style: "width:70px" });
+  const count = h("input", { type: "number", value: 10, min: 1, max: 100, class: "narrow" });
   const idIn = h("input", { placeholder: "ledger:entry", id: "find-id" });
   const timeIn = h("input", { type: "datetime-local", step: 1, id: "find-time" });
   const keyIn = h("input", { placeholder: "key", id: "find-key" });
   const prodKey = h("input", { placeholder: "key (optional)", id: "produce-key" });
-  const prodPayload = h("textarea", { placeholder: schema && schema.type !== "STRING" ? `${schema.type} payload as JSON` : "payload", id: "produce-payload", rows: 3, style: "width:100%" });
+  const prodPayload = h("textarea", { placeholder: schema && schema.type !== "STRING" ? `${schema.type} payload as JSON` : "payload", id: "produce-payload", rows: 3, class: "wide" });
   const show = (msgs) => out.replaceChildren(...msgs.map((m) => messageView(m, schema)));
   const fetchAt = async (url) => {
     const resp = await api(url, { raw: true });
@@ -707,7 +707,7 @@ async function messagesTab(path, tenant, ns, topic, st) {
 }
 
 function messageView(m, schema) {
-  return h("div", { class: "card message", style: "margin:8px 0" },
+  return h("div", { class: "card message" },
     h("div", { class: "row" }, h("b", {}, m.id), h("span", { class: "muted" }, m.publishTime || "")),
     ...m.messages.map((one) => h("div", {},
       h("div", { class: "row" }, one.key !== undefined ? h("span", { class: "tag" }, `key ${one.key}`) : null,
