@@ -54,6 +54,8 @@ etcd://{{ join "," $hosts }}
   value: {{ .Values.auth.authorization | toString | quote }}
 - name: PULSAR_PREFIX_superUserRoles
   value: {{ join "," .Values.auth.superUserRoles | quote }}
+- name: PULSAR_PREFIX_proxyRoles
+  value: {{ join "," .Values.auth.proxyRoles | quote }}
 - name: PULSAR_PREFIX_brokerClientAuthenticationPlugin
   value: org.apache.pulsar.client.impl.auth.AuthenticationToken
 - name: PULSAR_PREFIX_brokerClientAuthenticationParameters
@@ -97,6 +99,76 @@ etcd://{{ join "," $hosts }}
 - name: superuser-token
   secret:
     secretName: {{ .Values.auth.superUserTokenSecret }}
+{{- end }}
+{{- if .Values.tls.enabled }}
+- name: tls
+  secret:
+    secretName: {{ .Values.tls.secretName }}
+{{- end }}
+{{- end -}}
+
+
+{{/* The proxy's side of the Security issue's keys (proxy.conf names). It authenticates
+clients itself with the brokers' token key, then speaks to brokers with its own token (role in
+auth.proxyRoles, not a superuser), so brokers authorize the client's role it forwards; with TLS
+it listens on 6651/8443 and dials the brokers' TLS ports, trusting the same CA. */}}
+{{- define "magnetar.proxySecurityEnv" -}}
+{{- if .Values.auth.enabled }}
+- name: PULSAR_PREFIX_authenticationEnabled
+  value: "true"
+- name: PULSAR_PREFIX_authenticationProviders
+  value: org.apache.pulsar.broker.authentication.AuthenticationProviderToken
+- name: {{ if .Values.auth.publicKey }}PULSAR_PREFIX_tokenPublicKey{{ else }}PULSAR_PREFIX_tokenSecretKey{{ end }}
+  value: {{ if .Values.auth.publicKey }}file:///etc/magnetar/token-key/public.key{{ else }}file:///etc/magnetar/token-key/secret.key{{ end }}
+- name: PULSAR_PREFIX_superUserRoles
+  value: {{ join "," .Values.auth.superUserRoles | quote }}
+- name: PULSAR_PREFIX_brokerClientAuthenticationPlugin
+  value: org.apache.pulsar.client.impl.auth.AuthenticationToken
+- name: PULSAR_PREFIX_brokerClientAuthenticationParameters
+  value: file:///etc/magnetar/proxy-token/token
+{{- end }}
+{{- if .Values.tls.enabled }}
+- name: PULSAR_PREFIX_servicePortTls
+  value: "6651"
+- name: PULSAR_PREFIX_webServicePortTls
+  value: "8443"
+- name: PULSAR_PREFIX_tlsCertificateFilePath
+  value: /etc/magnetar/tls/tls.crt
+- name: PULSAR_PREFIX_tlsKeyFilePath
+  value: /etc/magnetar/tls/tls.key
+- name: PULSAR_PREFIX_tlsTrustCertsFilePath
+  value: /etc/magnetar/tls/ca.crt
+- name: PULSAR_PREFIX_tlsEnabledWithBroker
+  value: "true"
+- name: PULSAR_PREFIX_brokerClientTrustCertsFilePath
+  value: /etc/magnetar/tls/ca.crt
+{{- end }}
+{{- end -}}
+
+{{- define "magnetar.proxySecurityMounts" -}}
+{{- if .Values.auth.enabled }}
+- name: token-key
+  mountPath: /etc/magnetar/token-key
+  readOnly: true
+- name: proxy-token
+  mountPath: /etc/magnetar/proxy-token
+  readOnly: true
+{{- end }}
+{{- if .Values.tls.enabled }}
+- name: tls
+  mountPath: /etc/magnetar/tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "magnetar.proxySecurityVolumes" -}}
+{{- if .Values.auth.enabled }}
+- name: token-key
+  secret:
+    secretName: {{ .Values.auth.signingKeySecret }}
+- name: proxy-token
+  secret:
+    secretName: {{ .Values.auth.proxyTokenSecret }}
 {{- end }}
 {{- if .Values.tls.enabled }}
 - name: tls
