@@ -180,6 +180,13 @@ bench-compare-kafka: build
 helm-check:
 	GO=$(GO) deploy/helm/check.sh
 
+# The image without a container engine (issue 24; none runs here): the release build put
+# alone into a distroless-shaped root and started chrooted in it as the Dockerfile's USER,
+# with its ENTRYPOINT, CMD and WORKDIR (tests/e2e/imagefs_test.go). Needs root.
+.PHONY: image-check
+image-check:
+	$(GO) test -tags $(TAGS),imagecheck -count=1 -v -run '^TestImageFilesystem$$' ./tests/e2e/
+
 # Functions (issue 20): messages/s through an identity function per runtime against a plain
 # consume->produce client in one run, and memory per idle instance. Not for a loaded machine.
 # FUNCTIONS_BENCH_MESSAGES sets the messages per run; FUNCTIONS_BENCH_PYTHON=1 adds Python.

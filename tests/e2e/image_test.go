@@ -31,10 +31,22 @@ func TestStandaloneAsTheImageRunsIt(t *testing.T) {
 	_, bport, _ := net.SplitHostPort(brokerAddr)
 	_, hport, _ := net.SplitHostPort(httpAddr)
 	cmd := exec.Command(binary, "standalone", "--data-dir", filepath.Join(t.TempDir(), "data"))
-	cmd.Env = append(os.Environ(),
-		"PULSAR_PREFIX_brokerServicePort="+bport, "PULSAR_PREFIX_webServicePort="+hport,
+	cmd.Env = append(os.Environ(), imageEnv(bport, hport)...)
+	checkImageStandalone(t, cmd, brokerAddr, httpAddr)
+}
+
+// imageEnv is the configuration a container user passes with `docker run -e`: ports, the
+// bind address and one setting (maxMessageSize) whose effect checkImageStandalone sees.
+func imageEnv(bport, hport string) []string {
+	return []string{"PULSAR_PREFIX_brokerServicePort=" + bport, "PULSAR_PREFIX_webServicePort=" + hport,
 		"PULSAR_PREFIX_bindAddress=127.0.0.1", "PULSAR_PREFIX_standaloneBookieAddress=127.0.0.1:0",
-		"PULSAR_PREFIX_maxMessageSize=1048576")
+		"PULSAR_PREFIX_maxMessageSize=1048576"}
+}
+
+// checkImageStandalone starts cmd (a standalone configured by imageEnv) and checks what a
+// container user relies on, then stops it with SIGTERM and wants a clean exit.
+func checkImageStandalone(t *testing.T, cmd *exec.Cmd, brokerAddr, httpAddr string) {
+	t.Helper()
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
