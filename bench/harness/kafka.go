@@ -195,12 +195,29 @@ func (d *kafkaDriver) Prepare(ctx context.Context, base string, partitions int) 
 	if err != nil {
 		return err
 	}
-	_, err = kadm.NewClient(cl).CreateTopic(ctx, int32(partitions), 1, nil, base)
+	adm := kadm.NewClient(cl)
+	first := min(partitions, kafkaPartitionStep)
+	_, err = adm.CreateTopic(ctx, int32(first), 1, nil, base)
 	if err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
 		return err
 	}
+	for n := first + kafkaPartitionStep; first < partitions; n += kafkaPartitionStep {
+		first = min(n, partitions)
+		resp, err := adm.UpdatePartitions(ctx, first, base)
+		if err == nil {
+			err = resp[base].Err
+		}
+		if err != nil && !strings.Contains(err.Error(), "INVALID_PARTITIONS") {
+			return fmt.Errorf("growing %s to %d partitions: %w", base, first, err)
+		}
+	}
 	return nil
 }
+
+// kafkaPartitionStep is how many partitions one request creates: Kafka 4 refuses a
+// CreateTopics or CreatePartitions request that would create more than 10,000 at once
+// (its controller's per-request limit), and the scaling workloads need 50,000.
+const kafkaPartitionStep = 5000
 
 func (d *kafkaDriver) NewProducer(ctx context.Context, base string, parts []int, opts ProducerOpts) (Producer, error) {
 	// The Pulsar clients' batching: 1 ms linger (franz-go's default is 10 ms), batches up

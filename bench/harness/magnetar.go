@@ -253,6 +253,9 @@ func (d *pulsarDriver) NewConsumer(ctx context.Context, base, name string, parts
 		SubscriptionName: name, Type: pulsar.Exclusive,
 		SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest, ReceiverQueueSize: 1000,
 	}
+	if len(parts) > manyTopics {
+		return d.newManyTopicConsumer(c, opts, base, parts)
+	}
 	if len(parts) == 1 {
 		opts.Topic = topic(base, parts[0])
 	} else {
@@ -265,6 +268,60 @@ func (d *pulsarDriver) NewConsumer(ctx context.Context, base, name string, parts
 		return nil, err
 	}
 	return &pulsarConsumer{c: cons}, nil
+}
+
+// manyTopics is where a consumer of several topics stops being one multi-topic Subscribe:
+// the Go client's multi-topic consumer subscribes to its topics one after the other with a
+// full receiver queue each, so the scaling workloads' thousands of topics made its setup
+// take minutes and its queues hold millions of messages.
+const manyTopics = 16
+
+// newManyTopicConsumer subscribes to each topic on its own, setupParallelism at a time, all
+// into one message channel, each with a small receiver queue (100): the topics together
+// still keep the consumer busy, and memory stays bounded by topics x 100.
+func (d *pulsarDriver) newManyTopicConsumer(c pulsar.Client, opts pulsar.ConsumerOptions, base string, parts []int) (Consumer, error) {
+	mc := &pulsarManyConsumer{ch: make(chan pulsar.ConsumerMessage, 1000)}
+	var mu sync.Mutex
+	err := forEachParallel(len(parts), setupParallelism, func(i int) error {
+		o := opts
+		o.Topic, o.ReceiverQueueSize, o.MessageChannel = topic(base, parts[i]), 100, mc.ch
+		cons, err := c.Subscribe(o)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		mc.cons = append(mc.cons, cons)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		mc.Close()
+		return nil, err
+	}
+	return mc, nil
+}
+
+type pulsarManyConsumer struct {
+	ch   chan pulsar.ConsumerMessage
+	cons []pulsar.Consumer
+}
+
+func (c *pulsarManyConsumer) Run(ctx context.Context, fn func([]byte)) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case m := <-c.ch:
+			fn(m.Payload())
+			_ = m.Consumer.Ack(m.Message)
+		}
+	}
+}
+
+func (c *pulsarManyConsumer) Close() {
+	for _, cons := range c.cons {
+		cons.Close()
+	}
 }
 
 type pulsarConsumer struct{ c pulsar.Consumer }
