@@ -109,9 +109,9 @@ etcd://{{ join "," $hosts }}
 
 
 {{/* The proxy's side of the Security issue's keys (proxy.conf names). It authenticates
-clients itself with the brokers' token key, then speaks to brokers with its own token (role in
-auth.proxyRoles, not a superuser), so brokers authorize the client's role it forwards; with TLS
-it listens on 6651/8443 and dials the brokers' TLS ports, trusting the same CA. */}}
+clients itself with the brokers' token key, then speaks to brokers with its own token (a role
+in auth.proxyRoles), so brokers authorize the client's role it forwards too; with TLS it
+listens on 6651/8443 and dials the brokers' TLS ports, trusting the same CA. */}}
 {{- define "magnetar.proxySecurityEnv" -}}
 {{- if .Values.auth.enabled }}
 - name: PULSAR_PREFIX_authenticationEnabled
@@ -120,8 +120,6 @@ it listens on 6651/8443 and dials the brokers' TLS ports, trusting the same CA. 
   value: org.apache.pulsar.broker.authentication.AuthenticationProviderToken
 - name: {{ if .Values.auth.publicKey }}PULSAR_PREFIX_tokenPublicKey{{ else }}PULSAR_PREFIX_tokenSecretKey{{ end }}
   value: {{ if .Values.auth.publicKey }}file:///etc/magnetar/token-key/public.key{{ else }}file:///etc/magnetar/token-key/secret.key{{ end }}
-- name: PULSAR_PREFIX_superUserRoles
-  value: {{ join "," .Values.auth.superUserRoles | quote }}
 - name: PULSAR_PREFIX_brokerClientAuthenticationPlugin
   value: org.apache.pulsar.client.impl.auth.AuthenticationToken
 - name: PULSAR_PREFIX_brokerClientAuthenticationParameters
