@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +50,14 @@ type KafkaConfig struct {
 	// OffsetMetadataMaxBytes bounds the metadata string of one offset commit (Kafka's
 	// offset.metadata.max.bytes); it is kept in the group's cursor properties.
 	OffsetMetadataMaxBytes int `key:"kafkaOffsetMetadataMaxBytes" help:"largest metadata string of a Kafka offset commit, in bytes"`
+	// SASLAllowedMechanisms are the SASL mechanisms SaslHandshake offers (Kafka-on-Pulsar's
+	// key; Kafka's sasl.enabled.mechanisms). All four by default: a SCRAM mechanism with
+	// no credentials stored admits nobody, so offering it costs nothing.
+	SASLAllowedMechanisms []string `key:"saslAllowedMechanisms" help:"SASL mechanisms the Kafka listener offers: PLAIN, OAUTHBEARER, SCRAM-SHA-256, SCRAM-SHA-512"`
 }
+
+// KafkaSASLMechanisms are the SASL mechanisms the Kafka front end implements.
+var KafkaSASLMechanisms = []string{"PLAIN", "OAUTHBEARER", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 
 // DefaultKafkaConfig returns the defaults: off, public/default, Kafka's own limits.
 func DefaultKafkaConfig() KafkaConfig {
@@ -66,6 +74,7 @@ func DefaultKafkaConfig() KafkaConfig {
 		GroupMaxSize:                 1000,
 		MaxGroups:                    10_000,
 		OffsetMetadataMaxBytes:       512,
+		SASLAllowedMechanisms:        slices.Clone(KafkaSASLMechanisms),
 	}
 }
 
@@ -127,7 +136,7 @@ func (c *KafkaConfig) Validate() error {
 	if _, err := ParseKafkaListeners("kafkaAdvertisedListeners", c.AdvertisedListeners); err != nil {
 		aerr = err
 	}
-	return errors.Join(lerr, aerr,
+	return errors.Join(lerr, aerr, c.validateSASL(),
 		NotEmpty("kafkaTenant", c.Tenant),
 		NotEmpty("kafkaNamespace", c.Namespace),
 		Between("kafkaMaxRequestSize", c.MaxRequestSize, 1<<10, 1<<30),
@@ -141,4 +150,19 @@ func (c *KafkaConfig) Validate() error {
 		Between("kafkaMaxGroups", c.MaxGroups, 1, 10_000_000),
 		Between("kafkaOffsetMetadataMaxBytes", c.OffsetMetadataMaxBytes, 0, 1<<20),
 	)
+}
+
+// validateSASL checks saslAllowedMechanisms: known names (case as Kafka spells them, since
+// clients send them so), at least one.
+func (c *KafkaConfig) validateSASL() error {
+	key := "saslAllowedMechanisms"
+	if len(c.SASLAllowedMechanisms) == 0 {
+		return &FieldError{Key: key, Value: `""`, Reason: "must list at least one of " + strings.Join(KafkaSASLMechanisms, ", ")}
+	}
+	for _, m := range c.SASLAllowedMechanisms {
+		if !slices.Contains(KafkaSASLMechanisms, m) {
+			return &FieldError{Key: key, Value: m, Reason: "unknown mechanism; known are " + strings.Join(KafkaSASLMechanisms, ", ")}
+		}
+	}
+	return nil
 }

@@ -18,7 +18,7 @@
 //	/admin/configuration                                     {"key": "value", ...} dynamic overrides
 //	/bookies/available/{host:port}                           BookieRegistration (written by the bookie)
 //	/bookies/cookies/{host:port}                             BookieCookie (written by the bookie)
-//	/kafka/groups/{group}, /kafka/producer-ids, /kafka/log-start/{partition}, /kafka/offsets/{group}/{partition}   the Kafka front end's (kafka.go)
+//	/kafka/groups/{group}, /kafka/producer-ids, /kafka/log-start/{partition}, /kafka/offsets/{group}/{partition}, /kafka/scram/{user}   the Kafka front end's (kafka.go)
 //
 // Every update is a read-modify-CAS loop (Update), so two admins changing different
 // policies of one namespace never lose either change.

@@ -22,6 +22,8 @@ import (
 //	/kafka/offsets/{group}/{partition}            KafkaOffset: a group's commit on a
 //	                                              partition another broker owned at the
 //	                                              time (its own commits are cursors)
+//	/kafka/scram/{url-escaped user}               KafkaScramUser: the user's SCRAM
+//	                                              credentials, one per mechanism
 //
 // Group ids are any string, hence the escaping: each is one key segment.
 const (
@@ -29,6 +31,7 @@ const (
 	kafkaProducerIDsKey = KafkaRoot + "producer-ids"
 	kafkaLogStartPrefix = KafkaRoot + "log-start/"
 	kafkaOffsetsPrefix  = KafkaRoot + "offsets/"
+	kafkaScramPrefix    = KafkaRoot + "scram/"
 )
 
 // KafkaOffset is a committed offset kept in the metadata store, with the commit's time
@@ -180,4 +183,86 @@ func (r *Resources) DeleteKafkaLogStart(ctx context.Context, partition string) e
 		return err
 	}
 	return nil
+}
+
+// KafkaScramUser holds a user's SCRAM credentials keyed by mechanism name (SCRAM-SHA-256,
+// SCRAM-SHA-512).
+type KafkaScramUser struct {
+	Credentials map[string]KafkaScramCredential `json:"credentials"`
+}
+
+// KafkaScramCredential is RFC 5802's stored form of a password: the salt, the iteration
+// count, StoredKey = H(HMAC(SaltedPassword, "Client Key")) and ServerKey =
+// HMAC(SaltedPassword, "Server Key"). Neither the password nor SaltedPassword is kept, so
+// a copy of the store cannot be used to log in.
+type KafkaScramCredential struct {
+	Salt       []byte `json:"salt"`
+	Iterations int    `json:"iterations"`
+	StoredKey  []byte `json:"storedKey"`
+	ServerKey  []byte `json:"serverKey"`
+}
+
+func kafkaScramKey(user string) string { return kafkaScramPrefix + url.PathEscape(user) }
+
+// KafkaScramUser returns a user's SCRAM credentials; ErrNotFound if it has none.
+func (r *Resources) KafkaScramUser(ctx context.Context, user string) (KafkaScramUser, error) {
+	var u KafkaScramUser
+	_, err := r.get(ctx, kafkaScramKey(user), &u)
+	return u, err
+}
+
+// UpdateKafkaScramUser changes a user's credentials atomically (modify sees an empty
+// record for a user without one); a record left with no credential is removed.
+func (r *Resources) UpdateKafkaScramUser(ctx context.Context, user string, modify func(*KafkaScramUser) error) error {
+	if user == "" {
+		return fmt.Errorf("%w: empty SCRAM user name", ErrInvalid)
+	}
+	key := kafkaScramKey(user)
+	for {
+		var u KafkaScramUser
+		ver, err := r.get(ctx, key, &u)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			ver = metadata.NotExists
+		case err != nil:
+			return err
+		}
+		if u.Credentials == nil {
+			u.Credentials = map[string]KafkaScramCredential{}
+		}
+		if err := modify(&u); err != nil {
+			return err
+		}
+		if len(u.Credentials) == 0 {
+			if ver == metadata.NotExists {
+				return nil
+			}
+			err = r.store.Delete(ctx, key, ver)
+		} else {
+			var b []byte
+			if b, err = json.Marshal(u); err != nil {
+				return err
+			}
+			_, err = r.store.Put(ctx, key, b, ver)
+		}
+		if errors.Is(err, metadata.ErrBadVersion) || errors.Is(err, metadata.ErrNotFound) {
+			continue // changed under us: read again
+		}
+		return err
+	}
+}
+
+// KafkaScramUsers lists the users with SCRAM credentials, sorted.
+func (r *Resources) KafkaScramUsers(ctx context.Context) ([]string, error) {
+	names, err := r.children(ctx, kafkaScramPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if u, err := url.PathUnescape(n); err == nil {
+			out = append(out, u)
+		}
+	}
+	return out, nil
 }

@@ -104,3 +104,44 @@ func TestKafkaRecords(t *testing.T) {
 		t.Fatalf("deleting a missing offset: %v", err)
 	}
 }
+
+func TestKafkaScramUsers(t *testing.T) {
+	ctx := context.Background()
+	r := resources.New(newStore())
+	cred := resources.KafkaScramCredential{Salt: []byte("salt"), Iterations: 4096, StoredKey: []byte{1}, ServerKey: []byte{2}}
+	set := func(mech string, c *resources.KafkaScramCredential) func(*resources.KafkaScramUser) error {
+		return func(u *resources.KafkaScramUser) error {
+			if c == nil {
+				delete(u.Credentials, mech)
+			} else {
+				u.Credentials[mech] = *c
+			}
+			return nil
+		}
+	}
+	// User names are any string, like group ids.
+	for _, u := range []string{"alice", "a/b"} {
+		if err := r.UpdateKafkaScramUser(ctx, u, set("SCRAM-SHA-256", &cred)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.UpdateKafkaScramUser(ctx, "alice", set("SCRAM-SHA-512", &cred)); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := r.KafkaScramUser(ctx, "alice"); err != nil || len(u.Credentials) != 2 || u.Credentials["SCRAM-SHA-512"].Iterations != 4096 {
+		t.Fatalf("alice: %+v %v", u, err)
+	}
+	if got, err := r.KafkaScramUsers(ctx); err != nil || !slices.Equal(got, []string{"a/b", "alice"}) {
+		t.Fatalf("users %q %v", got, err)
+	}
+	// Removing the last credential removes the record.
+	if err := r.UpdateKafkaScramUser(ctx, "a/b", set("SCRAM-SHA-256", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.KafkaScramUser(ctx, "a/b"); !errors.Is(err, resources.ErrNotFound) {
+		t.Fatalf("a/b after its last credential went: %v", err)
+	}
+	if err := r.UpdateKafkaScramUser(ctx, "", set("SCRAM-SHA-256", &cred)); !errors.Is(err, resources.ErrInvalid) {
+		t.Fatalf("empty user: %v", err)
+	}
+}
