@@ -2,6 +2,8 @@ package kafka
 
 import (
 	"context"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // Backend is what the Kafka front end needs from the rest of the broker: the topic service
@@ -69,6 +71,15 @@ type Backend interface {
 	Configs(ctx context.Context, full string) (map[string]string, error)
 	// SetConfigs sets (value non-nil) or removes (nil) topic-level settings of full.
 	SetConfigs(ctx context.Context, full string, set map[string]*string) error
+
+	// SCRAM credentials (scram.go), by mechanism name, one record per user in the metadata
+	// store. ScramUser returns an empty map for a user without any.
+	ScramUser(ctx context.Context, user string) (map[string]resources.KafkaScramCredential, error)
+	// ScramUsers lists the users that have credentials, sorted.
+	ScramUsers(ctx context.Context) ([]string, error)
+	// UpdateScramUser changes one user's credentials atomically: modify edits the map (empty
+	// for a new user) and its error aborts the change.
+	UpdateScramUser(ctx context.Context, user string, modify func(map[string]resources.KafkaScramCredential) error) error
 }
 
 // Node is one broker as Kafka's Metadata lists it.

@@ -517,6 +517,25 @@ func (b *TopicsBackend) DeleteGroup(ctx context.Context, group string) error {
 	return nil
 }
 
+// ScramUser implements Backend.
+func (b *TopicsBackend) ScramUser(ctx context.Context, user string) (map[string]resources.KafkaScramCredential, error) {
+	u, err := b.res.KafkaScramUser(ctx, user)
+	if errors.Is(err, resources.ErrNotFound) {
+		return map[string]resources.KafkaScramCredential{}, nil
+	}
+	return u.Credentials, err
+}
+
+// ScramUsers implements Backend.
+func (b *TopicsBackend) ScramUsers(ctx context.Context) ([]string, error) {
+	return b.res.KafkaScramUsers(ctx)
+}
+
+// UpdateScramUser implements Backend.
+func (b *TopicsBackend) UpdateScramUser(ctx context.Context, user string, modify func(map[string]resources.KafkaScramCredential) error) error {
+	return b.res.UpdateKafkaScramUser(ctx, user, func(u *resources.KafkaScramUser) error { return modify(u.Credentials) })
+}
+
 // configProp is the topic property holding a Kafka topic config as it was set.
 const configProp = "kafka."
 

@@ -41,6 +41,7 @@ type conn struct {
 	clientID string
 	// SASL state, touched only by the read loop's handlers (sasl.go).
 	saslMech      string
+	scram         *scramServer // a SCRAM exchange between its two round trips
 	authenticated bool
 	principal     auth.Principal
 	authzMu       sync.Mutex

@@ -41,6 +41,16 @@ func FuzzRequestDecoder(f *testing.F) {
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "n", NumPartitions: 2, ReplicationFactor: 1}}
 	seed(ct, 7)
+	as := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	as.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{{Name: "u", Mechanism: 1, Iterations: 4096, Salt: []byte("s"), SaltedPassword: make([]byte, 32)}}
+	as.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "v", Mechanism: 2}}
+	seed(as, 0)
+	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	ds.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "u"}, {Name: "u"}}
+	seed(ds, 0)
+	sh := kmsg.NewPtrSASLHandshakeRequest()
+	sh.Mechanism = "SCRAM-SHA-256"
+	seed(sh, 1)
 
 	s, _, _ := startMem(f)
 	f.Fuzz(func(t *testing.T, body []byte) {

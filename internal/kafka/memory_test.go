@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -30,11 +33,13 @@ type memBackend struct {
 	configs map[string]map[string]string
 	nextPID int64
 	auto    bool
+	scram   map[string]map[string]resources.KafkaScramCredential
 }
 
 func newMemBackend() *memBackend {
 	return &memBackend{topics: map[string]int{}, logs: map[string]*memLog{}, offsets: map[string]map[string][2]string{},
-		groups: map[string][]byte{}, configs: map[string]map[string]string{}, auto: true}
+		groups: map[string][]byte{}, configs: map[string]map[string]string{}, auto: true,
+		scram: map[string]map[string]resources.KafkaScramCredential{}}
 }
 
 func (b *memBackend) Partitions(_ context.Context, full string) (int, error) {
@@ -175,6 +180,36 @@ func (b *memBackend) DeleteGroup(_ context.Context, g string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.groups, g)
+	return nil
+}
+
+func (b *memBackend) ScramUser(_ context.Context, user string) (map[string]resources.KafkaScramCredential, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return maps.Clone(b.scram[user]), nil
+}
+
+func (b *memBackend) ScramUsers(context.Context) ([]string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Sorted(maps.Keys(b.scram)), nil
+}
+
+func (b *memBackend) UpdateScramUser(_ context.Context, user string, modify func(map[string]resources.KafkaScramCredential) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	creds := maps.Clone(b.scram[user])
+	if creds == nil {
+		creds = map[string]resources.KafkaScramCredential{}
+	}
+	if err := modify(creds); err != nil {
+		return err
+	}
+	if len(creds) == 0 {
+		delete(b.scram, user)
+	} else {
+		b.scram[user] = creds
+	}
 	return nil
 }
 

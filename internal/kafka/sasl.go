@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // SASL (SaslHandshake v1, SaslAuthenticate v0-v2) on internal/auth's providers, and
@@ -24,13 +25,17 @@ import (
 //	             goes to the basic provider as username:password.
 //	OAUTHBEARER  RFC 7628's initial response "n,,\x01auth=Bearer <token>\x01\x01": the
 //	             bearer token for the token or openid provider.
+//	SCRAM-SHA-256, SCRAM-SHA-512
+//	             two round trips (scram.go) against the credentials kept in the metadata
+//	             store (AlterUserScramCredentials, scram_admin.go); the principal is the
+//	             user name.
 //
-// With authenticationEnabled every request but ApiVersions, SaslHandshake and
-// SaslAuthenticate is refused (the connection is closed, as Kafka does) until SASL has
-// succeeded; without it SASL is accepted and ignored, as Pulsar ignores credentials it
-// does not check. SCRAM is not offered: Magnetar keeps no SCRAM credentials.
-
-var saslMechanisms = []string{"PLAIN", "OAUTHBEARER"}
+// saslAllowedMechanisms chooses which are offered. With authenticationEnabled every
+// request but ApiVersions, SaslHandshake and SaslAuthenticate is refused (the connection is
+// closed, as Kafka does) until SASL has succeeded; without it PLAIN and OAUTHBEARER are
+// accepted and ignored, as Pulsar ignores credentials it does not check. SCRAM is checked
+// either way: the client verifies the server's signature, which needs the user's
+// credential, so there is no way to accept it unchecked.
 
 // saslOpen lists the APIs a connection may use before it authenticates.
 var saslOpen = map[int16]bool{
@@ -42,15 +47,15 @@ var saslOpen = map[int16]bool{
 func handleSASLHandshake(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	r := req.(*kmsg.SASLHandshakeRequest)
 	resp := r.ResponseKind().(*kmsg.SASLHandshakeResponse)
-	resp.SupportedMechanisms = saslMechanisms
+	resp.SupportedMechanisms = c.s.cfg.SASLAllowedMechanisms
 	mech := strings.ToUpper(r.Mechanism)
 	switch {
 	case c.authenticated:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
-	case !containsString(saslMechanisms, mech):
+	case !containsString(resp.SupportedMechanisms, mech):
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 	default:
-		c.saslMech = mech
+		c.saslMech, c.scram = mech, nil
 	}
 	reply(resp)
 }
@@ -65,6 +70,14 @@ func handleSASLAuthenticate(c *conn, req kmsg.Request, reply func(kmsg.Response)
 	if c.saslMech == "" || c.authenticated {
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		reply(resp)
+		return
+	}
+	if m, ok := scramMechByName(c.saslMech); ok {
+		if err := c.scramStep(m, r.SASLAuthBytes, resp); err != nil {
+			fail(err)
+		} else {
+			reply(resp)
+		}
 		return
 	}
 	creds, err := saslCredentials(c.saslMech, r.SASLAuthBytes)
@@ -89,6 +102,32 @@ func handleSASLAuthenticate(c *conn, req kmsg.Request, reply func(kmsg.Response)
 		resp.SessionLifetimeMillis = max(time.Until(id.Expires).Milliseconds(), 1)
 	}
 	reply(resp)
+}
+
+// scramStep runs one round trip of a SCRAM exchange into resp. A failed exchange is over:
+// the client must hand-shake again.
+func (c *conn) scramStep(m scramMech, msg []byte, resp *kmsg.SASLAuthenticateResponse) error {
+	if c.scram == nil {
+		c.scram = newScramServer(m, func(user string) (resources.KafkaScramCredential, bool, error) {
+			ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+			defer cancel()
+			creds, err := c.s.be.ScramUser(ctx, user)
+			cred, ok := creds[m.name]
+			return cred, ok, err
+		})
+	}
+	out, done, err := c.scram.next(msg)
+	if err != nil {
+		c.log.Warn("kafka SASL authentication failed", "mechanism", m.name, "user", c.scram.user, "err", err)
+		c.saslMech, c.scram = "", nil
+		return fmt.Errorf("authentication failed: %w", err)
+	}
+	resp.SASLAuthBytes = out
+	if done {
+		c.authenticated, c.principal = true, auth.Principal{Role: c.scram.user}
+		c.scram = nil
+	}
+	return nil
 }
 
 type saslCreds struct {

@@ -27,10 +27,11 @@ func (p staticPolicies) Namespace(context.Context, string, string) (auth.Namespa
 	return p.ns, nil
 }
 
-// TestSASLAndAuthorization: PLAIN with a Pulsar token and OAUTHBEARER authenticate through
-// internal/auth's token provider; a client without SASL is refused; a forged token fails;
-// a role allowed only to produce cannot fetch.
-func TestSASLAndAuthorization(t *testing.T) {
+// startSecureMem runs a server on the memory backend with token authentication and
+// authorization on ("admin" is the superuser; grants are namespace grants by role) and
+// returns its address and a token maker.
+func startSecureMem(t *testing.T, grants map[string][]string, mutate ...func(*config.KafkaConfig)) (string, func(sub string) string) {
+	t.Helper()
 	secret, err := auth.NewSecretKey("HS256")
 	if err != nil {
 		t.Fatal(err)
@@ -44,8 +45,7 @@ func TestSASLAndAuthorization(t *testing.T) {
 	}
 	zcfg := config.DefaultAuthorizationConfig()
 	zcfg.Enabled, zcfg.SuperUserRoles = true, []string{"admin"}
-	authz, err := auth.NewAuthorizer(zcfg,
-		staticPolicies{ns: auth.NamespacePolicy{NamespaceAuth: map[string][]string{"writer": {auth.ActionProduce}}}}, nil)
+	authz, err := auth.NewAuthorizer(zcfg, staticPolicies{ns: auth.NamespacePolicy{NamespaceAuth: grants}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +59,9 @@ func TestSASLAndAuthorization(t *testing.T) {
 	be := newMemBackend()
 	cfg := config.DefaultKafkaConfig()
 	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	s, err := New(Options{Config: cfg, Backend: be, Auth: svc, Authorizer: authz})
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +69,17 @@ func TestSASLAndAuthorization(t *testing.T) {
 	if err := s.Listen(); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { _ = s.Close() })
 	ta := s.Addrs()[0].(*net.TCPAddr)
-	addr := ta.String()
 	be.host, be.port = "127.0.0.1", int32(ta.Port)
+	return ta.String(), token
+}
+
+// TestSASLAndAuthorization: PLAIN with a Pulsar token and OAUTHBEARER authenticate through
+// internal/auth's token provider; a client without SASL is refused; a forged token fails;
+// a role allowed only to produce cannot fetch.
+func TestSASLAndAuthorization(t *testing.T) {
+	addr, token := startSecureMem(t, map[string][]string{"writer": {auth.ActionProduce}})
 	ctx := testCtx(t)
 
 	// No SASL: the connection is closed at the first request past ApiVersions.
