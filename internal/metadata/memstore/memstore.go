@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/RaduBerinde/btreemap"
+
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/internal/watchq"
 )
@@ -52,7 +54,8 @@ type state struct {
 	mu          sync.Mutex
 	rev         int64
 	kvs         map[string]*entry
-	bytes       int64 // len(key)+len(value) over kvs
+	keys        *btreemap.BTreeMap[string, struct{}] // kvs' keys in order, for prefix lists
+	bytes       int64                                // len(key)+len(value) over kvs
 	watchers    map[*watcher]struct{}
 	elections   map[string]*election
 	nextSession int64
@@ -122,7 +125,8 @@ func Restore(opts Options, rev int64, kvs []metadata.KV) (*Store, error) {
 		opts.MaxWatchBacklog = DefaultOptions().MaxWatchBacklog
 	}
 	st := &state{
-		rev: rev, kvs: make(map[string]*entry, len(kvs)), watchers: map[*watcher]struct{}{}, elections: map[string]*election{},
+		rev: rev, kvs: make(map[string]*entry, len(kvs)), keys: newKeyIndex(),
+		watchers: map[*watcher]struct{}{}, elections: map[string]*election{},
 		maxBytes: opts.MaxBytes, journal: opts.Journal,
 	}
 	for _, kv := range kvs {
@@ -133,6 +137,7 @@ func Restore(opts Options, rev int64, kvs []metadata.KV) (*Store, error) {
 			return nil, fmt.Errorf("memstore: restore: key %q twice", kv.Key)
 		}
 		st.kvs[kv.Key] = &entry{value: clone(kv.Value), version: int64(kv.Version)}
+		st.keys.ReplaceOrInsert(kv.Key, struct{}{})
 		st.bytes += int64(len(kv.Key) + len(kv.Value))
 	}
 	return newHandle(st, opts), nil
@@ -304,6 +309,9 @@ func (st *state) put(key string, value []byte, expected metadata.Version, owner 
 	}
 	ne := &entry{value: clone(value), version: st.rev, owner: owner}
 	st.kvs[key] = ne
+	if !ok {
+		st.keys.ReplaceOrInsert(key, struct{}{})
+	}
 	if owner != nil {
 		owner.keys[key] = struct{}{}
 	}
@@ -359,6 +367,7 @@ func (st *state) remove(key string) {
 		delete(e.owner.keys, key)
 	}
 	delete(st.kvs, key)
+	st.keys.Delete(key)
 	st.bytes -= int64(len(key) + len(e.value))
 	st.rev++
 	if st.journal != nil {
@@ -404,15 +413,28 @@ func (s *Store) List(ctx context.Context, prefix string) ([]metadata.KV, error) 
 	return out, err
 }
 
+// list walks the ordered index from prefix on, so it costs the keys it returns, not the
+// store's size: opening a topic lists its cursors, and with one scan of every key per list
+// a standalone with tens of thousands of topics created each new one in time growing with
+// their number.
 func (st *state) list(prefix string) []metadata.KV {
 	var out []metadata.KV
-	for k, e := range st.kvs {
-		if strings.HasPrefix(k, prefix) {
-			out = append(out, metadata.KV{Key: k, Value: clone(e.value), Version: metadata.Version(e.version)})
+	for k := range st.keys.Ascend(btreemap.GE(prefix), btreemap.Max[string]()) {
+		if !strings.HasPrefix(k, prefix) {
+			break
 		}
+		e := st.kvs[k]
+		out = append(out, metadata.KV{Key: k, Value: clone(e.value), Version: metadata.Version(e.version)})
 	}
-	slices.SortFunc(out, func(a, b metadata.KV) int { return strings.Compare(a.Key, b.Key) })
 	return out
+}
+
+// keyIndexDegree is the index's B-tree degree: nodes of up to 2*32-1 keys, a few cache
+// lines of string headers, as Pebble's own users of this B-tree choose.
+const keyIndexDegree = 32
+
+func newKeyIndex() *btreemap.BTreeMap[string, struct{}] {
+	return btreemap.New[string, struct{}](keyIndexDegree, strings.Compare)
 }
 
 // Watch implements metadata.Store.
