@@ -81,6 +81,17 @@ func TestSCRAMOverTheListener(t *testing.T) {
 		t.Fatalf("alice altering credentials: %v %+v", err, res)
 	}
 
+	// kafka-configs describes users' quotas with their credentials: none for anyone, and
+	// only superusers may ask.
+	quotas := kmsg.NewPtrDescribeClientQuotasRequest()
+	quotas.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 0, Match: kmsg.StringPtr("alice")}}
+	if qr, err := quotas.RequestWith(ctx, adminCl); err != nil || qr.ErrorCode != 0 || qr.Entries == nil || len(qr.Entries) != 0 {
+		t.Fatalf("admin describing quotas: %v %+v", err, qr)
+	}
+	if qr, err := quotas.RequestWith(ctx, prod); err != nil || qr.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alice describing quotas: %v %+v", err, qr)
+	}
+
 	refused := func(what string, m sasl.Mechanism) {
 		t.Helper()
 		if _, err := kadmMetadata(ctx, as(m)); !errors.Is(err, kerr.SaslAuthenticationFailed) {

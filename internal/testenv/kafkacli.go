@@ -18,6 +18,7 @@ const (
 	KafkaProducerPerfMain    = "org.apache.kafka.tools.ProducerPerformance"                 // kafka-producer-perf-test.sh
 	KafkaConsumerPerfMain    = "org.apache.kafka.tools.ConsumerPerformance"                 // kafka-consumer-perf-test.sh
 	ConnectStandaloneMain    = "org.apache.kafka.connect.cli.ConnectStandalone"             // connect-standalone.sh
+	KafkaConfigsMain         = "kafka.admin.ConfigCommand"                                  // kafka-configs.sh
 )
 
 // KafkaCLI runs Kafka's tools.

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +21,12 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
+	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
 // startSecureKafka runs a standalone with token authentication and authorization on,
-// grants the role "writer" produce and "reader" consume on public/default, and returns the
+// grants the role "writer" produce, "reader" consume and "alice" both on public/default
+// (alice logs in with SCRAM), and returns the
 // Kafka address and a token maker ("admin" is the superuser).
 func startSecureKafka(t *testing.T) (string, func(role string) string) {
 	t.Helper()
@@ -40,7 +44,7 @@ func startSecureKafka(t *testing.T) (string, func(role string) string) {
 		"--authorization-enabled", "--super-user-roles", "admin",
 		"--broker-client-authentication-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
 		"--broker-client-authentication-parameters", "token:"+token("admin"))
-	for role, actions := range map[string]string{"writer": `["produce"]`, "reader": `["consume"]`} {
+	for role, actions := range map[string]string{"writer": `["produce"]`, "reader": `["consume"]`, "alice": `["produce","consume"]`} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/admin/v2/namespaces/public/default/permissions/"+role, strings.NewReader(actions))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token("admin"))
@@ -139,5 +143,63 @@ func TestKafkaSaramaSASLPlainOnStandalone(t *testing.T) {
 	if c, err := sarama.NewClient([]string{addr}, bad); err == nil {
 		c.Close()
 		t.Fatal("a bad token connected")
+	}
+}
+
+// SCRAM with Kafka's own Java tools on a standalone with authentication and authorization:
+// kafka-configs (the Java admin client, AlterUserScramCredentials over PLAIN as the
+// superuser) creates alice's SCRAM-SHA-256 and -512 credentials, the console producer logs
+// in with SCRAM-SHA-256 and the console consumer, in a group, with SCRAM-SHA-512; both run
+// under alice's Pulsar grants. A wrong password is refused.
+func TestKafkaSCRAMJavaToolsOnStandalone(t *testing.T) {
+	addr, token := startSecureKafka(t)
+	cli := testenv.NewKafkaCLI(t)
+	dir := t.TempDir()
+	props := func(name, mech, module, user, pass string) string {
+		f := filepath.Join(dir, name)
+		body := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=" + mech + "\n" +
+			"sasl.jaas.config=" + module + " required username=\"" + user + "\" password=\"" + pass + "\";\n"
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	const scramModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+	admin := props("admin.properties", "PLAIN", "org.apache.kafka.common.security.plain.PlainLoginModule", "admin", "token:"+token("admin"))
+	run := func(main, stdin string, args ...string) (string, error) {
+		t.Helper()
+		return cli.Run(main, 3*time.Minute, []byte(stdin), append([]string{"--bootstrap-server", addr}, args...)...)
+	}
+	must := func(out string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+	must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", "alice",
+		"--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]"))
+	out := must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--describe", "--entity-type", "users", "--entity-name", "alice"))
+	if !strings.Contains(out, "SCRAM-SHA-256=iterations=8192") || !strings.Contains(out, "SCRAM-SHA-512=iterations=4096") {
+		t.Fatalf("kafka-configs --describe: %s", out)
+	}
+	must(run(testenv.KafkaTopicsMain, "", "--command-config", admin, "--create", "--topic", "scram", "--partitions", "2", "--replication-factor", "1"))
+
+	lines := []string{"one", "two", "three"}
+	must(run(testenv.KafkaConsoleProducerMain, strings.Join(lines, "\n")+"\n", "--topic", "scram",
+		"--producer.config", props("alice256.properties", "SCRAM-SHA-256", scramModule, "alice", "alice-secret"), "--producer-property", "acks=all"))
+	out = must(run(testenv.KafkaConsoleConsumerMain, "", "--topic", "scram", "--group", "alice-group", "--from-beginning",
+		"--max-messages", "3", "--timeout-ms", "60000", "--consumer.config", props("alice512.properties", "SCRAM-SHA-512", scramModule, "alice", "alice-secret")))
+	for _, l := range lines {
+		if !strings.Contains(out, l+"\n") {
+			t.Fatalf("the console consumer did not read %q:\n%s", l, out)
+		}
+	}
+	// A wrong password: the producer gives up on authentication (max.block.ms bounds its
+	// wait for metadata) and says why.
+	out, _ = run(testenv.KafkaConsoleProducerMain, "x\n", "--topic", "scram",
+		"--producer.config", props("bad.properties", "SCRAM-SHA-256", scramModule, "alice", "wrong"), "--producer-property", "max.block.ms=15000")
+	if !strings.Contains(out, "SaslAuthenticationException") || !strings.Contains(out, "invalid user credentials") {
+		t.Fatalf("a wrong password: %s", out)
 	}
 }
