@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // metrics are the broker-wide message series plus a collector that walks the loaded topics
@@ -62,6 +64,11 @@ type topicSample struct {
 	producers, subs, consumers         int
 	latency                            latencySnapshot
 	rates                              rateSample
+	// txn and txnAcks are the pulsar_txn_tb_* and (summed per namespace) pulsar_txn_tp_*
+	// values; txnUsed tells whether any topic summed here saw a transaction.
+	txn     txn.BufferSample
+	txnAcks txn.PendingAckSample
+	txnUsed bool
 }
 
 func (a *topicSample) add(b *topicSample) {
@@ -76,6 +83,8 @@ func (a *topicSample) add(b *topicSample) {
 	a.consumers += b.consumers
 	a.latency.add(&b.latency)
 	a.rates.add(b.rates)
+	a.txn.Add(b.txn)
+	a.txnAcks.Add(b.txnAcks)
 }
 
 func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
@@ -95,6 +104,12 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 			smp.storage = t.log.storageSize()
 			smp.offloaded = t.log.ml.OffloadedSize()
 		}
+		// Transaction series only for topics that saw a transaction (a state log): the
+		// others would add six zero series each.
+		txnUsed := t.txn != nil && t.txn.Used()
+		if txnUsed {
+			smp.txn = t.txn.Buffer().Sample()
+		}
 		t.mu.Lock()
 		smp.producers, smp.subs = len(t.producers), len(t.subs)
 		subs := make([]*Subscription, 0, len(t.subs))
@@ -103,6 +118,13 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		t.mu.Unlock()
 		for _, s := range subs {
+			if pa := s.txn; txnUsed && pa != nil {
+				if perTopic {
+					txn.PerTopicDescs.EmitPendingAck(ch, pa.Sample(), cluster, ns, t.full, s.name)
+				} else {
+					smp.txnAcks.Add(pa.Sample())
+				}
+			}
 			s.mu.Lock()
 			smp.consumers += len(s.consumers)
 			unacked := s.unacked
@@ -119,6 +141,9 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if perTopic {
 			emitTopicSample(ch, topicDescs, &smp, cluster, ns, t.full)
+			if txnUsed {
+				txn.PerTopicDescs.EmitBuffer(ch, smp.txn, cluster, ns, t.full)
+			}
 			continue
 		}
 		sum := perNamespace[ns]
@@ -127,9 +152,14 @@ func (c *topicCollector) Collect(ch chan<- prometheus.Metric) {
 			perNamespace[ns] = sum
 		}
 		sum.add(&smp)
+		sum.txnUsed = sum.txnUsed || txnUsed
 	}
 	for ns, sum := range perNamespace {
 		emitTopicSample(ch, namespaceDescs, sum, cluster, ns)
+		if sum.txnUsed {
+			txn.PerNamespaceDescs.EmitBuffer(ch, sum.txn, cluster, ns)
+			txn.PerNamespaceDescs.EmitPendingAck(ch, sum.txnAcks, cluster, ns)
+		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -55,7 +57,14 @@ type PendingAcks struct {
 	lowWater map[uint64]uint64
 	done     []doneAcks
 	cleaner  *time.Timer
-	stats    struct{ committed, aborted int64 }
+	stats    pendingAckCounters
+}
+
+// pendingAckCounters are a subscription's pulsar_txn_tp_* values (metrics_topic.go).
+type pendingAckCounters struct {
+	committed, aborted, commitFailed, abortFailed int64
+	// commitLatency is made at the first commit: most subscriptions never see one.
+	commitLatency prometheus.Summary
 }
 
 // txnAcks is one open transaction's acknowledgements on the subscription.

@@ -38,11 +38,13 @@ func (pa *PendingAcks) End(ctx context.Context, id ID, action Action, lowWater u
 	op := &endOp{action: action, done: make(chan struct{})}
 	t.end = op
 	pa.mu.Unlock()
+	start := pa.st.now()
 
 	p, err := appendWaitState(ctx, pa.st, encodeState(&stateRecord{kind: stAckEnd, sub: pa.sub, id: id, action: action}))
 	if err != nil {
 		pa.mu.Lock()
 		t.end = nil
+		pa.countEndLocked(action, false, 0)
 		pa.mu.Unlock()
 		op.err = err
 		close(op.done)
@@ -56,9 +58,32 @@ func (pa *PendingAcks) End(ctx context.Context, id ID, action Action, lowWater u
 	} else {
 		pa.applyAbort(t)
 	}
+	pa.mu.Lock()
+	pa.countEndLocked(action, err == nil, pa.st.now().Sub(start))
+	pa.mu.Unlock()
 	op.err = err
 	close(op.done)
 	return err
+}
+
+// countEndLocked counts an END_TXN_ON_SUBSCRIPTION that held acknowledgements here, as
+// Pulsar's pending-ack handle does: succeeded or failed, and a successful commit's latency
+// in microseconds. (A replayed commit is not an end the coordinator asked for: not counted.)
+func (pa *PendingAcks) countEndLocked(action Action, ok bool, took time.Duration) {
+	switch {
+	case action == Commit && ok:
+		pa.stats.committed++
+		if pa.stats.commitLatency == nil {
+			pa.stats.commitLatency = newCommitLatency()
+		}
+		pa.stats.commitLatency.Observe(float64(took.Microseconds()))
+	case action == Commit:
+		pa.stats.commitFailed++
+	case ok:
+		pa.stats.aborted++
+	default:
+		pa.stats.abortFailed++
+	}
 }
 
 // applyCommit applies a committed transaction's acknowledgements, then drops its hold:
@@ -106,7 +131,6 @@ func (pa *PendingAcks) applyCommit(c committedTxn) error {
 	defer pa.mu.Unlock()
 	pa.releaseLocked(t)
 	delete(pa.txns, t.id)
-	pa.stats.committed++
 	if len(acks) > 0 {
 		pa.done = append(pa.done, doneAcks{acks: acks, records: t.records})
 		t.records = nil
@@ -134,7 +158,6 @@ func (pa *PendingAcks) applyAbort(t *txnAcks) {
 	}
 	pa.releaseLocked(t)
 	delete(pa.txns, t.id)
-	pa.stats.aborted++
 	records := t.records
 	pa.mu.Unlock()
 	slices.SortFunc(ps, func(a, b Position) int { return a.Compare(b) })
