@@ -164,7 +164,9 @@ func (d *Disk) open() error {
 		return err
 	}
 	d.instance, d.fresh = id, fresh
-	ix, err := index.Open(d.indexDir(), vfs.PebbleFS(d.fs), indexCacheBytes, d.log)
+	ix, err := index.Open(d.indexDir(), index.Options{
+		FS: vfs.PebbleFS(d.fs), CacheBytes: indexCacheBytes, OnBackgroundError: d.health.indexFailed,
+	}, d.log)
 	if err != nil {
 		return err
 	}

@@ -17,9 +17,11 @@ import (
 )
 
 // health is the read-only state machine. The bookie turns read-only when a directory's
-// disk passes diskUsageThreshold or a journal/entry-log/index write fails; it turns
-// writable again when usage is under diskUsageLwmThreshold (after a usage trip) and a
-// probe write with sync succeeds in every directory (after a write error).
+// disk passes diskUsageThreshold or a journal/entry-log/index write fails (Pebble's
+// background work included); it turns writable again when usage is under
+// diskUsageLwmThreshold (after a usage trip) and a probe write with sync succeeds in every
+// directory (after a write error). A background failure Pebble cannot recover from
+// (index.Options.OnBackgroundError with fatal) keeps it read-only until a restart.
 type health struct {
 	d        *Disk
 	readOnly atomic.Bool
@@ -27,6 +29,7 @@ type health struct {
 	mu         sync.Mutex
 	byUsage    bool // tripped by the usage threshold
 	byError    bool // tripped by a write error
+	byFatal    bool // the index's background work failed for good: until a restart
 	lastReason string
 }
 
@@ -39,6 +42,9 @@ func (h *health) init(d *Disk) { h.d = d }
 func (h *health) indexWritable() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.byFatal {
+		return fmt.Errorf("%w: the index takes no writes until the bookie restarts (%s)", ErrReadOnly, h.lastReason)
+	}
 	if h.byError {
 		return fmt.Errorf("%w: index writes wait for the disk to recover (%s)", ErrReadOnly, h.lastReason)
 	}
@@ -51,6 +57,24 @@ func (h *health) writeFailed(err error) {
 	defer h.mu.Unlock()
 	h.byError = true
 	h.setLocked(true, "write error: "+err.Error())
+}
+
+// indexFailed is the index's OnBackgroundError: Pebble's failed flush or compaction.
+func (h *health) indexFailed(err error, fatal bool) {
+	if !fatal {
+		h.writeFailed(fmt.Errorf("index background work: %w", err))
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.byFatal = true
+	reason := "index background work failed, restart the bookie: " + err.Error()
+	if h.readOnly.Load() { // already read-only for another reason: this one outlasts it
+		h.d.log.Error("bookie storage stays read-only until it restarts", "reason", reason)
+		h.lastReason = reason
+		return
+	}
+	h.setLocked(true, reason)
 }
 
 // setLocked switches the state and logs transitions. Caller holds h.mu.
@@ -96,6 +120,9 @@ func (h *health) check() {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.byFatal {
+		return
+	}
 	if usage >= d.cfg.DiskUsageThreshold {
 		h.byUsage = true
 		h.setLocked(true, fmt.Sprintf("disk usage %.3f >= diskUsageThreshold %.3f", usage, d.cfg.DiskUsageThreshold))

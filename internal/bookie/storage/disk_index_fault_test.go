@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"errors"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,4 +157,95 @@ func TestIndexUnsyncedWritesAreRecorded(t *testing.T) {
 	for e := int64(0); e < 100; e++ {
 		read(t, s, 1, e, st.Payload(1, e, 300))
 	}
+}
+
+// TestIndexBackgroundFaultKeepsReadOnlyUntilRestart: a failing fsync on the index's
+// MANIFEST alone fails Pebble's own flush job at the one step Pebble cannot undo (it calls
+// Fatalf on its goroutine, which used to end the process). The bookie turns read-only:
+// adds are refused with ErrReadOnly, the disk check does not make it writable again even
+// once the fault is gone (the index's state in memory is past what its files record), and
+// reads of every acknowledged entry are served. After a restart (on a copy of the
+// directories: the stuck Pebble job keeps its lock in this process) every acknowledged
+// entry is there.
+func TestIndexBackgroundFaultKeepsReadOnlyUntilRestart(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.Default())
+	cfg := testConfig(t.TempDir())
+	s := openTest(t, cfg, ffs)
+	for e := int64(0); e < 50; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	// Acknowledged through the journal while the flusher waits: only the journal and the
+	// write cache hold these when the index fails.
+	release := s.StallFlusher()
+	for e := int64(50); e < 60; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	ffs.SetOnly(func(name string) bool {
+		return onlyIndex(name) && strings.HasPrefix(filepath.Base(name), "MANIFEST")
+	})
+	ffs.SetSyncFails(true)
+	if err := s.FlushIndexAsync(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "read-only", s.ReadOnly)
+	release()
+	if err := st.Add(t, s, 1, 60, key, 59, []byte("x"), false); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("add after the index's background failure: %v, want ErrReadOnly", err)
+	}
+	ffs.SetSyncFails(false)
+	s.CheckHealthNow()
+	if !s.ReadOnly() {
+		t.Fatal("the disk check made the bookie writable after a fatal index failure")
+	}
+	if err := s.FlushNow(); !errors.Is(err, storage.ErrReadOnly) {
+		t.Fatalf("flush after the index's background failure: %v, want ErrReadOnly", err)
+	}
+	for e := int64(0); e < 60; e++ {
+		read(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	if err := s.Close(); !errors.Is(err, storage.ErrReadOnly) { // its final flush cannot reach the index
+		t.Fatalf("close: %v, want the final flush's ErrReadOnly", err)
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("cp", "-a", filepath.Dir(cfg.JournalDirectories[0])+"/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy the directories: %v: %s", err, out)
+	}
+	restarted := testConfig(dir)
+	s = openTest(t, restarted, nil)
+	defer s.Close()
+	for e := int64(0); e < 60; e++ {
+		read(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	add(t, s, 1, 60, st.Payload(1, 60, 300))
+}
+
+// TestIndexBackgroundErrorTurnsReadOnly: a full disk for the index's sstables alone fails
+// Pebble's flush job, which Pebble retries (the data stay in its memtable and WAL). The
+// bookie turns read-only on Pebble's report and writable again once the disk is back;
+// nothing acknowledged is lost.
+func TestIndexBackgroundErrorTurnsReadOnly(t *testing.T) {
+	ffs := vfs.NewFaultFS(vfs.Default())
+	cfg := testConfig(t.TempDir())
+	s := openTest(t, cfg, ffs)
+	for e := int64(0); e < 50; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	if err := s.FlushNow(); err != nil {
+		t.Fatal(err)
+	}
+	ffs.SetOnly(func(name string) bool { return onlyIndex(name) && strings.HasSuffix(name, ".sst") })
+	ffs.SetFull(true)
+	if err := s.FlushIndexAsync(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "read-only", s.ReadOnly)
+	ffs.SetFull(false)
+	waitFor(t, "writable", func() bool { return !s.ReadOnly() })
+	for e := int64(50); e < 100; e++ {
+		add(t, s, 1, e, st.Payload(1, e, 300))
+	}
+	restartAndRead(t, s, cfg, 100)
 }

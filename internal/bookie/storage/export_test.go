@@ -6,6 +6,9 @@ package storage
 // FlushNow flushes the write cache.
 func (d *Disk) FlushNow() error { return d.flush() }
 
+// FlushIndexAsync starts a flush of the Pebble index's memtable (its background work).
+func (d *Disk) FlushIndexAsync() error { return d.ix.FlushAsync() }
+
 // CollectGarbageNow runs one garbage collection with the given compaction threshold.
 func (d *Disk) CollectGarbageNow(threshold float64) (removed, compacted int, err error) {
 	return d.collectGarbage(threshold)

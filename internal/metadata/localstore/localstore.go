@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/magnetar-io/magnetar/internal/logging"
+	"github.com/magnetar-io/magnetar/internal/logging/pebblelog"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/metadata/memstore"
 )
@@ -36,7 +39,15 @@ type Options struct {
 	MaxBytes int64
 	// MaxWatchBacklog is memstore's (0: its default).
 	MaxWatchBacklog int
+	// FS is Pebble's file system (nil: the operating system's); tests wrap it to fail the
+	// database's writes and syncs.
+	FS vfs.FS
 }
+
+// ErrFailed wraps the error of every write after the database failed (a commit's WAL
+// write or sync, or Pebble's background work beyond repair). memstore then refuses every
+// call until the process restarts, and Open reads back every acknowledged write.
+var ErrFailed = errors.New("localstore: metadata database failed")
 
 // Store is a metadata.Store kept in a Pebble database. Its Close also closes the database.
 type Store struct {
@@ -55,21 +66,29 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Store, error) {
 	// and compactions; the memtable holds the writes since the last flush.
 	cache := pebble.NewCache(1 << 20)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{
+	j := &journal{}
+	log := logger.With("component", "metadata-pebble")
+	// A failure Pebble cannot go on from does not end the process (pebblelog): a failed
+	// commit is the writer's error, and a background one fails every later commit.
+	db, err := openDB(dir, &pebble.Options{
+		FS:           opts.FS,
 		Cache:        cache,
 		MemTableSize: 4 << 20,
-		Logger:       logging.Printf{Log: logger.With("component", "metadata-pebble")},
+		Logger: &pebblelog.Logger{Printf: logging.Printf{Log: log}, OnFatal: func(err error) {
+			j.parked.Store(&err)
+		}},
+		EventListener: pebblelog.Listener(log, nil),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localstore: open %s: %w", dir, err)
 	}
-	j := &journal{db: db, batch: db.NewBatch()}
+	j.db, j.batch = db, db.NewBatch()
 	rev, kvs, err := load(db)
 	if err == nil {
 		rev, err = dropEphemeral(j, rev, kvs)
 	}
 	if err != nil {
-		_ = db.Close()
+		_ = closeRecovering(db)
 		return nil, fmt.Errorf("localstore: %s: %w", dir, err)
 	}
 	persistent := make([]metadata.KV, 0, len(kvs))
@@ -80,10 +99,16 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Store, error) {
 	}
 	ms, err := memstore.Restore(memstore.Options{MaxWatchBacklog: opts.MaxWatchBacklog, MaxBytes: opts.MaxBytes, Journal: j}, rev, persistent)
 	if err != nil {
-		_ = db.Close()
+		_ = closeRecovering(db)
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, dir, err)
 	}
 	return &Store{Store: ms, j: j}, nil
+}
+
+// openDB opens the database, turning a Fatalf during the open into an error.
+func openDB(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	defer pebblelog.Recover(&err)
+	return pebble.Open(dir, opts)
 }
 
 type record struct {
@@ -138,7 +163,11 @@ func load(db *pebble.DB) (int64, []record, error) {
 	case format == -1 && sawOther:
 		return 0, nil, fmt.Errorf("%w: no format key", ErrCorrupt)
 	case format == -1:
-		if err := db.Set(formatKey, binary.BigEndian.AppendUint32(nil, formatVersion), pebble.Sync); err != nil {
+		b := db.NewBatch()
+		_ = b.Set(formatKey, binary.BigEndian.AppendUint32(nil, formatVersion), nil)
+		err := applyRecovering(db, b)
+		_ = b.Close()
+		if err != nil {
 			return 0, nil, err
 		}
 	case format != formatVersion:
@@ -180,6 +209,8 @@ type journal struct {
 	db     *pebble.DB
 	batch  *pebble.Batch
 	closed bool
+	failed error                 // a commit failed: Pebble's commit pipeline is unusable
+	parked atomic.Pointer[error] // Pebble's background work failed beyond repair (pebblelog)
 }
 
 func (j *journal) Put(key string, value []byte, version int64, ephemeral bool) {
@@ -214,10 +245,28 @@ func (j *journal) Commit(rev int64) error {
 	if j.closed {
 		return metadata.ErrClosed
 	}
+	if p := j.parked.Load(); p != nil && j.failed == nil {
+		j.failed = fmt.Errorf("%w: Pebble's background work: %w", ErrFailed, *p)
+	}
+	if j.failed != nil {
+		j.batch.Reset()
+		return j.failed
+	}
 	_ = j.batch.Set(revKey, binary.BigEndian.AppendUint64(nil, uint64(rev)), nil)
-	err := j.db.Apply(j.batch, pebble.Sync)
+	err := applyRecovering(j.db, j.batch)
 	j.batch.Reset()
-	return err
+	if err != nil {
+		j.failed = fmt.Errorf("%w: commit: %w", ErrFailed, err)
+		return j.failed
+	}
+	return nil
+}
+
+// applyRecovering applies batch with sync, turning Pebble's Fatalf on a failed commit into
+// an error.
+func applyRecovering(db *pebble.DB, batch *pebble.Batch) (err error) {
+	defer pebblelog.Recover(&err)
+	return db.Apply(batch, pebble.Sync)
 }
 
 func (j *journal) close() error {
@@ -228,5 +277,17 @@ func (j *journal) close() error {
 	}
 	j.closed = true
 	_ = j.batch.Close()
-	return j.db.Close()
+	if j.parked.Load() != nil {
+		return nil // Close would wait for the parked job for ever; the failure was reported
+	}
+	err := closeRecovering(j.db)
+	if j.failed != nil {
+		return nil // after a failed commit Pebble's Close only repeats it
+	}
+	return err
+}
+
+func closeRecovering(db *pebble.DB) (err error) {
+	defer pebblelog.Recover(&err)
+	return db.Close()
 }

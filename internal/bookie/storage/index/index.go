@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/magnetar-io/magnetar/internal/logging"
+	"github.com/magnetar-io/magnetar/internal/logging/pebblelog"
 )
 
 // Errors of the index.
@@ -58,39 +59,65 @@ type Checkpoint struct {
 //
 // A commit that fails inside Pebble (its WAL write or sync: a full disk, a failing fsync)
 // leaves Pebble's commit pipeline unusable, and Pebble then calls its logger's Fatalf. The
-// index's logger panics with a fatalError there, Commit recovers it into an error wrapping
+// index's logger (pebblelog) panics there, Commit recovers it into an error wrapping
 // ErrFailed (the bookie turns read-only, as for a failed journal or entry-log write), and
 // the database is reopened before the next commit: reopening replays what Pebble made
-// durable. Reads keep using the open database meanwhile. A failure Pebble meets in its
-// background work (a MANIFEST sync during a flush or compaction) still stops the process:
-// that Fatalf runs on Pebble's goroutine, where nothing can take over.
+// durable. Reads keep using the open database meanwhile.
+//
+// Pebble's background work (flushes, compactions) fails in two ways. An ordinary failure
+// (an sstable that could not be written) goes to Options.OnBackgroundError with fatal
+// false: Pebble keeps the data in its memtable and WAL and retries the work itself. A
+// failure Pebble cannot undo (a MANIFEST write or sync) ends in Fatalf on Pebble's own
+// goroutine, which pebblelog parks for good; it is reported with fatal true, the index
+// refuses every further commit with ErrUnavailable and is not closed, and the bookie stays
+// read-only until it is restarted, which replays the files as they were left. Reads are
+// still served from the open database.
 type Index struct {
 	dir   string
 	fs    vfs.FS
 	cache *pebble.Cache
 	log   *slog.Logger
+	onBG  func(err error, fatal bool)
 
-	mu     sync.RWMutex // reads and commits share it; reopening takes it alone
-	db     *pebble.DB   // nil after a reopen failed
-	broken atomic.Pointer[error]
+	mu      sync.RWMutex // reads and commits share it; reopening takes it alone
+	db      *pebble.DB   // nil after a reopen failed
+	broken  atomic.Pointer[error]
+	parked  atomic.Pointer[error] // a background job's Fatalf: nothing is written again
+	opening atomic.Bool           // inside pebble.Open: a Fatalf is the caller's to recover
 }
 
 // Errors of the index's life cycle.
 var (
 	// ErrFailed: a write to the index failed; the index reopens itself before the next.
 	ErrFailed = errors.New("index: write failed")
-	// ErrUnavailable: reopening the index after a failed write failed too.
+	// ErrUnavailable: reopening the index after a failed write failed too, or Pebble's
+	// background work failed beyond repair (the bookie must be restarted).
 	ErrUnavailable = errors.New("index: unavailable")
 )
 
-// Open opens (or creates) the index in dir on fs (nil: the operating system's file system;
-// the bookie passes its fault layer's, vfs.PebbleFS).
-func Open(dir string, fs vfs.FS, cacheBytes int64, log *slog.Logger) (*Index, error) {
-	if fs == nil {
-		fs = vfs.Default
+// Options of Open.
+type Options struct {
+	// FS is Pebble's file system (nil: the operating system's); the bookie passes its
+	// fault layer's, vfs.PebbleFS, so tests can fail the index's files.
+	FS vfs.FS
+	// CacheBytes is the block cache's size.
+	CacheBytes int64
+	// OnBackgroundError is told of every failure of Pebble's background work (nil: only
+	// logged); fatal is true once the index can take no more writes (see Index).
+	OnBackgroundError func(err error, fatal bool)
+}
+
+// Open opens (or creates) the index in dir.
+func Open(dir string, opts Options, log *slog.Logger) (*Index, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
 	}
-	ix := &Index{dir: dir, fs: fs, cache: pebble.NewCache(cacheBytes), log: log.With("component", "pebble")}
-	db, err := pebble.Open(dir, ix.options())
+	if opts.OnBackgroundError == nil {
+		opts.OnBackgroundError = func(error, bool) {}
+	}
+	ix := &Index{dir: dir, fs: opts.FS, cache: pebble.NewCache(opts.CacheBytes), log: log.With("component", "pebble"),
+		onBG: opts.OnBackgroundError}
+	db, err := ix.openDB()
 	if err != nil {
 		ix.cache.Unref()
 		return nil, fmt.Errorf("index: open %s: %w", dir, err)
@@ -99,28 +126,35 @@ func Open(dir string, fs vfs.FS, cacheBytes int64, log *slog.Logger) (*Index, er
 	return ix, nil
 }
 
+// openDB opens the directory, turning a Fatalf during the open into an error.
+func (ix *Index) openDB() (db *pebble.DB, err error) {
+	ix.opening.Store(true)
+	defer ix.opening.Store(false)
+	defer pebblelog.Recover(&err)
+	return pebble.Open(ix.dir, ix.options())
+}
+
 func (ix *Index) options() *pebble.Options {
 	return &pebble.Options{
 		FS:           ix.fs,
 		Cache:        ix.cache,
 		MemTableSize: 8 << 20,
-		Logger:       pebbleLogger{logging.Printf{Log: ix.log}},
+		Logger: &pebblelog.Logger{Printf: logging.Printf{Log: ix.log}, InCall: ix.opening.Load, OnFatal: func(err error) {
+			ix.parked.Store(&err)
+			ix.onBG(err, true)
+		}},
+		// Pebble fills in the listener's defaults, with this logger: one per open.
+		EventListener: pebblelog.Listener(ix.log, func(err error) { ix.onBG(err, false) }),
 	}
 }
 
-// fatalError is what the index's Pebble logger panics with on Fatalf.
-type fatalError string
-
-func (e fatalError) Error() string { return "pebble: " + string(e) }
-
-// pebbleLogger is logging.Printf whose Fatalf panics with a fatalError, which Commit
-// recognises; any other panic is not ours to recover.
-type pebbleLogger struct{ logging.Printf }
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.Log.Error("fatal Pebble error", "msg", msg)
-	panic(fatalError(msg))
+// parkedErr is the error of every commit after a background job's Fatalf (nil before).
+func (ix *Index) parkedErr() error {
+	p := ix.parked.Load()
+	if p == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: Pebble's background work failed, restart the bookie: %w", ErrUnavailable, ix.dir, *p)
 }
 
 // Close closes the database.
@@ -129,6 +163,12 @@ func (ix *Index) Close() error {
 	defer ix.mu.Unlock()
 	defer ix.cache.Unref()
 	if ix.db == nil {
+		return nil
+	}
+	if p := ix.parked.Load(); p != nil {
+		// Closing would wait for the parked job for ever; the failure was reported.
+		ix.log.Warn("index left open: its background work failed", "err", *p)
+		ix.db = nil
 		return nil
 	}
 	err := closeRecovering(ix.db)
@@ -141,20 +181,8 @@ func (ix *Index) Close() error {
 
 // closeRecovering closes db, turning a Fatalf during the close into an error.
 func closeRecovering(db *pebble.DB) (err error) {
-	defer recoverFatal(&err)
+	defer pebblelog.Recover(&err)
 	return db.Close()
-}
-
-// recoverFatal, deferred, turns a panic with a fatalError (the index logger's Fatalf) into
-// *err; any other panic goes on.
-func recoverFatal(err *error) {
-	if r := recover(); r != nil {
-		f, ok := r.(fatalError)
-		if !ok {
-			panic(r)
-		}
-		*err = f
-	}
 }
 
 // reopen replaces a database whose commit failed by a fresh open of its directory.
@@ -165,13 +193,16 @@ func (ix *Index) reopen() error {
 	if cause == nil {
 		return nil
 	}
+	if err := ix.parkedErr(); err != nil { // closing would wait for the parked job
+		return err
+	}
 	if ix.db != nil {
 		if err := closeRecovering(ix.db); err != nil {
 			ix.log.Debug("closing the index after its failed commit", "err", err)
 		}
 		ix.db = nil
 	}
-	db, err := pebble.Open(ix.dir, ix.options())
+	db, err := ix.openDB()
 	if err != nil {
 		return fmt.Errorf("%w: reopening %s after %w: %w", ErrUnavailable, ix.dir, *cause, err)
 	}
@@ -457,6 +488,9 @@ func (b *Batch) PutCheckpoint(c Checkpoint) {
 func (b *Batch) Commit() error {
 	defer b.b.Close()
 	ix := b.ix
+	if err := ix.parkedErr(); err != nil {
+		return err
+	}
 	if ix.broken.Load() != nil {
 		if err := ix.reopen(); err != nil {
 			return err
@@ -477,8 +511,23 @@ func (b *Batch) Commit() error {
 // applyRecovering applies batch to db with sync, turning Pebble's Fatalf on a failed
 // commit into an error.
 func applyRecovering(db *pebble.DB, batch *pebble.Batch) (err error) {
-	defer recoverFatal(&err)
+	defer pebblelog.Recover(&err)
 	return db.Apply(batch, pebble.Sync)
+}
+
+// FlushAsync starts a flush of Pebble's memtable into an sstable and returns without
+// waiting for it (a failing flush is retried by Pebble and reported through
+// Options.OnBackgroundError); tests drive Pebble's background work with it.
+func (ix *Index) FlushAsync() error {
+	db, err := ix.open()
+	if err != nil {
+		return err
+	}
+	defer ix.mu.RUnlock()
+	if _, err := db.AsyncFlush(); err != nil {
+		return fmt.Errorf("index: flush %s: %w", ix.dir, err)
+	}
+	return nil
 }
 
 // Discard releases an uncommitted batch.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestIndexRoundTrip(t *testing.T) {
-	ix, err := Open(t.TempDir(), nil, 1<<20, slog.New(slog.DiscardHandler))
+	ix, err := Open(t.TempDir(), Options{CacheBytes: 1 << 20}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
