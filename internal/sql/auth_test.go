@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -40,8 +41,9 @@ func (grants) Namespace(_ context.Context, tenant, ns string) (auth.NamespacePol
 }
 
 // authServer serves src with token authentication and authorization on ("admin" is a
-// superuser); open logs in with a password, token mints a role's token.
-func authServer(t *testing.T, src Source) (open func(user, password string) *sql.DB, token func(role string) string) {
+// superuser); open logs in with a password (into public/default, or db when given), token
+// mints a role's token.
+func authServer(t *testing.T, src Source) (open func(user, password string, db ...string) *sql.DB, token func(role string) string) {
 	t.Helper()
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	acfg := config.DefaultAuthenticationConfig()
@@ -76,9 +78,12 @@ func authServer(t *testing.T, src Source) (open func(user, password string) *sql
 	}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Close() })
-	open = func(user, password string) *sql.DB {
+	open = func(user, password string, dbName ...string) *sql.DB {
 		mc := mysql.NewConfig()
 		mc.Net, mc.Addr, mc.User, mc.Passwd, mc.DBName = "tcp", ln.Addr().String(), user, password, "public/default"
+		if len(dbName) > 0 {
+			mc.DBName = dbName[0]
+		}
 		mc.AllowCleartextPasswords = true
 		conn, err := mysql.NewConnector(mc)
 		if err != nil {
@@ -108,12 +113,13 @@ func TestTokensAuthenticateAndConsumeIsAuthorized(t *testing.T) {
 	if got := queryRows(t, open("reader", token("reader")), "SELECT count(*) FROM items"); got[0][0] != "7" {
 		t.Fatalf("reader with a bare JWT: %v", got)
 	}
-	other := open("other", "token:"+token("other"))
+	// items-reader sees public/default (it may consume items there) but not orders.
+	other := open("items-reader", "token:"+token("items-reader"))
 	for _, q := range []string{"SELECT count(*) FROM orders", "SELECT o.id FROM items i JOIN orders o ON i.__value__ = o.item"} {
 		_, err := other.Exec(q)
 		var me *mysql.MySQLError
 		if !errors.As(err, &me) || me.Number != erTableAccessDenied || !strings.Contains(me.Message, "consume permission") {
-			t.Fatalf("%s as other: %v, want error 1142 naming the consume permission", q, err)
+			t.Fatalf("%s as items-reader: %v, want error 1142 naming the consume permission", q, err)
 		}
 	}
 }
@@ -128,6 +134,10 @@ func TestListingsShowOnlyConsumableTopics(t *testing.T) {
 	open, token := authServer(t, src)
 	list := func(db *sql.DB, q string) string {
 		t.Helper()
+		var me *mysql.MySQLError
+		if _, err := db.Exec(q); errors.As(err, &me) {
+			return fmt.Sprintf("error %d", me.Number)
+		}
 		var out []string
 		for _, r := range queryRows(t, db, q) {
 			if strings.Contains(r[0], "/") || !strings.HasPrefix(q, "SHOW SCHEMAS") { // not information_schema, mysql
@@ -148,10 +158,10 @@ func TestListingsShowOnlyConsumableTopics(t *testing.T) {
 		{"admin", "other/ns public/default", "items orders", "other/ns.secret public/default.items public/default.orders"},
 		{"reader", "public/default", "items orders", "public/default.items public/default.orders"},
 		{"items-reader", "public/default", "items", "public/default.items"},
-		{"boss", "other/ns", "", "other/ns.secret"},
-		{"nobody", "", "", ""},
+		{"boss", "other/ns", "error 1049", "other/ns.secret"},
+		{"nobody", "", "error 1049", ""},
 	} {
-		db := open(c.role, "token:"+token(c.role))
+		db := open(c.role, "token:"+token(c.role), "")
 		if got := list(db, "SHOW SCHEMAS"); got != c.showSchemas {
 			t.Errorf("%s: SHOW SCHEMAS = %q, want %q", c.role, got, c.showSchemas)
 		}
@@ -177,11 +187,72 @@ func TestListingsShowOnlyConsumableTopics(t *testing.T) {
 	if got := queryRows(t, items, "SELECT count(*) FROM items"); got[0][0] != "7" {
 		t.Fatalf("items-reader reads items: %v", got)
 	}
-	for _, q := range []string{"DESCRIBE orders", "SELECT count(*) FROM orders", "SELECT * FROM `other/ns`.secret"} {
+	for _, q := range []string{"DESCRIBE orders", "SELECT count(*) FROM orders"} {
 		_, err := items.Exec(q)
 		var me *mysql.MySQLError
 		if !errors.As(err, &me) || me.Number != erTableAccessDenied {
 			t.Errorf("%s as items-reader: %v, want error 1142", q, err)
 		}
+	}
+}
+
+// TestHiddenNamespaceIsAnUnknownDatabase: a namespace the role may not see answers exactly
+// as one that does not exist (MySQL's 1049, "Unknown database"), whether named in the
+// handshake, by USE, SHOW TABLES FROM or a qualified table, so its existence does not leak;
+// what the role may see works as before.
+func TestHiddenNamespaceIsAnUnknownDatabase(t *testing.T) {
+	src := ordersSource(t)
+	src.add(t, "other/ns/secret", TopicInfo{Schema: schema.Schema{Type: schema.String}}, -1, 0, 3,
+		[]msg{{payload: []byte("s"), pub: 1_700_000_000_000}})
+	open, token := authServer(t, src)
+	// answer runs q and gives its MySQL error, with the namespace's name replaced by NS, or
+	// "ok".
+	answer := func(db *sql.DB, q, ns string) string {
+		t.Helper()
+		_, err := db.Exec(strings.ReplaceAll(q, "NS", ns))
+		if err == nil {
+			return "ok"
+		}
+		var me *mysql.MySQLError
+		if !errors.As(err, &me) {
+			t.Fatalf("%s: %v, not a MySQL error", q, err)
+		}
+		return fmt.Sprintf("%d %s %s", me.Number, me.SQLState, strings.ReplaceAll(me.Message, ns, "NS"))
+	}
+	statements := []string{"USE `NS`", "SHOW TABLES FROM `NS`", "SELECT * FROM `NS`.secret", "SELECT count(*) FROM `NS`.orders",
+		"DESCRIBE `NS`.secret"}
+	for _, role := range []string{"items-reader", "nobody"} {
+		db := open(role, "token:"+token(role), "")
+		for _, q := range statements {
+			missing, hidden := answer(db, q, "no/such"), answer(db, q, "other/ns")
+			if want := "1049 42000 Unknown database 'NS'"; missing != want {
+				t.Errorf("%s as %s on a namespace that does not exist: %q, want %q", q, role, missing, want)
+			}
+			if hidden != missing {
+				t.Errorf("%s as %s on a hidden namespace: %q, but %q where none exists", q, role, hidden, missing)
+			}
+		}
+		// Named in the handshake (mysql -D, a DSN's database).
+		var errs [2]string
+		for i, ns := range []string{"no/such", "other/ns"} {
+			err := open(role, "token:"+token(role), ns).Ping()
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) {
+				t.Fatalf("%s logging into %s: %v, want a MySQL error", role, ns, err)
+			}
+			errs[i] = fmt.Sprintf("%d %s", me.Number, strings.ReplaceAll(me.Message, ns, "NS"))
+		}
+		if errs[0] != "1049 Unknown database 'NS'" || errs[1] != errs[0] {
+			t.Errorf("%s logging into a missing and a hidden namespace: %q", role, errs)
+		}
+	}
+	// The tenant's admin sees other/ns; items-reader its namespace.
+	for _, q := range []string{"USE `NS`", "SHOW TABLES FROM `NS`", "SELECT * FROM `NS`.secret"} {
+		if got := answer(open("boss", "token:"+token("boss"), "other/ns"), q, "other/ns"); got != "ok" {
+			t.Errorf("%s as boss: %s", q, got)
+		}
+	}
+	if got := answer(open("items-reader", "token:"+token("items-reader")), "USE `NS`", "public/default"); got != "ok" {
+		t.Errorf("USE public/default as items-reader: %s", got)
 	}
 }

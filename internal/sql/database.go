@@ -17,28 +17,45 @@ import (
 // schemas as they are now. With authorization on, the listings (SHOW SCHEMAS, SHOW TABLES,
 // information_schema) show each role only the topics it may consume and the namespaces
 // holding one (or granting consume namespace-wide), as Trino's access control filters
-// them; naming a topic it may not consume (SELECT, DESCRIBE) is error 1142.
+// them; naming a topic it may not consume (SELECT, DESCRIBE) is error 1142, and a namespace it
+// may not see is an unknown database (1049), as one that does not exist.
 
 type provider struct{ srv *Server }
 
 var _ gms.DatabaseProvider = provider{}
 
+// Database finds a namespace by its exact name first, then ignoring case. A namespace the
+// statement's role may not see (namespaceVisible) is not found, the same error 1049 as a
+// namespace that does not exist (USE, SHOW TABLES FROM, SELECT ... FROM ns.t), so that
+// names cannot be probed for existence.
 func (p provider) Database(ctx *gms.Context, name string) (gms.Database, error) {
 	nss, err := p.srv.src.Namespaces(ctx)
 	if err != nil {
 		return nil, err
 	}
+	found := ""
 	for _, ns := range nss {
 		if ns == name {
-			return &database{srv: p.srv, src: p.srv.src, name: ns}, nil
+			found = ns
+			break
+		}
+		if found == "" && strings.EqualFold(ns, name) {
+			found = ns
 		}
 	}
-	for _, ns := range nss {
-		if strings.EqualFold(ns, name) {
-			return &database{srv: p.srv, src: p.srv.src, name: ns}, nil
-		}
+	if found == "" {
+		return nil, gms.ErrDatabaseNotFound.New(name)
 	}
-	return nil, gms.ErrDatabaseNotFound.New(name)
+	ok, err := p.srv.namespaceVisible(ctx, found)
+	if err != nil {
+		// Fail closed, and with the same answer: an error here would tell the name exists.
+		p.srv.log.Warn("sql: reading the permissions of a namespace", "namespace", found, "err", err)
+		ok = false
+	}
+	if !ok {
+		return nil, gms.ErrDatabaseNotFound.New(name)
+	}
+	return &database{srv: p.srv, src: p.srv.src, name: found}, nil
 }
 
 func (p provider) HasDatabase(ctx *gms.Context, name string) bool {

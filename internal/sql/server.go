@@ -226,6 +226,7 @@ func (h *handler) run(ctx context.Context, c *mysql.Conn, fn func(context.Contex
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		err = mysql.NewSQLError(mysql.ERQueryInterrupted, "70100", "%v: sqlQueryTimeoutSeconds is %d", ErrTimeout, s.cfg.QueryTimeoutSeconds)
 	}
+	err = mysqlText(err)
 	st := q.stats()
 	s.mu.Lock()
 	s.stats[c.ConnectionID] = st
@@ -250,6 +251,25 @@ func (h *handler) ComMultiQuery(ctx context.Context, c *mysql.Conn, query string
 
 func (h *handler) ComStmtExecute(ctx context.Context, c *mysql.Conn, p *mysql.PrepareData, cb func(*sqltypes.Result) error) error {
 	return h.run(ctx, c, func(ctx context.Context) error { return h.Handler.ComStmtExecute(ctx, c, p, cb) })
+}
+
+// ComInitDB is USE and the database of the handshake.
+func (h *handler) ComInitDB(c *mysql.Conn, schemaName string) error {
+	return mysqlText(h.Handler.ComInitDB(c, schemaName))
+}
+
+// mysqlText gives an unknown database MySQL's own text, "Unknown database 'x'" (the engine
+// says "database not found: x"), which clients and people recognise.
+func mysqlText(err error) error {
+	var se *mysql.SQLError
+	if !errors.As(err, &se) || se.Num != mysql.ERBadDb {
+		return err
+	}
+	name, ok := strings.CutPrefix(se.Message, "database not found: ")
+	if !ok {
+		return err
+	}
+	return mysql.NewSQLError(mysql.ERBadDb, "42000", "Unknown database '%s'", name)
 }
 
 func (h *handler) ConnectionClosed(c *mysql.Conn) {
