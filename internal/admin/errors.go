@@ -44,6 +44,8 @@ func statusFor(err error) int {
 	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest), errors.Is(err, topics.ErrInvalidTopicName),
 		errors.Is(err, topics.ErrInvalidPosition), errors.Is(err, topics.ErrBadDynamicValue):
 		return http.StatusBadRequest
+	case errors.Is(err, errForceDeleteOff):
+		return http.StatusMethodNotAllowed // Pulsar's answer when forceDeleteNamespaceAllowed is off
 	case errors.Is(err, ErrNotSupported):
 		return http.StatusNotImplemented
 	case errors.Is(err, ErrUnavailable):

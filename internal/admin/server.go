@@ -62,13 +62,23 @@ type Config struct {
 	// Transactions are the transaction coordinators this broker serves
 	// (/admin/v3/transactions, transactions.go); nil answers those endpoints 503.
 	Transactions *txn.Coordinators
+	// ForceDeleteNamespaceAllowed lets a namespace be deleted with its topics (?force=true,
+	// forceDeleteNamespaceAllowed); off: 405, as Pulsar.
+	ForceDeleteNamespaceAllowed bool
+	// HTTPClient calls the broker that serves a topic in a cluster (nsdelete.go), with this
+	// broker's credentials; nil: http.DefaultClient.
+	HTTPClient *http.Client
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
 func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, storage: cfg.Storage,
 		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, webServiceAddrTLS: cfg.WebServiceAddrTLS,
-		serviceURLTLS: cfg.ServiceURLTLS, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions}
+		serviceURLTLS: cfg.ServiceURLTLS, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions,
+		forceDeleteNamespace: cfg.ForceDeleteNamespaceAllowed, httpc: cmp.Or(cfg.HTTPClient, http.DefaultClient)}
+	if cfg.Topics != nil {
+		s.own = cfg.Topics.Ownership()
+	}
 	s.maxMessageSize = cmp.Or(cfg.MaxMessageSize, 5<<20)
 	if cfg.Topics != nil {
 		s.broker = topicsAPI{svc: cfg.Topics, serviceURL: cfg.ServiceURL}
@@ -179,6 +189,11 @@ type server struct {
 	// maxMessageSize bounds REST-produced messages.
 	maxMessageSize int
 	txn            *txn.Coordinators
+	// forceDeleteNamespace allows DELETE namespace ?force=true; own is the cluster's bundle
+	// ownership (nil in a standalone) and httpc reaches the other brokers (nsdelete.go).
+	forceDeleteNamespace bool
+	own                  topics.Ownership
+	httpc                *http.Client
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).
@@ -325,19 +340,6 @@ func (s *server) createNamespace(ctx context.Context, r *http.Request) (any, err
 		return nil, withReason(reasonNamespaceExists, fmt.Errorf("namespace %s/%s already exists: %w", r.PathValue("tenant"), r.PathValue("namespace"), err))
 	case errors.Is(err, resources.ErrNotFound): // its tenant
 		return nil, tenantMissing(r.PathValue("tenant"), err)
-	}
-	return nil, err
-}
-
-func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, error) {
-	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
-	err := s.res.DeleteNamespace(ctx, tenant, ns)
-	switch {
-	case errors.Is(err, resources.ErrNotFound):
-		// Pulsar's delete names the namespace in its reason, unlike its other calls.
-		return nil, withReason("Namespace "+tenant+"/"+ns+" does not exist.", s.namespaceMissingErr(ctx, tenant, ns, err))
-	case errors.Is(err, resources.ErrNotEmpty):
-		return nil, withReason(reasonNamespaceNotEmpty, err)
 	}
 	return nil, err
 }

@@ -398,7 +398,8 @@ func (s *server) deletePartitioned(ctx context.Context, r *http.Request) (any, e
 	}
 	force := boolParam(r, "force")
 	for i := range m.Partitions {
-		if err := s.broker.DeleteTopic(ctx, t.partition(i), force); err != nil && statusFor(err) != http.StatusNotFound {
+		// Each partition where it is served: in a cluster they spread over the brokers.
+		if err := s.deleteWhereServed(ctx, t.partition(i), force); err != nil {
 			return nil, err
 		}
 	}

@@ -114,7 +114,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 	wrap := func(h http.Handler) http.Handler { return mount.Wrap(b.own.Handler(h)) }
 	if b.svc, err = StartServices(ctx, ServicesOptions{
 		Store: b.store, Resources: res, Broker: cfg.Broker, Ledger: cfg.Ledger, Registry: reg, Logger: logger,
-		Ownership: b.own, WrapHTTP: wrap, Listeners: lns, DeferReady: true,
+		Ownership: b.own, WrapHTTP: wrap, Listeners: lns, DeferReady: true, HTTPClient: httpc,
 	}); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}

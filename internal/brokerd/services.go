@@ -45,6 +45,9 @@ type ServicesOptions struct {
 	LocalBookies map[string]bookieproto.Handler
 	// Ownership decides which topics the broker serves (nil: every topic, standalone).
 	Ownership topics.Ownership
+	// HTTPClient calls other brokers' admin API with this broker's credentials (a cluster's
+	// topics served elsewhere); nil: http.DefaultClient.
+	HTTPClient *http.Client
 	// WrapHTTP wraps the admin handler (cluster redirects); nil: none.
 	WrapHTTP func(http.Handler) http.Handler
 	// DeferReady leaves /status.html answering 503 until MarkReady (a cluster broker is
@@ -232,6 +235,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		Cluster: o.Broker.ClusterName, WebServiceAddr: webAddr, WebServiceAddrTLS: addrOf(s.lns.HTTPS), Pprof: o.Broker.EnablePprof,
 		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
 		MaxMessageSize: o.Broker.MaxMessageSize, Transactions: s.Broker.Coordinators(),
+		ForceDeleteNamespaceAllowed: o.Broker.ForceDeleteNamespaceAllowed, HTTPClient: o.HTTPClient,
 	})
 	if o.Broker.Console.Enabled {
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})

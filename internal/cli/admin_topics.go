@@ -81,6 +81,14 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 	unsubNS.Flags().StringVarP(&unsubSub, "sub", "s", "", "the subscription")
 	unsubNS.Flags().StringVarP(&unsubBundle, "bundle", "b", "", "only this bundle ({start}_{end})")
 	_ = unsubNS.MarkFlagRequired("sub")
+	var forceDelete bool
+	deleteNS := nsVerb("delete", "Delete a namespace (with its topics: -f, when the broker allows it)", func(ctx context.Context, p string) ([]byte, error) {
+		if forceDelete {
+			p += "?force=true"
+		}
+		return ac.send(ctx, http.MethodDelete, p, nil)
+	})
+	deleteNS.Flags().BoolVarP(&forceDelete, "force", "f", false, "delete its topics first, disconnecting their clients (forceDeleteNamespaceAllowed)")
 	cmd.AddCommand(
 		ac.verb("list <tenant>", "List the namespaces of a tenant", 1, func(ctx context.Context, args []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/namespaces/"+url.PathEscape(args[0]))
@@ -91,9 +99,7 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		nsVerb("create", "Create a namespace", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodPut, p, nil)
 		}),
-		nsVerb("delete", "Delete a namespace", func(ctx context.Context, p string) ([]byte, error) {
-			return ac.send(ctx, http.MethodDelete, p, nil)
-		}),
+		deleteNS,
 		nsVerb("policies", "Get the policies of a namespace", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p)
 		}),

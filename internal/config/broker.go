@@ -99,6 +99,10 @@ type BrokerConfig struct {
 	// write-buffer watermarks). A client that reads nothing for 60 s is disconnected.
 	MaxPendingWriteBytesPerConnection int64 `key:"maxPendingWriteBytesPerConnection" help:"bytes queued for a client before its commands and deliveries pause"`
 
+	// ForceDeleteNamespaceAllowed lets DELETE /admin/v2/namespaces/{t}/{ns}?force=true
+	// delete a namespace with its topics; off, as in Pulsar, the request answers 405.
+	ForceDeleteNamespaceAllowed bool `key:"forceDeleteNamespaceAllowed" help:"allow deleting a namespace with its topics (namespaces delete --force)"`
+
 	// EnablePprof serves Go's profiler under /debug/pprof/ on the HTTP port, for finding where
 	// the time goes during a benchmark. Off by default: profiles expose internals.
 	EnablePprof bool `key:"enablePprof" help:"serve /debug/pprof/ on the HTTP port"`

@@ -18,6 +18,11 @@ func (s *Service) autoCreation(ctx context.Context, name Name) (allow bool, part
 		partitions = s.cfg.DefaultNumPartitions
 	}
 	p, err := resources.New(s.store).Namespace(ctx, name.Tenant, name.Namespace)
+	if err == nil && p.Deleted {
+		// A forced namespace delete is under way (admin/nsdelete.go): a client reconnecting
+		// to a topic it just deleted must not create it again, as in Pulsar.
+		return false, 0
+	}
 	if err != nil || p.AutoTopicCreationOverride == nil {
 		return allow, partitions
 	}

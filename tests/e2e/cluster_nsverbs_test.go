@@ -16,10 +16,11 @@ import (
 
 // TestClusterNamespaceVerbsReachEveryOwner: with one topic owned by each broker, a
 // namespace clear-backlog and unsubscribe sent to either broker act on both topics (the
-// broker fans them out to every bundle's owner), and a per-bundle clear-backlog sent to the
-// broker that does not own the bundle is redirected to the one that does.
+// broker fans them out to every bundle's owner), a per-bundle clear-backlog sent to the
+// broker that does not own the bundle is redirected to the one that does, and a forced
+// namespace delete deletes both topics on their owners.
 func TestClusterNamespaceVerbsReachEveryOwner(t *testing.T) {
-	c := startCluster(t)
+	c := startClusterWith(t, 2, "--force-delete-namespace-allowed=true")
 	admins := make([]pa.Client, len(c.Brokers))
 	for i, b := range c.Brokers {
 		a, err := pa.New(&paconfig.Config{WebServiceURL: "http://" + b.HTTP})
@@ -150,6 +151,35 @@ func TestClusterNamespaceVerbsReachEveryOwner(t *testing.T) {
 		}
 		if !slices.Equal(subs, []string{"s"}) {
 			t.Fatalf("namespace unsubscribe via %s: %s has %v, want [s]", c.Brokers[1].Name, name, subs)
+		}
+	}
+
+	// Forced delete through broker 1: each topic is deleted on its owner (a broker that
+	// destroyed a log another one serves would leave that one serving the old messages).
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+c.Brokers[1].HTTP+"/admin/v2/namespaces/"+ns+"?force=true", nil)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("forced namespace delete: %d", resp.StatusCode)
+	}
+	if err := a.Namespaces().CreateNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	if parts, plain, err := a.Topics().List(*nsn); err != nil || len(parts)+len(plain) != 0 {
+		t.Fatalf("topics after the forced delete: %v %v %v, want none", parts, plain, err)
+	}
+	for _, name := range topics {
+		tn, _ := utils.GetTopicName(name)
+		if err := a.Topics().Create(*tn, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Subscriptions().Create(*tn, "s", utils.Earliest); err != nil {
+			t.Fatal(err)
+		}
+		if got := subBacklog(t, a, name, "s"); got != 0 {
+			t.Fatalf("%s made again has a backlog of %d from before the delete", name, got)
 		}
 	}
 }

@@ -1,0 +1,147 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/topics"
+)
+
+// errForceDeleteOff is Pulsar's 405 for a forced namespace delete the broker does not allow.
+var errForceDeleteOff = errors.New("admin: forced deletion of namespaces is off (forceDeleteNamespaceAllowed)")
+
+// deleteNamespace is DELETE /admin/v2/namespaces/{t}/{ns}[?force=true] (pulsar-admin
+// namespaces delete [-f]). Without force a namespace with topics is refused (409). With
+// force, and only when forceDeleteNamespaceAllowed (else 405, as Pulsar), every topic is
+// deleted first, clients disconnected: each where it is served (deleteWhereServed), every
+// partition of a partitioned topic and then its record; then the namespace.
+func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, error) {
+	tenant, ns := r.PathValue("tenant"), r.PathValue("namespace")
+	if !boolParam(r, "force") {
+		return nil, s.deleteNamespaceErr(ctx, tenant, ns, s.res.DeleteNamespace(ctx, tenant, ns))
+	}
+	if !s.forceDeleteNamespace {
+		return nil, withReason("Broker doesn't allow forced deletion of namespaces", errForceDeleteOff)
+	}
+	// Marked deleted first (Pulsar's policies.deleted): auto-creation stops for it, so the
+	// clients its topic deletes disconnect do not create them again on reconnecting.
+	err := s.res.UpdateNamespace(ctx, tenant, ns, func(p *resources.Policies) error {
+		p.Deleted = true
+		return nil
+	})
+	if err != nil {
+		return nil, s.deleteNamespaceErr(ctx, tenant, ns, err)
+	}
+	// A topic created explicitly meanwhile makes the namespace non-empty again: another
+	// round, a few times, as Pulsar retries.
+	for round := 1; ; round++ {
+		if err := s.deleteNamespaceTopics(ctx, tenant, ns); err != nil {
+			return nil, s.deleteNamespaceErr(ctx, tenant, ns, err)
+		}
+		err := s.res.DeleteNamespace(ctx, tenant, ns)
+		if !errors.Is(err, resources.ErrNotEmpty) || round == forceDeleteRounds {
+			return nil, s.deleteNamespaceErr(ctx, tenant, ns, err)
+		}
+	}
+}
+
+// forceDeleteRounds bounds the rounds of a forced namespace delete (Pulsar tries 5 times).
+const forceDeleteRounds = 5
+
+func (s *server) deleteNamespaceErr(ctx context.Context, tenant, ns string, err error) error {
+	switch {
+	case errors.Is(err, resources.ErrNotFound):
+		// Pulsar's delete names the namespace in its reason, unlike its other calls.
+		return withReason("Namespace "+tenant+"/"+ns+" does not exist.", s.namespaceMissingErr(ctx, tenant, ns, err))
+	case errors.Is(err, resources.ErrNotEmpty):
+		return withReason(reasonNamespaceNotEmpty, err)
+	}
+	return err
+}
+
+// deleteNamespaceTopics force-deletes every topic of a namespace that exists.
+func (s *server) deleteNamespaceTopics(ctx context.Context, tenant, ns string) error {
+	if _, err := s.res.Namespace(ctx, tenant, ns); err != nil {
+		return err
+	}
+	if s.broker == nil {
+		return fmt.Errorf("%w: no broker in this process", ErrNotSupported)
+	}
+	for _, domain := range []string{topics.DomainPersistent, topics.DomainNonPersistent} {
+		// Partitions of partitioned topics are in the list too.
+		list, err := s.broker.ListTopics(ctx, tenant+"/"+ns, domain)
+		if err != nil {
+			return err
+		}
+		for _, t := range list {
+			if err := s.deleteWhereServed(ctx, t, true); err != nil {
+				return err
+			}
+		}
+	}
+	partitioned, err := s.res.PartitionedTopics(ctx, tenant, ns)
+	if err != nil {
+		return err
+	}
+	for _, p := range partitioned {
+		n, err := topics.ParseName(p)
+		if err != nil {
+			return err
+		}
+		if err := s.res.DeletePartitionedTopic(ctx, n.Domain, tenant, ns, n.Local); err != nil && !errors.Is(err, resources.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteWhereServed deletes a topic on the broker that serves it: here in a standalone or
+// when this broker owns its bundle, else over HTTP at the owner (as Pulsar's admin client
+// does), so no broker destroys a log another one is writing. A topic already gone is no
+// error.
+func (s *server) deleteWhereServed(ctx context.Context, topic string, force bool) error {
+	if s.own != nil {
+		res, err := s.own.Lookup(ctx, topic, false)
+		if err != nil {
+			return fmt.Errorf("%w: looking up %s: %w", ErrUnavailable, topic, err)
+		}
+		if !res.Self {
+			return s.deleteAt(ctx, res.HTTPURL, topic, force)
+		}
+	}
+	if err := s.broker.DeleteTopic(ctx, topic, force); err != nil && statusFor(err) != http.StatusNotFound {
+		return err
+	}
+	return nil
+}
+
+// deleteAt sends DELETE for topic to the broker at httpURL (authoritative: it serves it).
+func (s *server) deleteAt(ctx context.Context, httpURL, topic string, force bool) error {
+	n, err := topics.ParseName(topic)
+	if err != nil {
+		return err
+	}
+	u := strings.TrimSuffix(httpURL, "/") + "/admin/v2/" + n.Domain + "/" + url.PathEscape(n.Tenant) + "/" +
+		url.PathEscape(n.Namespace) + "/" + url.PathEscape(n.Local) + fmt.Sprintf("?force=%t&authoritative=true", force)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := s.httpc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: deleting %s at %s: %w", ErrUnavailable, topic, httpURL, err)
+	}
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode/100 == 2, resp.StatusCode == http.StatusNotFound:
+		return nil
+	case resp.StatusCode == http.StatusPreconditionFailed:
+		return fmt.Errorf("%w: deleting %s at %s: HTTP %d", ErrNotAllowed, topic, httpURL, resp.StatusCode)
+	}
+	return fmt.Errorf("deleting %s at %s: HTTP %d", topic, httpURL, resp.StatusCode)
+}

@@ -1,0 +1,105 @@
+package admin_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsar"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+)
+
+// TestForceDeleteNamespace, on the real standalone (forceDeleteNamespaceAllowed on): a
+// namespace with topics is refused without force (409, Pulsar's reason) and deleted with
+// them with ?force=true, a consumer connected; a namespace of the same name made again has
+// none of the old topics or their messages.
+func TestForceDeleteNamespace(t *testing.T) {
+	a := adminClient(t)
+	c := pulsarClient(t)
+	must(t, "tenant", a.Tenants().Create(utils.TenantData{Name: "forcedel", AllowedClusters: []string{"standalone"}}))
+	must(t, "namespace", a.Namespaces().CreateNamespace("forcedel/ns"))
+	tn, pn := topicName(t, "persistent://forcedel/ns/t"), topicName(t, "persistent://forcedel/ns/p")
+	must(t, "topic", a.Topics().Create(*tn, 0))
+	must(t, "partitioned", a.Topics().Create(*pn, 2))
+	for _, name := range []string{tn.String(), pn.String(), "persistent://forcedel/ns/t2"} {
+		produce(t, c, name, 3)
+	}
+	// A consumer stays connected (a producer's reconnect races in pulsar-client-go v0.19.0's
+	// grabCnx under -race).
+	live, err := c.Subscribe(pulsar.ConsumerOptions{Topic: tn.String(), SubscriptionName: "live"})
+	must(t, "live consumer", err)
+
+	var re rest.Error
+	if err := a.Namespaces().DeleteNamespace("forcedel/ns"); !errors.As(err, &re) || re.Code != 409 || re.Reason != "Cannot delete non empty namespace" {
+		t.Fatalf("delete without force: %v, want 409 Cannot delete non empty namespace", err)
+	}
+	code, body := httpDelete(t, "/admin/v2/namespaces/forcedel/ns?force=true")
+	if code != 204 {
+		t.Fatalf("delete with force: %d %s", code, body)
+	}
+	live.Close() // its reconnect would create t again once the namespace is back (auto-creation)
+	if _, err := a.Namespaces().GetPolicies("forcedel/ns"); !errors.As(err, &re) || re.Code != 404 {
+		t.Fatalf("namespace after force delete: %v, want 404", err)
+	}
+	code, body = httpDelete(t, "/admin/v2/namespaces/forcedel/gone?force=true")
+	var reason struct{ Reason string }
+	if code != 404 || json.Unmarshal([]byte(body), &reason) != nil || reason.Reason != "Namespace forcedel/gone does not exist." {
+		t.Fatalf("force delete of a missing namespace: %d %s", code, body)
+	}
+
+	must(t, "namespace again", a.Namespaces().CreateNamespace("forcedel/ns"))
+	nsn, err := utils.GetNamespaceName("forcedel/ns")
+	must(t, "ns name", err)
+	if parts, _, err := a.Topics().List(*nsn); err != nil || len(parts) != 0 {
+		t.Fatalf("partitioned topics of the namespace made again: %v %v, want none", parts, err)
+	}
+	// t2 had no client: made again, it has nothing of before. (t's closed consumer may still
+	// be reconnecting to it, so it is left alone.)
+	t2 := topicName(t, "persistent://forcedel/ns/t2")
+	must(t, "t2 again", a.Topics().Create(*t2, 0))
+	must(t, "sub", a.Subscriptions().Create(*t2, "s", utils.Earliest))
+	st, err := a.Topics().GetStats(*t2)
+	must(t, "stats", err)
+	if b := st.Subscriptions["s"].MsgBacklog; b != 0 {
+		t.Fatalf("topic made again has a backlog of %d from before the delete", b)
+	}
+	if code, body := httpDelete(t, "/admin/v2/namespaces/forcedel/ns?force=true"); code != 204 {
+		t.Fatalf("cleanup: %d %s", code, body)
+	}
+	must(t, "cleanup tenant", a.Tenants().Delete("forcedel"))
+}
+
+// TestForceDeleteNamespaceRefused: with forceDeleteNamespaceAllowed off (the default),
+// ?force=true answers Pulsar's 405 and deletes nothing.
+func TestForceDeleteNamespaceRefused(t *testing.T) {
+	srv := newServer(t)
+	if code, _ := do(t, srv, "PUT", "/admin/v2/tenants/acme", `{"allowedClusters":["standalone"]}`); code != 204 {
+		t.Fatalf("tenant: %d", code)
+	}
+	if code, _ := do(t, srv, "PUT", "/admin/v2/namespaces/acme/ns", ""); code != 204 {
+		t.Fatalf("namespace: %d", code)
+	}
+	code, body := do(t, srv, "DELETE", "/admin/v2/namespaces/acme/ns?force=true", "")
+	var reason struct{ Reason string }
+	if code != 405 || json.Unmarshal([]byte(body), &reason) != nil || reason.Reason != "Broker doesn't allow forced deletion of namespaces" {
+		t.Fatalf("forced delete, not allowed: %d %s", code, body)
+	}
+	if code, _ := do(t, srv, "GET", "/admin/v2/namespaces/acme/ns", ""); code != 200 {
+		t.Fatalf("namespace after a refused forced delete: %d", code)
+	}
+}
+
+func httpDelete(t *testing.T, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodDelete, "http://"+sa.HTTPAddr()+path, nil)
+	must(t, path, err)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, path, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
