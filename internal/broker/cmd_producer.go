@@ -27,7 +27,12 @@ func (c *conn) handleProducer(cmd *pb.CommandProducer) {
 		}
 		return
 	}
+	err := c.connLimit(len(c.producers), c.s.cfg.MaxProducersPerConnection, "maxProducersPerConnection", wire.ErrProducerBusy)
 	c.mu.Unlock()
+	if err != nil {
+		c.sendError(rid, err)
+		return
+	}
 
 	name, err := topics.ParseName(cmd.GetTopic())
 	if err != nil {

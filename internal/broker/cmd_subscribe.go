@@ -14,9 +14,14 @@ func (c *conn) handleSubscribe(cmd *pb.CommandSubscribe) {
 	rid, cid := cmd.GetRequestId(), cmd.GetConsumerId()
 	c.mu.Lock()
 	_, exists := c.consumers[cid]
+	limitErr := c.connLimit(len(c.consumers), c.s.cfg.MaxConsumersPerConnection, "maxConsumersPerConnection", wire.ErrConsumerBusy)
 	c.mu.Unlock()
 	if exists {
 		c.sendSuccess(rid)
+		return
+	}
+	if limitErr != nil {
+		c.sendError(rid, limitErr)
 		return
 	}
 	name, err := topics.ParseName(cmd.GetTopic())

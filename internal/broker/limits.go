@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -25,6 +26,9 @@ import (
 //     to them pauses; both resume when the write loop has written below the limit. What can
 //     still be queued meanwhile is small and bounded (receipts of SENDs already read, pings,
 //     close notices). A client that reads nothing for writeTimeout is disconnected.
+//   - maxProducersPerConnection / maxConsumersPerConnection: a PRODUCER or SUBSCRIBE beyond
+//     them is answered ProducerBusy / ConsumerBusy, Pulsar's codes for its per-topic counts
+//     (connLimit); the connection and what it already holds go on.
 //
 // Per-topic and per-namespace counts (producers, consumers, subscriptions, topics) are
 // namespace/topic policies with broker defaults: internal/topics/policies.go.
@@ -40,6 +44,18 @@ func (s *Server) lookupSlot() (release func(), ok bool) {
 		s.log.Warn("refusing a lookup", "reason", "maxConcurrentLookupRequest reached", "limit", cap(s.lookups))
 		return nil, false
 	}
+}
+
+// connLimit is the refusal of one more producer or consumer on a connection that holds n
+// of them, with limit the most its config key allows (0: unlimited), or nil. The read loop
+// runs one command at a time, so n cannot grow between this check and the handler's
+// registration of the new one.
+func (c *conn) connLimit(n, limit int, key string, code error) error {
+	if limit <= 0 || n < limit {
+		return nil
+	}
+	c.log.Warn("refusing a client's request", "reason", key+" reached", "limit", limit)
+	return fmt.Errorf("%w: this connection holds %d, the most %s allows", code, n, key)
 }
 
 // refuseConnection answers a connection over brokerMaxConnections before closing it, as

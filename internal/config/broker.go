@@ -98,6 +98,16 @@ type BrokerConfig struct {
 	// consumers pauses until the client has read below it (our key; Pulsar relies on Netty's
 	// write-buffer watermarks). A client that reads nothing for 60 s is disconnected.
 	MaxPendingWriteBytesPerConnection int64 `key:"maxPendingWriteBytesPerConnection" help:"bytes queued for a client before its commands and deliveries pause"`
+	// MaxProducersPerConnection / MaxConsumersPerConnection bound the producers and the
+	// consumers one connection holds open at once; a further PRODUCER or SUBSCRIBE is
+	// answered ProducerBusy / ConsumerBusy (the codes of Pulsar's maxProducersPerTopic and
+	// maxConsumersPerTopic) and nothing else on the connection changes. Our keys, named after
+	// Pulsar's per-connection ones: Pulsar has no such bound, so a client that creates
+	// producers in a loop holds broker memory without end. A client with more than this
+	// on one broker opens more connections per broker (Go: MaxConnectionsPerBroker, Java:
+	// connectionsPerBroker).
+	MaxProducersPerConnection int `key:"maxProducersPerConnection" help:"most producers open on one client connection (0: unlimited)"`
+	MaxConsumersPerConnection int `key:"maxConsumersPerConnection" help:"most consumers open on one client connection (0: unlimited)"`
 
 	// ForceDeleteNamespaceAllowed lets DELETE /admin/v2/namespaces/{t}/{ns}?force=true
 	// delete a namespace with its topics; off, as in Pulsar, the request answers 405.
@@ -155,6 +165,8 @@ func DefaultBrokerConfig() BrokerConfig {
 		MaxConcurrentLookupRequest:                50000,
 		MaxPendingPublishRequestsPerConnection:    1000,
 		MaxPendingWriteBytesPerConnection:         16 << 20,
+		MaxProducersPerConnection:                 10000,
+		MaxConsumersPerConnection:                 10000,
 		ExposeTopicLevelMetricsInPrometheus:       true,
 		SubscriptionKeySharedUseConsistentHashing: true,
 		AllowAutoSubscriptionCreation:             true,
@@ -197,6 +209,8 @@ func (c *BrokerConfig) Validate() error {
 		Between("maxConcurrentLookupRequest", c.MaxConcurrentLookupRequest, 1, 10_000_000),
 		Between("maxPendingPublishRequestsPerConnection", c.MaxPendingPublishRequestsPerConnection, 1, 10_000_000),
 		AtLeast("maxPendingWriteBytesPerConnection", c.MaxPendingWriteBytesPerConnection, int64(64<<10)),
+		AtLeast("maxProducersPerConnection", c.MaxProducersPerConnection, 0),
+		AtLeast("maxConsumersPerConnection", c.MaxConsumersPerConnection, 0),
 		c.ManagedLedger.Validate(),
 		c.Schema.Validate(),
 		c.Policies.Validate(),
