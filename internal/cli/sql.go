@@ -116,7 +116,9 @@ func (a *app) sqlCmd() *cobra.Command {
 		if token != "" {
 			mc.Passwd = "token:" + token
 		}
-		mc.AllowCleartextPasswords = mc.Passwd != ""
+		// A client certificate with no password logs in as the certificate, through the
+		// server's clear-text method with an empty password (over TLS).
+		mc.AllowCleartextPasswords = mc.Passwd != "" || (mc.TLS != nil && sec.certFile != "")
 		mc.ParseTime, mc.Loc = true, time.UTC
 		mc.Timeout = 10 * time.Second
 		conn, err := mysql.NewConnector(mc)

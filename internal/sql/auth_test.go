@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"encoding/base64"
 	"errors"
@@ -45,10 +46,29 @@ func (grants) Namespace(_ context.Context, tenant, ns string) (auth.NamespacePol
 // mints a role's token.
 func authServer(t *testing.T, src Source) (open func(user, password string, db ...string) *sql.DB, token func(role string) string) {
 	t.Helper()
+	addr, token := secureServer(t, src, nil)
+	open = func(user, password string, dbName ...string) *sql.DB {
+		db := "public/default"
+		if len(dbName) > 0 {
+			db = dbName[0]
+		}
+		return dial(t, addr, user, password, db, nil)
+	}
+	return open, token
+}
+
+// secureServer serves src on a loopback port with token authentication (and, with stls,
+// TLS and the tls provider) and authorization over grants on ("admin" is a superuser); it
+// returns the address and a minter of roles' tokens.
+func secureServer(t *testing.T, src Source, stls *auth.ServerTLS) (addr string, token func(role string) string) {
+	t.Helper()
 	secret := []byte("0123456789abcdef0123456789abcdef")
 	acfg := config.DefaultAuthenticationConfig()
 	acfg.Enabled = true
 	acfg.Providers = []string{"token"}
+	if stls != nil {
+		acfg.Providers = append(acfg.Providers, "tls")
+	}
 	acfg.Token.SecretKey = "data:;base64," + base64.StdEncoding.EncodeToString(secret)
 	authn, err := auth.NewService(acfg, auth.ServiceOptions{})
 	if err != nil {
@@ -68,7 +88,7 @@ func authServer(t *testing.T, src Source) (open func(user, password string, db .
 		}
 		return tok
 	}
-	s, err := New(Options{Config: config.DefaultSQLConfig(), Source: src, Auth: authn, Authz: authz})
+	s, err := New(Options{Config: config.DefaultSQLConfig(), Source: src, Auth: authn, Authz: authz, TLS: stls})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,22 +98,23 @@ func authServer(t *testing.T, src Source) (open func(user, password string, db .
 	}
 	go func() { _ = s.Serve(ln) }()
 	t.Cleanup(func() { _ = s.Close() })
-	open = func(user, password string, dbName ...string) *sql.DB {
-		mc := mysql.NewConfig()
-		mc.Net, mc.Addr, mc.User, mc.Passwd, mc.DBName = "tcp", ln.Addr().String(), user, password, "public/default"
-		if len(dbName) > 0 {
-			mc.DBName = dbName[0]
-		}
-		mc.AllowCleartextPasswords = true
-		conn, err := mysql.NewConnector(mc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db := sql.OpenDB(conn)
-		t.Cleanup(func() { _ = db.Close() })
-		return db
+	return ln.Addr().String(), token
+}
+
+// dial opens a database/sql handle on Go's MySQL driver (clear-text passwords allowed, TLS
+// when tc is set).
+func dial(t *testing.T, addr, user, password, db string, tc *tls.Config) *sql.DB {
+	t.Helper()
+	mc := mysql.NewConfig()
+	mc.Net, mc.Addr, mc.User, mc.Passwd, mc.DBName, mc.TLS = "tcp", addr, user, password, db, tc
+	mc.AllowCleartextPasswords = true
+	conn, err := mysql.NewConnector(mc)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return open, token
+	h := sql.OpenDB(conn)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
 
 // TestTokensAuthenticateAndConsumeIsAuthorized: with authentication on, a login needs a

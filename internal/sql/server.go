@@ -1,12 +1,15 @@
 package sql
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -291,7 +294,8 @@ func (u userData) Get() *querypb.VTGateCallerID { return &querypb.VTGateCallerID
 // user (the principal is then the user name, or anonymousUserRole). With it on, the
 // password is checked by internal/auth: a Pulsar token ("token:<jwt>" or a bare JWT), or a
 // basic-auth password for the user; it must arrive in clear text (mysql_clear_password:
-// --enable-cleartext-plugin), as the server must see it to verify it.
+// --enable-cleartext-plugin), as the server must see it to verify it. Over TLS, an empty
+// password and a trusted client certificate log in as the certificate (certLogin).
 func (s *Server) authServer() mysql.AuthServer {
 	if !s.auth.Enabled() {
 		return &openAuth{s: s}
@@ -319,7 +323,7 @@ func (a *openAuth) UserEntryWithHash(_ []*x509.Certificate, _ []byte, user strin
 type tokenAuth struct{ s *Server }
 
 func (a *tokenAuth) AuthMethods() []mysql.AuthMethod {
-	return []mysql.AuthMethod{a.s.secure(mysql.NewMysqlClearAuthMethod(a, a))}
+	return []mysql.AuthMethod{a.s.secure(certLogin{AuthMethod: mysql.NewMysqlClearAuthMethod(a, a), s: a.s})}
 }
 
 func (a *tokenAuth) DefaultAuthMethodDescription() mysql.AuthMethodDescription {
@@ -328,17 +332,53 @@ func (a *tokenAuth) DefaultAuthMethodDescription() mysql.AuthMethodDescription {
 
 func (a *tokenAuth) HandleUser(string, net.Addr) bool { return true }
 
+// UserEntryWithPassword ignores the certificates it is given: they are the handshake's,
+// verified or not (tlsAllowInsecureConnection); certLogin reads the verified ones.
 func (a *tokenAuth) UserEntryWithPassword(_ []*x509.Certificate, user, password string, remote net.Addr) (mysql.Getter, error) {
 	creds := credentialsOf(user, password)
 	creds.Remote = remote.String()
+	return a.s.login(user, creds)
+}
+
+func (s *Server) login(user string, creds auth.Credentials) (mysql.Getter, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id, err := a.s.auth.Authenticate(ctx, creds)
+	id, err := s.auth.Authenticate(ctx, creds)
 	if err != nil {
-		a.s.metrics.authFailures.Inc()
+		s.metrics.authFailures.Inc()
 		return nil, mysql.NewSQLError(mysql.ERAccessDeniedError, mysql.SSAccessDeniedError, "Access denied for user '%v': %v", user, err)
 	}
 	return userData{user: user, principal: auth.Principal{Role: id.Role}}, nil
+}
+
+// certLogin logs a TLS connection in as its client certificate, as Pulsar's
+// AuthenticationProviderTls does (the role is the certificate's common name), when the tls
+// provider is among authenticationProviders, the certificate was verified against
+// tlsTrustCertsFilePath, and the password is empty. A password, when given, is the login's
+// credential (a token over mutual TLS), as a Pulsar client names one auth method.
+type certLogin struct {
+	mysql.AuthMethod
+	s *Server
+}
+
+func (m certLogin) HandleAuthPluginData(c *mysql.Conn, user string, serverData, clientResp []byte, remote net.Addr) (mysql.Getter, error) {
+	// mysql_clear_password's response is the password and a NUL.
+	if len(bytes.TrimSuffix(clientResp, []byte{0})) == 0 && slices.Contains(m.s.auth.Methods(), auth.MethodTLS) {
+		if certs := m.s.clientCerts(c); len(certs) > 0 {
+			return m.s.login(user, auth.Credentials{Method: auth.MethodTLS, PeerCertificates: certs, Remote: remote.String()})
+		}
+	}
+	return m.AuthMethod.HandleAuthPluginData(c, user, serverData, clientResp, remote)
+}
+
+// clientCerts is the connection's client certificate chain if it verified, else nil.
+func (s *Server) clientCerts(c *mysql.Conn) []*x509.Certificate {
+	tc, ok := c.Conn.(*tls.Conn)
+	if !ok || s.tls == nil {
+		return nil
+	}
+	cs := tc.ConnectionState()
+	return s.tls.PeerCertificates(&cs)
 }
 
 // secure makes m refuse logins over plain TCP when sqlRequireSecureTransport is set. The

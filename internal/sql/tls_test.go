@@ -18,6 +18,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/schema"
 )
 
 // TestTLSIsOfferedRequiredAndReloaded: with the broker's certificate keys the server takes
@@ -162,4 +163,102 @@ func serialOf(t *testing.T, certFile string) *big.Int {
 		t.Fatal(err)
 	}
 	return leaf.SerialNumber
+}
+
+// TestClientCertificateLogsInAsItsCommonName: with the tls provider on, a connection that
+// presents a certificate trusted by tlsTrustCertsFilePath and no password is the role of
+// the certificate's common name (Pulsar's AuthenticationProviderTls), whatever user name it
+// gives, and authorization applies to that role; a password, when given, is the credential.
+// tlsRequireTrustedClientCertOnConnect refuses a handshake without a trusted certificate.
+func TestClientCertificateLogsInAsItsCommonName(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := auth.NewCA(filepath.Join(dir, "ca"), "sql test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := auth.NewCA(filepath.Join(dir, "other"), "another CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ca.Issue(auth.IssueOptions{Name: "server", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stls, err := auth.NewServerTLS(config.TLSServerConfig{CertificateFilePath: srv.CertFile, KeyFilePath: srv.KeyFile,
+		TrustCertsFilePath: ca.CertFile, RequireTrustedClientCert: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := ordersSource(t)
+	src.add(t, "other/ns/secret", TopicInfo{Schema: schema.Schema{Type: schema.String}}, -1, 0, 3,
+		[]msg{{payload: []byte("s"), pub: 1_700_000_000_000}})
+	addr, token := secureServer(t, src, stls)
+	pem, err := os.ReadFile(ca.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	// as connects with a client certificate for cn issued by from (none when from is nil).
+	as := func(from *auth.CA, cn, password, db string) *sql.DB {
+		t.Helper()
+		tc := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+		if from != nil {
+			c, err := from.Issue(auth.IssueOptions{Name: filepath.Base(from.CertFile) + "-" + cn, CommonName: cn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kp, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.Certificates = []tls.Certificate{kp}
+		}
+		return dial(t, addr, "whoever", password, db, tc)
+	}
+	code := func(err error) int {
+		var me *mysql.MySQLError
+		if errors.As(err, &me) {
+			return int(me.Number)
+		}
+		return 0
+	}
+
+	reader := as(ca, "reader", "", "public/default")
+	if got := queryRows(t, reader, "SELECT count(*) FROM orders WHERE __partition__ = 1"); got[0][0] != "1000" {
+		t.Fatalf("the reader certificate: %v", got)
+	}
+	items := as(ca, "items-reader", "", "public/default")
+	if got := queryRows(t, items, "SELECT count(*) FROM items"); got[0][0] != "7" {
+		t.Fatalf("the items-reader certificate on items: %v", got)
+	}
+	if _, err := items.Exec("SELECT count(*) FROM orders"); code(err) != erTableAccessDenied {
+		t.Fatalf("the items-reader certificate on orders: %v, want error 1142", err)
+	}
+	nobody := as(ca, "nobody", "", "")
+	for _, r := range queryRows(t, nobody, "SHOW SCHEMAS") {
+		if strings.Contains(r[0], "/") {
+			t.Fatalf("the nobody certificate's SHOW SCHEMAS lists %s", r[0])
+		}
+	}
+	if _, err := nobody.Exec("SELECT * FROM `other/ns`.secret"); code(err) != 1049 {
+		t.Fatalf("the nobody certificate on other/ns: %v, want error 1049", err)
+	}
+	if got := queryRows(t, as(ca, "admin", "", ""), "SELECT count(*) FROM `other/ns`.secret"); got[0][0] != "1" {
+		t.Fatalf("the superuser's certificate: %v", got)
+	}
+	// A password is the login's credential, over the certificate of another role.
+	if got := queryRows(t, as(ca, "nobody", "token:"+token("reader"), "public/default"), "SELECT count(*) FROM orders WHERE __partition__ = 1"); got[0][0] != "1000" {
+		t.Fatalf("a reader token over the nobody certificate: %v", got)
+	}
+	if err := as(ca, "reader", "token:forged.token.value", "").Ping(); code(err) != 1045 {
+		t.Fatalf("a forged token over the reader certificate: %v, want access denied (1045)", err)
+	}
+	// tlsRequireTrustedClientCertOnConnect: no certificate, or one of another CA, is refused
+	// in the handshake.
+	for name, from := range map[string]*auth.CA{"no certificate": nil, "another CA's certificate": other} {
+		if err := as(from, "reader", "", "").Ping(); err == nil || code(err) != 0 {
+			t.Errorf("%s: %v, want the TLS handshake refused", name, err)
+		}
+	}
 }
