@@ -36,6 +36,20 @@ type TransactionConfig struct {
 	BufferClientOperationTimeoutInMills int `key:"transactionBufferClientOperationTimeoutInMills" help:"timeout of one end-of-transaction call to a topic owner, in ms"`
 	// BufferClientMaxConcurrentRequests bounds those calls in flight per broker.
 	BufferClientMaxConcurrentRequests int `key:"transactionBufferClientMaxConcurrentRequests" help:"end-of-transaction calls to topic owners in flight per broker"`
+
+	// Batched writes of the coordinators' logs: records appended within MaxDelayInMillis
+	// of the first one share one ledger entry, up to MaxRecords records or MaxSize bytes.
+	// Each operation is still answered once its entry is durable.
+	LogBatchedWriteEnabled          bool `key:"transactionLogBatchedWriteEnabled" help:"batch the transaction coordinators' log records into shared entries"`
+	LogBatchedWriteMaxRecords       int  `key:"transactionLogBatchedWriteMaxRecords" help:"most records in one batched coordinator log entry"`
+	LogBatchedWriteMaxSize          int  `key:"transactionLogBatchedWriteMaxSize" help:"most bytes of records in one batched coordinator log entry"`
+	LogBatchedWriteMaxDelayInMillis int  `key:"transactionLogBatchedWriteMaxDelayInMillis" help:"longest wait of a coordinator log record for its batch, in ms"`
+	// The same for the topics' transaction state logs (pending acknowledgements and
+	// transaction buffer snapshots).
+	PendingAckBatchedWriteEnabled          bool `key:"transactionPendingAckBatchedWriteEnabled" help:"batch pending-acknowledgement log records into shared entries"`
+	PendingAckBatchedWriteMaxRecords       int  `key:"transactionPendingAckBatchedWriteMaxRecords" help:"most records in one batched pending-acknowledgement log entry"`
+	PendingAckBatchedWriteMaxSize          int  `key:"transactionPendingAckBatchedWriteMaxSize" help:"most bytes of records in one batched pending-acknowledgement log entry"`
+	PendingAckBatchedWriteMaxDelayInMillis int  `key:"transactionPendingAckBatchedWriteMaxDelayInMillis" help:"longest wait of a pending-acknowledgement log record for its batch, in ms"`
 }
 
 // DefaultTransactionConfig returns Pulsar's defaults (and ours for the bounds Pulsar lacks).
@@ -49,6 +63,13 @@ func DefaultTransactionConfig() TransactionConfig {
 		BufferSnapshotMinTimeInMillis:       5000,
 		BufferClientOperationTimeoutInMills: 3000,
 		BufferClientMaxConcurrentRequests:   1000,
+		// Pulsar's defaults: off, 512 records, 4 MiB, 1 ms.
+		LogBatchedWriteMaxRecords:              512,
+		LogBatchedWriteMaxSize:                 4 << 20,
+		LogBatchedWriteMaxDelayInMillis:        1,
+		PendingAckBatchedWriteMaxRecords:       512,
+		PendingAckBatchedWriteMaxSize:          4 << 20,
+		PendingAckBatchedWriteMaxDelayInMillis: 1,
 	}
 }
 
@@ -62,5 +83,14 @@ func (c *TransactionConfig) Validate() error {
 		Between("transactionBufferSnapshotMinTimeInMillis", c.BufferSnapshotMinTimeInMillis, 10, 3_600_000),
 		Between("transactionBufferClientOperationTimeoutInMills", c.BufferClientOperationTimeoutInMills, 10, 600_000),
 		Between("transactionBufferClientMaxConcurrentRequests", c.BufferClientMaxConcurrentRequests, 1, 1_000_000),
+		// Pulsar's lower bounds (10 records, 128 KiB, 1 ms). Upper: the records a batched
+		// entry's decoder accepts (internal/txn/log_batch.go), and a batch must fit one
+		// bookie frame (nettyMaxFrameSizeBytes, 5 MiB by default).
+		Between("transactionLogBatchedWriteMaxRecords", c.LogBatchedWriteMaxRecords, 10, 100_000),
+		Between("transactionLogBatchedWriteMaxSize", c.LogBatchedWriteMaxSize, 128<<10, 4<<20),
+		Between("transactionLogBatchedWriteMaxDelayInMillis", c.LogBatchedWriteMaxDelayInMillis, 1, 1000),
+		Between("transactionPendingAckBatchedWriteMaxRecords", c.PendingAckBatchedWriteMaxRecords, 10, 100_000),
+		Between("transactionPendingAckBatchedWriteMaxSize", c.PendingAckBatchedWriteMaxSize, 128<<10, 4<<20),
+		Between("transactionPendingAckBatchedWriteMaxDelayInMillis", c.PendingAckBatchedWriteMaxDelayInMillis, 1, 1000),
 	)
 }

@@ -53,7 +53,7 @@ type Buffer struct {
 
 	endedSinceSnap int
 	lastSnap       time.Time
-	snapPos        Position
+	snapPos        recPos
 	hasSnap        bool
 	snapping       bool
 	snapTimer      *time.Timer

@@ -66,7 +66,7 @@ func (b *Buffer) snapshot() {
 	ended := b.endedSinceSnap
 	b.endedSinceSnap, b.lastSnap = 0, b.now()
 	b.mu.Unlock()
-	err := b.st.appendState(encodeState(&stateRecord{kind: stSnapshot, snap: s}), func(p Position, err error) {
+	err := b.st.appendState(encodeState(&stateRecord{kind: stSnapshot, snap: s}), func(p recPos, err error) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		b.snapping = false
@@ -94,7 +94,7 @@ func (b *Buffer) snapshot() {
 // recover loads snap and replays the topic after its maxRead: transactions still open come
 // back with their first entry, ends after the snapshot take effect. Until it returns,
 // everything after maxRead is hidden.
-func (b *Buffer) recover(ctx context.Context, snap *snapshot, snapPos Position) error {
+func (b *Buffer) recover(ctx context.Context, snap *snapshot, snapPos recPos) error {
 	b.mu.Lock()
 	b.recMax = snap.maxRead
 	for _, a := range snap.aborted {

@@ -99,7 +99,7 @@ type txnMeta struct {
 	owner     string
 	parts     []string
 	subs      []Subscription
-	records   []Position // its log records, dropped together once it ended
+	records   []recPos // its log records, dropped together once it ended
 	timedOut  bool
 	heapIdx   int           // in deadline, -1 when not there
 	done      chan struct{} // closed when the ending finished (or the coordinator stopped)
@@ -148,7 +148,7 @@ func OpenCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, e
 	if err != nil {
 		existed = true
 	}
-	l, err := openRecordLog(ctx, o.Ledgers, LogName(o.ID))
+	l, err := openRecordLog(ctx, o.Ledgers, LogName(o.ID), coordinatorBatch(o.Config))
 	if err != nil {
 		return nil, fmt.Errorf("%w: coordinator %d: %w", ErrCoordinatorNotFound, o.ID, err)
 	}
@@ -249,7 +249,7 @@ func (c *Coordinator) New(ctx context.Context, timeout time.Duration, owner stri
 	c.scheduleLocked(m)
 	c.mu.Unlock()
 	res := make(chan error, 1)
-	err := c.log.append(encodeRecord(&record{kind: recNew, least: least, timeout: timeout, opened: opened, owner: owner}), func(p Position, err error) {
+	err := c.log.append(encodeRecord(&record{kind: recNew, least: least, timeout: timeout, opened: opened, owner: owner}), func(p recPos, err error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.stats.appends++
@@ -349,7 +349,7 @@ func (c *Coordinator) add(ctx context.Context, id ID, topics []string, subs []Su
 		rec = &record{kind: recSubscriptions, least: id.Least, subs: newSubs}
 	}
 	res := make(chan error, 1)
-	err = c.log.append(encodeRecord(rec), func(p Position, err error) {
+	err = c.log.append(encodeRecord(rec), func(p recPos, err error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.stats.appends++
@@ -427,7 +427,7 @@ func (c *Coordinator) startEnd(id ID, action Action, timedOut bool) (*txnMeta, e
 	m.done = make(chan struct{})
 	c.unscheduleLocked(m)
 	c.mu.Unlock()
-	err = c.log.append(encodeRecord(&record{kind: recStatus, least: id.Least, status: action.ending(), timedOut: timedOut}), func(p Position, err error) {
+	err = c.log.append(encodeRecord(&record{kind: recStatus, least: id.Least, status: action.ending(), timedOut: timedOut}), func(p recPos, err error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.stats.appends++

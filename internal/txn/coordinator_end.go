@@ -149,13 +149,13 @@ func (c *Coordinator) finishLocked(m *txnMeta, action Action) {
 
 // logFinal appends the final status of a forgotten transaction and, once it is durable,
 // acknowledges all its records.
-func (c *Coordinator) logFinal(least uint64, action Action, records []Position) {
+func (c *Coordinator) logFinal(least uint64, action Action, records []recPos) {
 	c.appendMu.Lock()
 	defer c.appendMu.Unlock()
 	if c.Err() != nil {
 		return
 	}
-	err := c.log.append(encodeRecord(&record{kind: recStatus, least: least, status: action.final()}), func(p Position, err error) {
+	err := c.log.append(encodeRecord(&record{kind: recStatus, least: least, status: action.final()}), func(p recPos, err error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.stats.appends++
@@ -175,7 +175,7 @@ func (c *Coordinator) logFinal(least uint64, action Action, records []Position) 
 // dropLocked acknowledges records of ended transactions, after making sure the log cursor
 // remembers the highest sequence handed out (a replay that finds no record of it must not
 // hand it out again).
-func (c *Coordinator) dropLocked(records []Position) {
+func (c *Coordinator) dropLocked(records []recPos) {
 	if c.propSeq < c.durSeq {
 		if err := c.log.setProps(map[string]int64{seqProp: int64(c.durSeq)}); err != nil {
 			c.lg.Warn("recording the sequence in the coordinator log failed; its records stay", "err", err)

@@ -12,8 +12,8 @@ import (
 // transaction has no first record left belongs to an ended one and is acknowledged again.
 // existed tells that the log was there before this open.
 func (c *Coordinator) recover(ctx context.Context, existed bool) error {
-	var orphans []Position
-	err := c.log.replay(ctx, func(p Position, data []byte) error {
+	var orphans []recPos
+	err := c.log.replay(ctx, func(p recPos, data []byte) error {
 		r, err := decodeRecord(data)
 		if err != nil {
 			return err
@@ -26,7 +26,7 @@ func (c *Coordinator) recover(ctx context.Context, existed bool) error {
 			}
 			c.txns[r.least] = &txnMeta{
 				least: r.least, status: Open, opened: r.opened, timeoutAt: r.opened.Add(r.timeout),
-				owner: r.owner, records: []Position{p}, heapIdx: -1,
+				owner: r.owner, records: []recPos{p}, heapIdx: -1,
 			}
 			c.seq = max(c.seq, r.least)
 			return nil
@@ -69,7 +69,7 @@ func (c *Coordinator) recover(ctx context.Context, existed bool) error {
 		c.seq += newAhead
 	}
 	c.durSeq, c.propSeq = c.seq, uint64(c.log.props()[seqProp])
-	var ended []Position
+	var ended []recPos
 	now := c.now()
 	var expired []uint64
 	for least, m := range c.txns {

@@ -43,6 +43,19 @@
 // transaction (its final status, its end on a subscription) is acknowledged with the
 // others, so what comes back is always a suffix that still makes sense.
 //
+// # Batched entries (log_batch.go)
+//
+// With transactionLogBatchedWriteEnabled (coordinator logs) or
+// transactionPendingAckBatchedWriteEnabled (topic state logs) records appended close
+// together share an entry; a lone record is still written plain. A batched entry:
+//
+//	byte     0xB1 (a record starts with its version, 1)
+//	uvarint  n (2..100000), n x (uvarint length (1..64 MiB), the record)
+//
+// A record is named by (entry, index); the entry is acknowledged once every record in it
+// is, and the entries of one transaction's records oldest first (so replays still see
+// suffixes). The decoder rejects bad counts and lengths, truncation and trailing bytes.
+//
 // # Coordinator log (record.go)
 //
 // One record per entry. varint is zig-zag signed (binary.AppendVarint), uvarint unsigned;

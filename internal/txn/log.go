@@ -22,6 +22,9 @@ type Position = managedledger.Position
 type recordLog struct {
 	ml  *managedledger.ManagedLedger
 	cur *managedledger.Cursor
+	// batch gathers records into shared entries (log_batch.go); nil: one entry each.
+	batch   *batchWriter
+	tracker recordTracker
 }
 
 // logCursor is the name of the one cursor of a record log.
@@ -30,9 +33,9 @@ const logCursor = "transaction.subscription"
 // replayBatch bounds one read of a replay.
 const replayBatch = 512
 
-// openRecordLog opens (creating if needed) the log called name. Opening fences a previous
-// owner's writes.
-func openRecordLog(ctx context.Context, f *managedledger.Factory, name string) (*recordLog, error) {
+// openRecordLog opens (creating if needed) the log called name, batching its writes as bc
+// says. Opening fences a previous owner's writes.
+func openRecordLog(ctx context.Context, f *managedledger.Factory, name string, bc BatchConfig) (*recordLog, error) {
 	ml, err := f.Open(ctx, name, f.DefaultConfig())
 	if err != nil {
 		return nil, fmt.Errorf("txn: opening log %s: %w", name, err)
@@ -42,11 +45,16 @@ func openRecordLog(ctx context.Context, f *managedledger.Factory, name string) (
 		_ = ml.Close(ctx)
 		return nil, fmt.Errorf("txn: opening the cursor of log %s: %w", name, err)
 	}
-	return &recordLog{ml: ml, cur: cur}, nil
+	l := &recordLog{ml: ml, cur: cur}
+	if bc.Enabled && bc.MaxRecords > 1 {
+		l.batch = &batchWriter{l: l, cfg: bc}
+	}
+	return l, nil
 }
 
-// replay calls fn with every record not acknowledged, in log order.
-func (l *recordLog) replay(ctx context.Context, fn func(Position, []byte) error) error {
+// replay calls fn with every record not acknowledged, in log order (a batched entry's in
+// their order in it).
+func (l *recordLog) replay(ctx context.Context, fn func(recPos, []byte) error) error {
 	for {
 		es, err := l.cur.ReadEntries(ctx, replayBatch, 8<<20)
 		if err != nil {
@@ -56,25 +64,44 @@ func (l *recordLog) replay(ctx context.Context, fn func(Position, []byte) error)
 			return nil
 		}
 		for _, e := range es {
-			if err := fn(e.Position, e.Data); err != nil {
+			recs, err := decodeBatch(e.Data)
+			if err != nil {
 				return fmt.Errorf("txn: replaying %s at %s: %w", l.ml.Name(), e.Position, err)
+			}
+			if len(recs) > 1 {
+				l.tracker.added(e.Position, len(recs))
+			}
+			for i, rec := range recs {
+				if err := fn(recPos{e.Position, int32(i)}, rec); err != nil {
+					return fmt.Errorf("txn: replaying %s at %s: %w", l.ml.Name(), e.Position, err)
+				}
 			}
 		}
 	}
 }
 
 // append stores rec; cb is called once, in append order, when it is durable or failed. An
-// error returned by append itself means cb is never called.
-func (l *recordLog) append(rec []byte, cb func(Position, error)) error {
-	return l.ml.AddEntry(rec, cb)
+// error returned by append itself means cb is never called (batched, append never fails:
+// the batch's write reports to every callback).
+func (l *recordLog) append(rec []byte, cb func(recPos, error)) error {
+	if l.batch != nil {
+		l.batch.append(rec, cb)
+		return nil
+	}
+	return l.ml.AddEntry(rec, func(p Position, err error) { cb(recPos{Position: p}, err) })
 }
 
-// drop acknowledges records no longer needed.
-func (l *recordLog) drop(ps ...Position) error {
+// drop acknowledges records no longer needed, the records of one transaction together:
+// their entries are acknowledged once nothing else in them is needed, oldest first
+// (log_batch.go).
+func (l *recordLog) drop(ps ...recPos) error {
 	if len(ps) == 0 {
 		return nil
 	}
-	return l.cur.Delete(ps...)
+	if ents := l.tracker.drop(ps); len(ents) > 0 {
+		return l.cur.Delete(ents...)
+	}
+	return nil
 }
 
 // props is the log cursor's properties (nil when none).
@@ -91,6 +118,9 @@ func (l *recordLog) name() string { return l.ml.Name() }
 
 // close persists the cursor and closes the managed ledger (waiting for appends in flight).
 func (l *recordLog) close(ctx context.Context) error {
+	if l.batch != nil {
+		l.batch.flush() // records waiting for their batch's delay go now, not after the close
+	}
 	err := l.cur.Close(ctx)
 	if cerr := l.ml.Close(ctx); err == nil {
 		err = cerr

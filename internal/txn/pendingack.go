@@ -72,7 +72,7 @@ type txnAcks struct {
 	id         ID
 	acks       map[Position][]uint64 // nil: the whole entry
 	cumulative *Position
-	records    []Position
+	records    []recPos
 	end        *endOp
 }
 
@@ -81,7 +81,7 @@ type txnAcks struct {
 type doneAcks struct {
 	acks       []AckPos
 	cumulative bool
-	records    []Position
+	records    []recPos
 }
 
 // cleanupEvery is how often committed records are checked for being persisted.
@@ -135,7 +135,7 @@ func (st *TopicState) RemoveSubscription(name string) {
 	es := st.replayed[name]
 	delete(st.replayed, name)
 	st.mu.Unlock()
-	var ps []Position
+	var ps []recPos
 	for _, e := range es {
 		ps = append(ps, e.pos)
 	}
@@ -148,11 +148,11 @@ func (st *TopicState) RemoveSubscription(name string) {
 // committedTxn is a replayed commit to apply.
 type committedTxn struct {
 	t      *txnAcks
-	endPos Position
+	endPos recPos
 }
 
 // replay rebuilds the subscription's state from its records, in log order.
-func (pa *PendingAcks) replay(es []stateEntry) (commits []committedTxn, stale []Position) {
+func (pa *PendingAcks) replay(es []stateEntry) (commits []committedTxn, stale []recPos) {
 	for _, e := range es {
 		r := e.rec
 		switch r.kind {
@@ -446,10 +446,10 @@ func (pa *PendingAcks) checkLocked(id ID, req map[Position][]uint64, cumulative 
 }
 
 // appendWaitState appends a state record and waits until it is durable.
-func appendWaitState(ctx context.Context, st *TopicState, rec []byte) (Position, error) {
+func appendWaitState(ctx context.Context, st *TopicState, rec []byte) (recPos, error) {
 	l := st.logv.Load()
 	if l == nil || !st.prepared() {
-		return Position{}, fmt.Errorf("%w: %s has no transaction state yet", ErrClosed, st.o.Topic)
+		return recPos{}, fmt.Errorf("%w: %s has no transaction state yet", ErrClosed, st.o.Topic)
 	}
 	return appendWait(ctx, l, rec)
 }

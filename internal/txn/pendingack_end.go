@@ -184,7 +184,7 @@ func (pa *PendingAcks) clean() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var keep []doneAcks
-	var drop []Position
+	var drop []recPos
 	for i, d := range done {
 		ok, err := pa.ops.Persisted(ctx, d.acks, d.cumulative)
 		if err != nil {
@@ -236,7 +236,7 @@ func (pa *PendingAcks) Pending(p Position) (whole bool, bits []uint64) {
 
 // close stops the pending acknowledgements and returns their records (RemoveSubscription
 // drops them).
-func (pa *PendingAcks) close() []Position {
+func (pa *PendingAcks) close() []recPos {
 	pa.mu.Lock()
 	defer pa.mu.Unlock()
 	pa.closed = true
@@ -244,7 +244,7 @@ func (pa *PendingAcks) close() []Position {
 		pa.cleaner.Stop()
 		pa.cleaner = nil
 	}
-	var ps []Position
+	var ps []recPos
 	for _, t := range pa.txns {
 		ps = append(ps, t.records...)
 	}

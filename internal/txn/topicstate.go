@@ -56,7 +56,7 @@ type TopicState struct {
 
 // stateEntry is a replayed record and where it is.
 type stateEntry struct {
-	pos Position
+	pos recPos
 	rec *stateRecord
 }
 
@@ -100,15 +100,15 @@ func OpenTopicState(ctx context.Context, o TopicStateOptions) (*TopicState, erro
 		st.buf.stats.recoverEnd = st.buf.stats.recoverStart
 		return st, nil
 	}
-	l, err := openRecordLog(ctx, o.Ledgers, st.name)
+	l, err := openRecordLog(ctx, o.Ledgers, st.name, stateBatch(o.Config))
 	if err != nil {
 		return nil, fmt.Errorf("txn: %s: %w", o.Topic, err)
 	}
 	var snap *snapshot
-	var snapPos Position
-	var stale []Position
+	var snapPos recPos
+	var stale []recPos
 	acks := map[string][]stateEntry{}
-	err = l.replay(ctx, func(p Position, data []byte) error {
+	err = l.replay(ctx, func(p recPos, data []byte) error {
 		r, err := decodeState(data)
 		if err != nil {
 			return err
@@ -187,7 +187,7 @@ func (st *TopicState) Prepare(ctx context.Context) error {
 	l := st.logv.Load()
 	if l == nil {
 		var err error
-		if l, err = openRecordLog(ctx, st.o.Ledgers, st.name); err != nil {
+		if l, err = openRecordLog(ctx, st.o.Ledgers, st.name, stateBatch(st.o.Config)); err != nil {
 			return fmt.Errorf("%w: %s: creating its transaction state: %w", ErrClosed, st.o.Topic, err)
 		}
 		st.logv.Store(l)
@@ -208,25 +208,25 @@ func (st *TopicState) Prepare(ctx context.Context) error {
 }
 
 // appendWait appends rec to l and waits until it is durable.
-func appendWait(ctx context.Context, l *recordLog, rec []byte) (Position, error) {
+func appendWait(ctx context.Context, l *recordLog, rec []byte) (recPos, error) {
 	type res struct {
-		p   Position
+		p   recPos
 		err error
 	}
 	ch := make(chan res, 1)
-	if err := l.append(rec, func(p Position, err error) { ch <- res{p, err} }); err != nil {
-		return Position{}, err
+	if err := l.append(rec, func(p recPos, err error) { ch <- res{p, err} }); err != nil {
+		return recPos{}, err
 	}
 	select {
 	case r := <-ch:
 		return r.p, r.err
 	case <-ctx.Done():
-		return Position{}, ctx.Err()
+		return recPos{}, ctx.Err()
 	}
 }
 
 // appendState appends a record to the state log (Prepare ran).
-func (st *TopicState) appendState(rec []byte, cb func(Position, error)) error {
+func (st *TopicState) appendState(rec []byte, cb func(recPos, error)) error {
 	l := st.logv.Load()
 	if l == nil || !st.ready.Load() {
 		return fmt.Errorf("%w: %s has no transaction state yet", ErrClosed, st.o.Topic)
@@ -235,7 +235,7 @@ func (st *TopicState) appendState(rec []byte, cb func(Position, error)) error {
 }
 
 // dropState acknowledges state records no longer needed.
-func (st *TopicState) dropState(ps ...Position) {
+func (st *TopicState) dropState(ps ...recPos) {
 	if l := st.logv.Load(); l != nil {
 		if err := l.drop(ps...); err != nil {
 			st.lg.Warn("acknowledging transaction state records failed; they are replayed and dropped again", "err", err)
