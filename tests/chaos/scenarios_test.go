@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -269,6 +270,28 @@ var scenarios = []scenario{
 		r.c.diskFault(b, "")
 		r.sleep(r.interval)
 	}},
+	// R9 on the Pebble index alone (vfs.FaultFS scoped to its files): the journal stays
+	// healthy, so adds are acknowledged until a flush's index commit fails and the bookie
+	// turns read-only; it must turn writable again (the index reopened) or, after a
+	// restart, come back with everything it acknowledged. Flushes and disk checks every
+	// second, so each fault window sees both.
+	{id: "R9-index", name: "disk full, then failing fsync, on one bookie's Pebble index only", dedup: true,
+		opts: clusterOpts{bookies: 5, brokers: 3, e: 3, qw: 3, qa: 2, bookieArgs: []string{"--flush-interval", "1s", "--disk-check-interval", "1s"}},
+		nemesis: func(r *run) {
+			b := pick(r.rng, r.c.dc.Bookies)
+			f := "full index"
+			if r.rng.IntN(2) == 0 {
+				f = "syncfail index"
+			}
+			r.c.diskFault(b, f)
+			r.sleep(r.interval)
+			r.c.diskFault(b, "")
+			if r.rng.IntN(2) == 0 {
+				r.c.kill(b)
+				r.c.restart(b)
+			}
+			r.sleep(r.interval)
+		}, after: checkIndexFaultBit},
 	{id: "R10", name: "bit flips in a stopped bookie's entry logs (a minority of each write set)", dedup: true, opts: baseOpts(), nemesis: func(r *run) {
 		b := pick(r.rng, r.c.dc.Bookies)
 		r.c.kill(b)
@@ -552,16 +575,28 @@ func checkWipedBookieRefused(r *run, res *result) {
 	}
 }
 
+// checkIndexFaultBit fails an R9-index run in which no bookie turned read-only: the
+// faults on the index would then have missed every flush, and the run proved nothing.
+func checkIndexFaultBit(r *run, res *result) {
+	for _, b := range r.c.dc.Bookies {
+		if log, err := os.ReadFile(b.Log()); err == nil && bytes.Contains(log, []byte("bookie storage is read-only")) {
+			return
+		}
+	}
+	res.Valid = false
+	res.Problems = append(res.Problems, "no bookie turned read-only: the index faults never met a flush")
+}
+
 // TestChaosShort is the seeded short tier inside make test: R1 (bookie kills), R3 (broker
-// kills with deduplication) and R5 (partitions) on a small cluster, a few thousand
-// acknowledged messages each.
+// kills with deduplication), R5 (partitions) and R9-index (the Pebble index's disk failing)
+// on a small cluster, a few thousand acknowledged messages each.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	for _, id := range []string{"R1", "R3", "R5"} {
+	for _, id := range []string{"R1", "R3", "R5", "R9-index"} {
 		sc := scenarioByID(id)
-		sc.opts = clusterOpts{bookies: 4, brokers: 2, e: 3, qw: 3, qa: 2}
+		sc.opts.bookies, sc.opts.brokers = 4, 2
 		t.Run(id, func(t *testing.T) { runScenario(t, sc, shortTier) })
 	}
 }

@@ -16,9 +16,7 @@ import (
 )
 
 // onlyIndex scopes a FaultFS's faults to the Pebble index's files.
-func onlyIndex(name string) bool {
-	return strings.Contains(filepath.ToSlash(name), "/ledgers/index/")
-}
+var onlyIndex = vfs.InIndexDir
 
 // TestIndexFaultFailsTheFlushNotTheProcess: the Pebble index is on the fault layer
 // (vfs.PebbleFS). A failing fsync, or a full disk, on the index's files alone fails the
