@@ -51,6 +51,10 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if cfg.WorkerPortTLS >= 0 && !cfg.ServesTLS() {
+			logger.Warn("workerPortTls is not served: tlsEnabled is false and no tlsCertificateFilePath is set (as Pulsar's worker, which serves it only with tlsEnabled)",
+				"workerPortTls", cfg.WorkerPortTLS)
+		}
 		ctx := cmd.Context()
 		store, err := metadataOpener(cfg.MetadataTLS)(ctx, cfg.MetadataStoreURL, logger)
 		if err != nil {
@@ -82,7 +86,7 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 			return fmt.Errorf("functions-worker: listen (workerPort): %w", err)
 		}
 		var lnTLS net.Listener
-		if cfg.WorkerPortTLS >= 0 {
+		if cfg.ServesTLS() {
 			if lnTLS, err = net.Listen("tcp", net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.WorkerPortTLS))); err != nil {
 				_ = ln.Close()
 				return fmt.Errorf("functions-worker: listen (workerPortTls): %w", err)

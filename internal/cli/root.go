@@ -91,7 +91,7 @@ func newRoot(env Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.configFile, "config", "", "config file (Java-properties key=value; env MAGNETAR_CONFIG)")
+	pf.StringVar(&a.configFile, "config", "", "config file (Java-properties key=value, or YAML if named *.yml/*.yaml; env MAGNETAR_CONFIG)")
 	b, err := config.Bind(pf, &a.log)
 	if err != nil {
 		panic(err) // a programming error in LogConfig's tags

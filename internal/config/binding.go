@@ -191,8 +191,9 @@ func Load(path string, environ []string, bs ...*Binding) error {
 	return err
 }
 
-// unboundValue is the last value an unbound key was given and where.
-type unboundValue struct{ value, origin string }
+// unboundValue is the last value an unbound key was given and where; parent is the
+// top-level key of a nested YAML entry (Entry.Parent).
+type unboundValue struct{ value, origin, parent string }
 
 // Apply applies, in order, the config file at path (skipped when path is empty), the
 // environment (a list of "NAME=value" as os.Environ returns) and the flags given on the
@@ -231,7 +232,11 @@ func Apply(path string, environ []string, bs ...*Binding) (*Report, error) {
 				}
 				continue
 			}
-			unbound[e.Key] = unboundValue{e.Value, origin}
+			if e.Parent != "" && owner(e.Parent) != nil {
+				errs = append(errs, fmt.Errorf("%s: %s takes a value or a list of values, not a YAML mapping (found %s)", origin, e.Parent, e.Key))
+				continue
+			}
+			unbound[e.Key] = unboundValue{e.Value, origin, e.Parent}
 		}
 	}
 	env := map[string]string{}
@@ -272,8 +277,13 @@ func Apply(path string, environ []string, bs ...*Binding) (*Report, error) {
 			errs = append(errs, fmt.Errorf("%s: %w", u.origin, err))
 			continue
 		}
-		if IsPulsarKey(key) {
+		if IsPulsarKey(key) || (u.parent != "" && IsPulsarKey(u.parent)) {
+			// functionRuntimeFactoryConfigs.logDirectory: a setting of a Java runtime.
 			rep.NotApplicable = append(rep.NotApplicable, key)
+			continue
+		}
+		if u.parent != "" { // a dotted name is no typo of a bound (flat) key
+			rep.Unknown = append(rep.Unknown, key)
 			continue
 		}
 		if s := suggest(key, bound); s != "" {
@@ -306,7 +316,7 @@ func envUnbound(env map[string]string, unbound map[string]unboundValue, isBound 
 				continue
 			}
 		}
-		unbound[key] = unboundValue{v, "environment " + name}
+		unbound[key] = unboundValue{v, "environment " + name, unbound[key].parent}
 	}
 }
 

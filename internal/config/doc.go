@@ -31,4 +31,9 @@
 // does not parse, when Validate finds it out of bounds (Locate adds where it came from),
 // and when it turns on TLS or authentication that this build lacks (securityGate).
 // Lists are comma separated; durations use Go syntax (1ms, 30s).
+//
+// A file named *.yml or *.yaml is YAML (Pulsar's functions_worker.yml, yaml.go:parseYAML):
+// the same keys, lists as YAML lists, the entries of `properties:` as keys of their own, and
+// other nested mappings as dotted keys (functionRuntimeFactoryConfigs.logDirectory) reported
+// like unbound Pulsar keys when their top-level key is one.
 package config

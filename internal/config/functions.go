@@ -134,7 +134,21 @@ func DefaultFunctionsWorkerRoleConfig() FunctionsWorkerRoleConfig {
 // Security is the role's security settings in the broker's shape (no binary listener:
 // brokerServicePortTls stays off), for internal/auth.NewBrokerSecurity.
 func (c *FunctionsWorkerRoleConfig) Security() SecurityConfig {
-	return SecurityConfig{ServicePortTLS: -1, WebServicePortTLS: c.WorkerPortTLS, TLS: c.TLS, Authn: c.Authn, Authz: c.Authz, Client: c.Client}
+	port := c.WorkerPortTLS
+	if !c.ServesTLS() {
+		port = -1
+	}
+	return SecurityConfig{ServicePortTLS: -1, WebServicePortTLS: port, TLS: c.TLS, Authn: c.Authn, Authz: c.Authz, Client: c.Client}
+}
+
+// ServesTLS says whether the worker serves HTTPS on workerPortTls. Pulsar's worker serves it
+// only with tlsEnabled, and its shipped functions_worker.yml sets workerPortTls: 6751 with
+// tlsEnabled: false and no certificate; so a workerPortTls without tlsEnabled and without a
+// certificate is that file's unused default, not a listener to refuse to start over. With a
+// certificate the port is served (as a broker's webServicePortTls is, tlsEnabled being
+// deprecated there); with tlsEnabled and no certificate Validate fails.
+func (c *FunctionsWorkerRoleConfig) ServesTLS() bool {
+	return c.WorkerPortTLS >= 0 && (c.TLS.Configured() || c.TLS.TLSEnabled)
 }
 
 // Validate checks the role's settings.
@@ -154,8 +168,8 @@ func (c *FunctionsWorkerRoleConfig) Validate() error {
 
 func (c *FunctionsWorkerRoleConfig) tlsListener() error {
 	var errs []error
-	if c.WorkerPortTLS >= 0 && !c.TLS.Configured() {
-		errs = append(errs, &FieldError{Key: "workerPortTls", Value: c.WorkerPortTLS, Reason: "an HTTPS listener needs tlsCertificateFilePath and tlsKeyFilePath"})
+	if c.ServesTLS() && !c.TLS.Configured() {
+		errs = append(errs, &FieldError{Key: "workerPortTls", Value: c.WorkerPortTLS, Reason: "an HTTPS listener (tlsEnabled) needs tlsCertificateFilePath and tlsKeyFilePath"})
 	}
 	if c.Authz.Enabled && !c.Authn.Enabled {
 		errs = append(errs, &FieldError{Key: "authorizationEnabled", Value: true,

@@ -25,7 +25,7 @@ func TestFunctionsWorkerRoleSecurity(t *testing.T) {
 		mod func(*FunctionsWorkerRoleConfig)
 		key string
 	}{
-		"https without cert":  {func(c *FunctionsWorkerRoleConfig) { c.WorkerPortTLS = 0 }, "workerPortTls"},
+		"https without cert":  {func(c *FunctionsWorkerRoleConfig) { c.WorkerPortTLS, c.TLS.TLSEnabled = 0, true }, "workerPortTls"},
 		"bad https port":      {func(c *FunctionsWorkerRoleConfig) { c.WorkerPortTLS = 70000 }, "workerPortTls"},
 		"authz without authn": {func(c *FunctionsWorkerRoleConfig) { c.Authz.Enabled = true }, "authorizationEnabled"},
 		"authn no providers":  {func(c *FunctionsWorkerRoleConfig) { c.Authn.Enabled = true }, "authenticationProviders"},
@@ -37,6 +37,13 @@ func TestFunctionsWorkerRoleSecurity(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.key) {
 			t.Errorf("%s: %v (want a %s error)", name, err, c.key)
 		}
+	}
+	// Pulsar's functions_worker.yml: workerPortTls set, tlsEnabled false, no certificate.
+	// Pulsar's worker does not serve that port, and neither does ours.
+	pf := base()
+	pf.WorkerPortTLS = 6751
+	if s := pf.Security(); pf.Validate() != nil || pf.ServesTLS() || s.WebServicePortTLS != -1 || s.Validate() != nil {
+		t.Fatalf("workerPortTls without tlsEnabled or a certificate: %v, serves %v, security %+v", pf.Validate(), pf.ServesTLS(), s)
 	}
 	c := base()
 	c.WorkerPortTLS, c.TLS.CertificateFilePath, c.TLS.KeyFilePath = 6751, "/c.pem", "/k.pem"

@@ -13,6 +13,11 @@ import (
 type Entry struct {
 	Key, Value string
 	Line       int
+	// Parent is set on an entry of a YAML file that stood below a top-level key (Key is
+	// "parent.child", parseYAML): Parent is that top-level key, so an unbound one is
+	// reported as not applying when its parent is a Pulsar key, and is never taken for a
+	// typo of a bound key.
+	Parent string
 }
 
 // ReadFile parses a config file in the Java-properties format Pulsar's and BookKeeper's
@@ -29,12 +34,18 @@ type Entry struct {
 //
 // Entry.Line is the line the entry starts on. A key given twice keeps both entries (the last
 // wins when applied, as with Properties).
+//
+// A file named *.yml or *.yaml is YAML instead (Pulsar's functions_worker.yml): parseYAML
+// says how its values become entries.
 func ReadFile(path string) ([]Entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
 	defer f.Close()
+	if isYAML(path) {
+		return parseYAML(f, path)
+	}
 	return parseProperties(f, path)
 }
 

@@ -26,15 +26,15 @@ func TestReadFileJavaProperties(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Entry{
-		{"plain", "value", 4},
-		{"spaced", "value with  inner spaces", 5},
-		{"colon", "v", 6},
-		{"blank", "value", 7},
-		{"empty", "", 8},
-		{"json", `{"tlsCertFile":"/pulsar/certs/client-cert.pem","x":1}`, 9},
-		{"list", "a,b,c", 10},
-		{"esc=aped:key", "tab\there" + "A\\", 13},
-		{"firstSep", "a=b:c", 14},
+		{"plain", "value", 4, ""},
+		{"spaced", "value with  inner spaces", 5, ""},
+		{"colon", "v", 6, ""},
+		{"blank", "value", 7, ""},
+		{"empty", "", 8, ""},
+		{"json", `{"tlsCertFile":"/pulsar/certs/client-cert.pem","x":1}`, 9, ""},
+		{"list", "a,b,c", 10, ""},
+		{"esc=aped:key", "tab\there" + "A\\", 13, ""},
+		{"firstSep", "a=b:c", 14, ""},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got\n%+v\nwant\n%+v", got, want)
