@@ -1,6 +1,9 @@
 package config
 
-import "errors"
+import (
+	"errors"
+	"runtime"
+)
 
 // SQLConfig is the SQL front end (internal/sql): MySQL-protocol queries over topics, in
 // `magnetar sql-worker` and inside standalone. Keys are ours (Pulsar SQL's Trino settings
@@ -26,6 +29,10 @@ type SQLConfig struct {
 	// SplitParallelism is how many splits (partition x ledger range) one query reads at
 	// once; 0 is the number of CPUs.
 	SplitParallelism int `key:"sqlSplitParallelism" help:"splits one SQL query reads in parallel (0: number of CPUs)"`
+	// ScanThreads is the CPU budget of all scans together: at most this many scan workers
+	// (of one query and across queries) read and decode at once, so concurrent queries
+	// cannot take every core from the broker they run beside.
+	ScanThreads int `key:"sqlScanThreads" help:"scan workers reading and decoding at once, all SQL queries together (default: number of CPUs)"`
 	// MaxEntriesPerSplit cuts large ledgers into splits of at most this many entries.
 	MaxEntriesPerSplit int64 `key:"sqlMaxEntriesPerSplit" help:"most entries in one split of a SQL scan"`
 	// ReadBatchEntries is how many entries one storage read asks for (Pulsar SQL's
@@ -43,7 +50,7 @@ type SQLConfig struct {
 }
 
 // DefaultSQLConfig returns the SQL defaults: on in standalone, port 3306, 5 minutes per
-// query, 8 at once, 256 MiB each.
+// query, 8 at once, 256 MiB each, scans on as many workers as the process has CPUs.
 func DefaultSQLConfig() SQLConfig {
 	return SQLConfig{
 		Enabled:                  true,
@@ -51,6 +58,7 @@ func DefaultSQLConfig() SQLConfig {
 		QueryTimeoutSeconds:      300,
 		MaxConcurrentQueries:     8,
 		MaxMemoryPerQueryMB:      256,
+		ScanThreads:              runtime.GOMAXPROCS(0),
 		MaxEntriesPerSplit:       1_000,
 		ReadBatchEntries:         100,
 		AllowCleartextWithoutTLS: true,
@@ -67,6 +75,7 @@ func (c *SQLConfig) Validate() error {
 		Between("sqlMaxConcurrentQueries", c.MaxConcurrentQueries, 1, 10_000),
 		Between("sqlMaxMemoryPerQueryMB", c.MaxMemoryPerQueryMB, 1, 1<<20),
 		Between("sqlSplitParallelism", c.SplitParallelism, 0, 1024),
+		Between("sqlScanThreads", c.ScanThreads, 1, 4096),
 		Between("sqlMaxEntriesPerSplit", c.MaxEntriesPerSplit, 1, 1<<30),
 		Between("sqlReadBatchEntries", c.ReadBatchEntries, 1, 10_000),
 	)

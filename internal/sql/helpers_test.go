@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,10 @@ type memSource struct {
 	// stalled receives once per stalled read.
 	stall   bool
 	stalled chan struct{}
+	// gate, when set, counts the reads in flight (peak is the most at once) and holds each
+	// until a value arrives on gate, after announcing itself on entered.
+	gate, entered  chan struct{}
+	inflight, peak atomic.Int64
 }
 
 type memTopic struct {
@@ -104,8 +109,16 @@ func (l *memLog) Ledgers() []Ledger { return l.ledgers }
 func (l *memLog) Close() error      { return nil }
 func (l *memLog) Read(ctx context.Context, id, first, last int64) ([]Entry, error) {
 	l.src.mu.Lock()
-	stall, stalled := l.src.stall, l.src.stalled
+	stall, stalled, gate := l.src.stall, l.src.stalled, l.src.gate
 	l.src.mu.Unlock()
+	if gate != nil {
+		n := l.src.inflight.Add(1)
+		for p := l.src.peak.Load(); n > p && !l.src.peak.CompareAndSwap(p, n); p = l.src.peak.Load() {
+		}
+		l.src.entered <- struct{}{}
+		<-gate
+		l.src.inflight.Add(-1)
+	}
 	if stall {
 		select {
 		case stalled <- struct{}{}:

@@ -26,6 +26,9 @@ import (
 // read), decodes their messages into rows of the projected columns and hands them to the
 // engine in batches over a bounded channel: the engine's pace (a LIMIT reached, a slow
 // client) stops the reads, and the rows in flight are bounded by the query's memory limit.
+// All scans of the server share sqlScanThreads slots: a worker holds one while it reads and
+// decodes a split and lets it go while it waits for the engine to take its rows, so a scan
+// the engine is not reading (the other side of a join) never holds the slots another needs.
 
 // split is a range of entries of one ledger of one partition.
 type split struct {
@@ -121,7 +124,12 @@ func (s *scanner) start(ctx context.Context) {
 				defer wg.Done()
 				w := s.newWorker()
 				for sp := range queue {
-					if err := w.read(ctx, sp); err != nil {
+					if !w.acquire(ctx) {
+						break
+					}
+					err := w.read(ctx, sp)
+					w.release()
+					if err != nil {
 						s.fail(err)
 					}
 				}
@@ -327,6 +335,25 @@ type worker struct {
 	slab     []any
 	nulls    gms.Row
 	budget   int64
+	held     bool // a scan slot (sqlScanThreads)
+}
+
+// acquire takes a scan slot; false when ctx ended first.
+func (w *worker) acquire(ctx context.Context) bool {
+	select {
+	case w.s.t.db.srv.scanSlots <- struct{}{}:
+		w.held = true
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (w *worker) release() {
+	if w.held {
+		w.held = false
+		<-w.s.t.db.srv.scanSlots
+	}
 }
 
 // batchRows is the most rows handed over at once.
@@ -357,7 +384,9 @@ func (w *worker) read(ctx context.Context, sp split) error {
 			return fmt.Errorf("reading %s partition %d ledger %d entries %d..%d: %w", w.s.t.name, sp.part, sp.ledger, e, last, err)
 		}
 		for _, en := range es {
-			if err := w.entry(ctx, sp.part, en); err != nil {
+			if err := w.entry(ctx, sp.part, en); errors.Is(err, errScanStopped) {
+				return nil // cancelled: the scanner knows why
+			} else if err != nil {
 				return err
 			}
 		}
@@ -576,14 +605,23 @@ func (w *worker) flush(ctx context.Context) error {
 		w.s.q.buffered.Add(-b.bytes)
 		return err
 	}
+	// Waiting for the engine is not work: the slot goes to another scan meanwhile.
+	held := w.held
+	w.release()
 	select {
 	case w.s.out <- b:
-		return nil
 	case <-ctx.Done():
 		w.s.q.buffered.Add(-b.bytes)
 		return nil
 	}
+	if held && !w.acquire(ctx) {
+		return errScanStopped
+	}
+	return nil
 }
+
+// errScanStopped ends a worker's split when its scan ended while it waited for a slot.
+var errScanStopped = errors.New("sql: scan stopped")
 
 // rowIter hands the scan's rows to the engine.
 type rowIter struct {

@@ -57,6 +57,8 @@ type Server struct {
 	ln      net.Listener
 	metrics *metrics
 	slots   chan struct{}
+	// scanSlots is sqlScanThreads: a scan worker holds one while it reads and decodes.
+	scanSlots chan struct{}
 
 	mu    sync.Mutex
 	stats map[uint32]Stats // the last statement of each connection
@@ -83,7 +85,8 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{cfg: o.Config, src: o.Source, auth: o.Auth, authz: o.Authz, tls: o.TLS, log: log.With("component", "sql"),
 		metrics: newMetrics(o.Registerer), slots: make(chan struct{}, o.Config.MaxConcurrentQueries),
-		stats: map[uint32]Stats{}, done: make(chan struct{})}
+		scanSlots: make(chan struct{}, o.Config.ScanThreads),
+		stats:     map[uint32]Stats{}, done: make(chan struct{})}
 	s.engine = sqle.New(newAnalyzer(provider{srv: s}), &sqle.Config{IsReadOnly: true, VersionPostfix: "magnetar"})
 	return s, nil
 }

@@ -1,10 +1,12 @@
 package sql
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -170,5 +172,74 @@ func TestRegexpFunctions(t *testing.T) {
 	}
 	if _, err := db.Exec("SELECT REGEXP_LIKE('a', '(')"); err == nil || !strings.Contains(err.Error(), "regular expression is invalid") {
 		t.Fatalf("a bad pattern: %v", err)
+	}
+}
+
+// TestScanThreadsBoundAllScans: sqlScanThreads caps the scan workers reading at once over
+// all queries together (each query here asks for 8 workers over 15 splits, two run at
+// once); joins and a correlated subquery, which scan one table while another scan waits
+// for the engine, still complete on a single slot, as a worker waiting for the engine gives
+// its slot up.
+func TestScanThreadsBoundAllScans(t *testing.T) {
+	src := ordersSource(t)
+	// big is more than one worker's channel and batch hold (3 batches of rows).
+	var big []msg
+	for i := range 6000 {
+		big = append(big, msg{payload: []byte(fmt.Sprint(i)), pub: 1_700_000_000_000})
+	}
+	src.add(t, "public/default/big", TopicInfo{Schema: schema.Schema{Type: schema.String}}, -1, 0, 1000, big)
+	src.gate, src.entered = make(chan struct{}), make(chan struct{}, 1024)
+	done := make(chan struct{})
+	defer close(done)
+	go func() { // let every read through, one at a time, once it is counted
+		for {
+			select {
+			case <-src.entered:
+				select {
+				case src.gate <- struct{}{}:
+				case <-done:
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	// With one worker per scan, its channel holds 2 batches: big's worker soon waits.
+	for _, c := range []struct{ threads, parallelism int }{{2, 8}, {1, 1}} {
+		threads := c.threads
+		src.peak.Store(0)
+		s, db := serve(t, src, func(sc *config.SQLConfig) { sc.ScanThreads, sc.SplitParallelism = threads, c.parallelism })
+		second, err := sql.Open("mysql", "u@tcp("+s.ln.Addr().String()+")/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = second.Close() })
+		var wg sync.WaitGroup
+		counts := make([]string, 2)
+		for i, h := range []*sql.DB{db, second} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := h.QueryRow("SELECT count(*) FROM `public/default`.orders").Scan(&counts[i]); err != nil {
+					counts[i] = err.Error()
+				}
+			}()
+		}
+		wg.Wait()
+		if counts[0] != "3000" || counts[1] != "3000" {
+			t.Fatalf("sqlScanThreads %d: counts %v, want 3000 each", threads, counts)
+		}
+		if got := queryRows(t, db, "SELECT count(*) FROM `public/default`.items i JOIN `public/default`.orders o ON i.__value__ = o.item"); got[0][0] != "3000" {
+			t.Fatalf("sqlScanThreads %d: the join counted %v", threads, got)
+		}
+		// A correlated subquery scans items for each row of big, while big's worker, ahead
+		// of the engine, waits for it to take more rows.
+		if got := queryRows(t, db, "SELECT (SELECT count(*) FROM `public/default`.items i WHERE i.__value__ = b.__value__) FROM `public/default`.big b LIMIT 3"); len(got) != 3 {
+			t.Fatalf("sqlScanThreads %d: the subquery gave %v", threads, got)
+		}
+		if p := src.peak.Load(); p != int64(threads) {
+			t.Fatalf("sqlScanThreads %d: %d scan reads at once, want at most (and, with more workers waiting, exactly) %d", threads, p, threads)
+		}
 	}
 }
