@@ -145,3 +145,42 @@ func (s *server) deleteAt(ctx context.Context, httpURL, topic string, force bool
 	}
 	return fmt.Errorf("deleting %s at %s: HTTP %d", topic, httpURL, resp.StatusCode)
 }
+
+// deleteBundle is DELETE /admin/v2/namespaces/{t}/{ns}/{bundle}[?force=true] (pulsar-admin
+// namespaces delete-bundle). As Pulsar's, it deletes no topic and no boundary: the bundle's
+// loaded topics are unloaded (their clients reconnect) and, in a cluster, the owner then
+// gives the bundle up (ownership/nsverbs.go:deleteBundleRoute). Without force a bundle
+// that has topics is refused (409, Pulsar's "Cannot delete non empty bundle"). Tenant
+// admins may, as for any namespace change.
+func (s *server) deleteBundle(ctx context.Context, r *http.Request) (any, error) {
+	in, err := s.bundleFilter(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if s.broker == nil {
+		return nil, fmt.Errorf("%w: no broker in this process", ErrNotSupported)
+	}
+	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
+	var inBundle []string
+	for _, domain := range []string{topics.DomainPersistent, topics.DomainNonPersistent} {
+		list, err := s.broker.ListTopics(ctx, ns, domain)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range list {
+			if in(t) {
+				inBundle = append(inBundle, t)
+			}
+		}
+	}
+	if len(inBundle) > 0 && !boolParam(r, "force") {
+		return nil, withReason("Cannot delete non empty bundle",
+			fmt.Errorf("%w: bundle %s of %s has %d topics", resources.ErrNotEmpty, r.PathValue("bundle"), ns, len(inBundle)))
+	}
+	for _, t := range inBundle {
+		if err := s.broker.Unload(ctx, t); err != nil && statusFor(err) != http.StatusNotFound {
+			return nil, err
+		}
+	}
+	return nil, nil
+}

@@ -1,16 +1,21 @@
 package admin_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/pulsar-client-go/pulsar"
 
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/rest"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // TestForceDeleteNamespace, on the real standalone (forceDeleteNamespaceAllowed on): a
@@ -102,4 +107,51 @@ func httpDelete(t *testing.T, path string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestDeleteBundle: delete-bundle (pulsaradmin DeleteNamespaceBundle) refuses a bundle with
+// topics (409, Pulsar's reason), releases an empty one, and with ?force=true releases one
+// with topics without deleting them: the topic and its subscription are still there and its
+// consumer, unloaded, gets messages again once reconnected.
+func TestDeleteBundle(t *testing.T) {
+	a := adminClient(t)
+	c := pulsarClient(t)
+	must(t, "tenant", a.Tenants().Create(utils.TenantData{Name: "delbundle", AllowedClusters: []string{"standalone"}}))
+	must(t, "namespace", a.Namespaces().CreateNsWithNumBundles("delbundle/ns", 4))
+	pol, err := a.Namespaces().GetPolicies("delbundle/ns")
+	must(t, "policies", err)
+	bounds, err := resources.ParseBoundaries(pol.Bundles.Boundaries)
+	must(t, "boundaries", err)
+	const name = "persistent://delbundle/ns/t"
+	full := resources.FindBundle("delbundle/ns", bounds, resources.TopicHash(name))
+	empty := resources.Bundle{Namespace: "delbundle/ns", Lower: bounds[0], Upper: bounds[1]}
+	if empty == full {
+		empty = resources.Bundle{Namespace: "delbundle/ns", Lower: bounds[1], Upper: bounds[2]}
+	}
+	cons, err := c.Subscribe(pulsar.ConsumerOptions{Topic: name, SubscriptionName: "live"})
+	must(t, "consumer", err)
+	defer cons.Close()
+
+	var re rest.Error
+	if err := a.Namespaces().DeleteNamespaceBundle("delbundle/ns", full.Range()); !errors.As(err, &re) || re.Code != 409 || re.Reason != "Cannot delete non empty bundle" {
+		t.Fatalf("delete-bundle with a topic: %v, want 409 Cannot delete non empty bundle", err)
+	}
+	must(t, "delete empty bundle", a.Namespaces().DeleteNamespaceBundle("delbundle/ns", empty.Range()))
+	if err := a.Namespaces().DeleteNamespaceBundle("delbundle/ns", resources.Bundle{Lower: 1, Upper: 2}.Range()); !errors.As(err, &re) || re.Code != 404 {
+		t.Fatalf("delete-bundle of a bundle the namespace lacks: %v, want 404", err)
+	}
+	if code, body := httpDelete(t, "/admin/v2/namespaces/delbundle/ns/"+full.Range()+"?force=true"); code != 204 {
+		t.Fatalf("forced delete-bundle: %d %s", code, body)
+	}
+	subs, err := a.Subscriptions().List(*topicName(t, name))
+	must(t, "subscriptions after delete-bundle", err)
+	if !slices.Equal(subs, []string{"live"}) {
+		t.Fatalf("subscriptions after a forced delete-bundle: %v, want [live]", subs)
+	}
+	produce(t, c, name, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := cons.Receive(ctx); err != nil {
+		t.Fatalf("consumer after a forced delete-bundle: %v", err)
+	}
 }

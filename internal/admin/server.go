@@ -119,6 +119,7 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("GET /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.getNamespace))
 	mux.HandleFunc("PUT /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.createNamespace))
 	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}", s.handle(s.deleteNamespace))
+	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}/{bundle}", s.handle(s.deleteBundle)) // nsdelete.go
 	s.registerPolicies(mux)
 	s.registerClusterRates(mux) // policy_fields.go
 	s.registerTopics(mux)

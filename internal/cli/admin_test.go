@@ -151,6 +151,10 @@ func TestAdminCLI(t *testing.T) {
 	if code, _, errOut := magnetarAdmin(t, "namespaces", "clear-backlog", "acme/app", "-b", "0x00000001_0x00000002"); code != 1 || !strings.Contains(errOut, "404") {
 		t.Fatalf("clear-backlog of a bundle the namespace lacks: exit %d %q", code, errOut)
 	}
+	if code, _, errOut := magnetarAdmin(t, "namespaces", "delete-bundle", "acme/app", "-b", rng); code != 1 || !strings.Contains(errOut, "Cannot delete non empty bundle") {
+		t.Fatalf("delete-bundle of a bundle with a topic: exit %d %q", code, errOut)
+	}
+	ok("namespaces", "delete-bundle", "acme/app", "-b", rng, "-f")
 	if code, _, errOut := magnetarAdmin(t, "namespaces", "delete", "acme/app", "-f"); code != 1 || !strings.Contains(errOut, "Broker doesn't allow forced deletion of namespaces") {
 		t.Fatalf("forced delete, not allowed by the broker: exit %d %q", code, errOut)
 	}

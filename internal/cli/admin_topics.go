@@ -89,6 +89,18 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		return ac.send(ctx, http.MethodDelete, p, nil)
 	})
 	deleteNS.Flags().BoolVarP(&forceDelete, "force", "f", false, "delete its topics first, disconnecting their clients (forceDeleteNamespaceAllowed)")
+	var delBundle string
+	var delBundleForce bool
+	deleteBundle := nsVerb("delete-bundle", "Release one bundle (-b); refused while it has topics unless -f", func(ctx context.Context, p string) ([]byte, error) {
+		p += bundlePath(delBundle)
+		if delBundleForce {
+			p += "?force=true"
+		}
+		return ac.send(ctx, http.MethodDelete, p, nil)
+	})
+	deleteBundle.Flags().StringVarP(&delBundle, "bundle", "b", "", "the bundle ({start}_{end})")
+	deleteBundle.Flags().BoolVarP(&delBundleForce, "force", "f", false, "release it even with topics (they are unloaded, not deleted)")
+	_ = deleteBundle.MarkFlagRequired("bundle")
 	cmd.AddCommand(
 		ac.verb("list <tenant>", "List the namespaces of a tenant", 1, func(ctx context.Context, args []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/namespaces/"+url.PathEscape(args[0]))
@@ -99,7 +111,7 @@ func (ac *adminCLI) namespacesCmd() *cobra.Command {
 		nsVerb("create", "Create a namespace", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodPut, p, nil)
 		}),
-		deleteNS,
+		deleteNS, deleteBundle,
 		nsVerb("policies", "Get the policies of a namespace", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p)
 		}),

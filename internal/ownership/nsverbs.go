@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,9 @@ import (
 //     here when this broker owns the bundle (or nobody does: loading its topics takes it),
 //     and otherwise answer 307 to the owner (authoritative=true).
 //
+// DELETE .../{ns}/{bundle} (delete-bundle) runs on the bundle's owner too, which then
+// releases the bundle (deleteBundleRoute).
+//
 // The calls to owners carry this broker's credentials (Options.HTTPClient); the caller was
 // authorized once, on the broker it called (admin.Secure wraps this handler).
 
@@ -43,6 +47,7 @@ func (m *Manager) registerNamespaceVerbs(mux *http.ServeMux, next http.Handler) 
 	mux.HandleFunc(ns+"/unsubscribe/{sub}", m.fanOutRoute(next, "unsubscribe"))
 	mux.HandleFunc(ns+"/{bundle}/{verb}", m.bundleVerbRoute(next))
 	mux.HandleFunc(ns+"/{bundle}/{verb}/{sub}", m.bundleVerbRoute(next))
+	mux.HandleFunc("DELETE /admin/v2/namespaces/{tenant}/{namespace}/{bundle}", m.deleteBundleRoute(next))
 }
 
 // fanOutRoute sends verb ("clearBacklog" or "unsubscribe", with the path's {sub} if any)
@@ -152,17 +157,78 @@ func (m *Manager) bundleVerbRoute(next http.Handler) http.HandlerFunc {
 			return
 		}
 		b, err := m.bundleByRange(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("namespace"), r.PathValue("bundle"))
-		if err != nil || m.Owned(b) {
+		if err != nil || !m.redirectToBundleOwner(w, r, b) {
 			next.ServeHTTP(w, r) // here, or the admin layer words the missing namespace or bundle
-			return
 		}
-		od, ok := m.ownerOf(r, b)
-		if !ok || od.Instance == m.self.Instance {
-			next.ServeHTTP(w, r)
-			return
-		}
-		q := r.URL.Query()
-		q.Set("authoritative", "true")
-		http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.EscapedPath()+"?"+q.Encode(), http.StatusTemporaryRedirect)
 	}
+}
+
+// redirectToBundleOwner answers 307 (authoritative=true) to the broker owning b and says
+// so; false when this broker owns it or nobody does (serve it here).
+func (m *Manager) redirectToBundleOwner(w http.ResponseWriter, r *http.Request, b resources.Bundle) bool {
+	if m.Owned(b) {
+		return false
+	}
+	od, ok := m.ownerOf(r, b)
+	if !ok || od.Instance == m.self.Instance {
+		return false
+	}
+	q := r.URL.Query()
+	q.Set("authoritative", "true")
+	http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.EscapedPath()+"?"+q.Encode(), http.StatusTemporaryRedirect)
+	return true
+}
+
+// deleteBundleRoute is DELETE /admin/v2/namespaces/{t}/{ns}/{bundle} (pulsar-admin
+// namespaces delete-bundle) in a cluster: on the owner (307 there otherwise) the admin
+// layer refuses a bundle with topics unless forced and unloads its topics; then the owner
+// gives the bundle up (ReleaseBundle), as Pulsar's removeOwnedServiceUnit does. No topic
+// and no boundary is deleted: the next lookup of one of its topics assigns it afresh.
+func (m *Manager) deleteBundleRoute(next http.Handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := m.bundleByRange(r.Context(), r.PathValue("tenant")+"/"+r.PathValue("namespace"), r.PathValue("bundle"))
+		if err != nil {
+			next.ServeHTTP(w, r) // the admin layer words the missing namespace or bundle
+			return
+		}
+		if m.redirectToBundleOwner(w, r, b) {
+			return
+		}
+		rec := &bufferedResponse{header: http.Header{}}
+		next.ServeHTTP(rec, r)
+		if rec.status/100 == 2 && m.Owned(b) {
+			if err := m.ReleaseBundle(r.Context(), b); err != nil {
+				writeErr(w, http.StatusInternalServerError, err)
+				return
+			}
+		}
+		rec.writeTo(w)
+	}
+}
+
+// bufferedResponse holds the admin layer's answer until the bundle is released.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (b *bufferedResponse) Header() http.Header { return b.header }
+func (b *bufferedResponse) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	b.body = append(b.body, p...)
+	return len(p), nil
+}
+
+func (b *bufferedResponse) writeTo(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(cmp.Or(b.status, http.StatusOK))
+	_, _ = w.Write(b.body)
 }

@@ -261,6 +261,8 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", "/admin/v2/namespaces/acme/app/clearBacklog/ghost", "", consumeRoles},
 		{"POST", "/admin/v2/namespaces/acme/app/0x00000000_0x40000000/clearBacklog/ghost", "", consumeRoles},
 		{"POST", "/admin/v2/namespaces/acme/app/0x00000000_0x40000000/unsubscribe/ghost", "", consumeRoles},
+		{"DELETE", "/admin/v2/namespaces/acme/app/0x00000000_0x40000000", "", acmeAdmins}, // delete-bundle
+		{"DELETE", "/admin/v2/namespaces/acme/ghost?force=true", "", acmeAdmins},
 		// Topic lists: produce or consume on the namespace.
 		{"GET", "/admin/v2/namespaces/acme/app/topics", "", lookupRoles},
 		{"GET", "/admin/v2/persistent/acme/app", "", lookupRoles},

@@ -17,8 +17,9 @@ import (
 // TestClusterNamespaceVerbsReachEveryOwner: with one topic owned by each broker, a
 // namespace clear-backlog and unsubscribe sent to either broker act on both topics (the
 // broker fans them out to every bundle's owner), a per-bundle clear-backlog sent to the
-// broker that does not own the bundle is redirected to the one that does, and a forced
-// namespace delete deletes both topics on their owners.
+// broker that does not own the bundle is redirected to the one that does, as is
+// delete-bundle (the owner releases the bundle), and a forced namespace delete deletes both
+// topics on their owners.
 func TestClusterNamespaceVerbsReachEveryOwner(t *testing.T) {
 	c := startClusterWith(t, 2, "--force-delete-namespace-allowed=true")
 	admins := make([]pa.Client, len(c.Brokers))
@@ -154,9 +155,35 @@ func TestClusterNamespaceVerbsReachEveryOwner(t *testing.T) {
 		}
 	}
 
+	// delete-bundle through the broker that does not own the bundle: 307 to the owner, which
+	// releases it (the bundle's ownership key goes); its topic stays.
+	delPath := "/admin/v2/namespaces/" + ns + "/" + bundles[1].Range() + "?force=true"
+	req, _ := http.NewRequest(http.MethodDelete, "http://"+far.HTTP+delPath, nil)
+	if resp, err = noRedirect.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || !strings.HasPrefix(resp.Header.Get("Location"), "http://"+c.Brokers[1].HTTP+"/") {
+		t.Fatalf("delete-bundle via %s: %d %s, want 307 to %s", far.Name, resp.StatusCode, resp.Header.Get("Location"), c.Brokers[1].HTTP)
+	}
+	if err := a.Namespaces().DeleteNamespaceBundle(ns, bundles[1].Range()); err == nil || !strings.Contains(err.Error(), "Cannot delete non empty bundle") {
+		t.Fatalf("delete-bundle without force of a bundle with a topic: %v, want 409", err)
+	}
+	req, _ = http.NewRequest(http.MethodDelete, "http://"+far.HTTP+delPath, nil)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("forced delete-bundle: %d", resp.StatusCode)
+	}
+	if _, owned := owners(t, c.Brokers[0].HTTP)[bundles[1].String()]; owned {
+		t.Fatalf("bundle %s still owned after delete-bundle", bundles[1])
+	}
+
 	// Forced delete through broker 1: each topic is deleted on its owner (a broker that
 	// destroyed a log another one serves would leave that one serving the old messages).
-	req, _ := http.NewRequest(http.MethodDelete, "http://"+c.Brokers[1].HTTP+"/admin/v2/namespaces/"+ns+"?force=true", nil)
+	req, _ = http.NewRequest(http.MethodDelete, "http://"+c.Brokers[1].HTTP+"/admin/v2/namespaces/"+ns+"?force=true", nil)
 	if resp, err = http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
 	}
