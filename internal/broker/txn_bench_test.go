@@ -18,10 +18,17 @@ import (
 // and transactional publishing of b.N messages in transactions of txnBatch (each committed
 // before its worker opens the next; 4 workers), both with the Go client's batching, and reports both rates, their
 // ratio and the commit latency percentiles. `make bench-txn`; with MAGNETAR_BENCH_URL it
-// runs against that broker (transactions on, as `magnetar standalone` has them).
+// runs against that broker (transactions on, as `magnetar standalone` has them). With
+// MAGNETAR_BENCH_TXN_BATCHED=1 the in-process broker batches its transaction logs
+// (transactionLogBatchedWriteEnabled, transactionPendingAckBatchedWriteEnabled).
 func BenchmarkTxnPublish(b *testing.B) {
 	const txnBatch, txnWorkers = 100, 4
-	url := benchURLWith(b, txnOn)
+	url := benchURLWith(b, func(c *config.BrokerConfig) {
+		txnOn(c)
+		if os.Getenv("MAGNETAR_BENCH_TXN_BATCHED") == "1" {
+			c.Transaction.LogBatchedWriteEnabled, c.Transaction.PendingAckBatchedWriteEnabled = true, true
+		}
+	})
 	client, err := pulsar.NewClient(pulsar.ClientOptions{URL: url, Logger: quietLogger(), EnableTransaction: true,
 		OperationTimeout: time.Minute})
 	if err != nil {

@@ -46,8 +46,9 @@
 // # Batched entries (log_batch.go)
 //
 // With transactionLogBatchedWriteEnabled (coordinator logs) or
-// transactionPendingAckBatchedWriteEnabled (topic state logs) records appended close
-// together share an entry; a lone record is still written plain. A batched entry:
+// transactionPendingAckBatchedWriteEnabled (topic state logs) records appended while an
+// entry of the log is in flight share the next entry; a lone record is still written
+// plain. A batched entry:
 //
 //	byte     0xB1 (a record starts with its version, 1)
 //	uvarint  n (2..100000), n x (uvarint length (1..64 MiB), the record)

@@ -116,10 +116,13 @@ type pendingRec struct {
 	cb   func(recPos, error)
 }
 
-// batchWriter gathers a log's records into batches: written when MaxRecords or MaxBytes
-// are reached, or MaxDelay after the first record of a batch. At most one goroutine
-// writes at a time (the flusher), so entries are in append order; nothing is held while
-// it calls AddEntry, whose callbacks may append again.
+// batchWriter gathers a log's records into batches. A record appended while no entry of
+// the log is being written goes at once (an idle log adds no delay); the others gather
+// while entries are in flight and go when those are durable, when MaxRecords or MaxBytes
+// are reached, or MaxDelay after the first of them, whichever comes first (Pulsar waits
+// for the delay or a bound in every case; the bounds mean the same here). At most one
+// goroutine writes at a time (the flusher), so entries are in append order; nothing is
+// held while it calls AddEntry, whose callbacks may append again.
 type batchWriter struct {
 	l   *recordLog
 	cfg BatchConfig
@@ -129,18 +132,30 @@ type batchWriter struct {
 	bytes    int
 	timer    *time.Timer
 	flushing bool
+	inflight int // entries written and not yet durable (or failed)
 }
 
 func (w *batchWriter) append(rec []byte, cb func(recPos, error)) {
 	w.mu.Lock()
 	w.pending = append(w.pending, pendingRec{rec, cb})
 	w.bytes += len(rec)
-	full := len(w.pending) >= w.cfg.MaxRecords || w.bytes >= w.cfg.MaxBytes
-	if !full && w.timer == nil {
+	now := len(w.pending) >= w.cfg.MaxRecords || w.bytes >= w.cfg.MaxBytes || (w.inflight == 0 && !w.flushing)
+	if !now && w.timer == nil {
 		w.timer = time.AfterFunc(w.cfg.MaxDelay, w.flush)
 	}
 	w.mu.Unlock()
-	if full {
+	if now {
+		w.flush()
+	}
+}
+
+// written notes an entry of the log durable or failed: what gathered meanwhile goes now.
+func (w *batchWriter) written() {
+	w.mu.Lock()
+	w.inflight--
+	kick := w.inflight == 0 && len(w.pending) > 0
+	w.mu.Unlock()
+	if kick {
 		w.flush()
 	}
 }
@@ -167,6 +182,7 @@ func (w *batchWriter) flush() {
 		batch := slices.Clone(w.pending[:n])
 		w.pending = slices.Delete(w.pending, 0, n)
 		w.bytes -= size
+		w.inflight++
 		w.mu.Unlock()
 		w.write(batch)
 		w.mu.Lock()
@@ -188,11 +204,13 @@ func (w *batchWriter) write(batch []pendingRec) {
 		for i, r := range batch {
 			r.cb(recPos{p, int32(i)}, err)
 		}
+		w.written()
 	})
 	if err != nil {
 		for _, r := range batch {
 			r.cb(recPos{}, err)
 		}
+		w.written()
 	}
 }
 
