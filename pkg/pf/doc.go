@@ -10,8 +10,8 @@
 // Pulsar worker can run it too.
 //
 // An instance is one consumer per input topic (Shared, Failover with retainOrdering or
-// EFFECTIVELY_ONCE, Key_Shared with retainKeyOrdering) feeding one sequential processing
-// loop, and one producer for the output (per input partition under EFFECTIVELY_ONCE, see
+// EFFECTIVELY_ONCE, Key_Shared with retainKeyOrdering), each with its input's own schema
+// type (schema.go), feeding one sequential processing loop, and one producer for the output (per input partition under EFFECTIVELY_ONCE, see
 // instance_eo.go). The handler gets a context from which FromContext returns the
 // *FunctionContext: user config, secrets, state, publish, metrics, logging, manual ack.
 //

@@ -206,6 +206,12 @@ func (in *Instance) subscribe(msgs chan pulsar.ConsumerMessage) ([]pulsar.Consum
 		if inp.spec.ReceiverQueueSize > 0 {
 			o.ReceiverQueueSize = inp.spec.ReceiverQueueSize
 		}
+		if sc, ok, known := inp.spec.consumerSchema(); ok {
+			o.Schema = sc
+		} else if !known {
+			in.log.Warn("input schemaType is not a Pulsar schema type the Go instance knows; consuming it without a schema",
+				"topic", inp.topic, "schemaType", inp.spec.SchemaType)
+		}
 		if in.conf.MaxMessageRetries > 0 {
 			dlq := in.conf.DeadLetterTopic
 			if dlq == "" && !inp.spec.RegexPattern {
