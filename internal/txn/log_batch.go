@@ -156,7 +156,9 @@ func (w *batchWriter) written() {
 	kick := w.inflight == 0 && len(w.pending) > 0
 	w.mu.Unlock()
 	if kick {
-		w.flush()
+		// Not here: this runs in the managed ledger's callback, possibly inside its own
+		// AddEntry (a writer that answers at once), which AddEntry must not re-enter.
+		go w.flush()
 	}
 }
 
