@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestTransactionBatchedWriteKeys: Pulsar's defaults (off, 512 records, 4 MiB, 1 ms) and
@@ -22,5 +24,22 @@ func TestTransactionBatchedWriteKeys(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("error does not name %s: %v", key, err)
 		}
+	}
+}
+
+// TestTransactionBatchedWriteKeysBind: the keys are set by the environment as every broker
+// key is (what tests/e2e runs `magnetar standalone` with to batch its logs).
+func TestTransactionBatchedWriteKeysBind(t *testing.T) {
+	c := DefaultBrokerConfig()
+	b, err := Bind(pflag.NewFlagSet("broker", pflag.ContinueOnError), &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Load("", []string{"MAGNETAR_TRANSACTION_LOG_BATCHED_WRITE_ENABLED=true",
+		"MAGNETAR_TRANSACTION_PENDING_ACK_BATCHED_WRITE_MAX_RECORDS=64"}, b); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Transaction.LogBatchedWriteEnabled || c.Transaction.PendingAckBatchedWriteMaxRecords != 64 {
+		t.Fatalf("loaded %+v", c.Transaction)
 	}
 }
