@@ -211,7 +211,30 @@ func (d *kafkaDriver) Prepare(ctx context.Context, base string, partitions int) 
 			return fmt.Errorf("growing %s to %d partitions: %w", base, first, err)
 		}
 	}
-	return nil
+	return waitKafkaPartitions(ctx, adm, base, partitions)
+}
+
+// waitKafkaPartitions waits until the cluster's metadata lists every partition: Kafka
+// answers CreatePartitions before its metadata shows them, and producers started at once
+// refused records for the new partitions ("invalid record partitioning choice").
+func waitKafkaPartitions(ctx context.Context, adm *kadm.Client, topic string, partitions int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		td, err := adm.ListTopics(ctx, topic)
+		if err == nil && len(td[topic].Partitions) >= partitions {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			have := 0
+			if err == nil {
+				have = len(td[topic].Partitions)
+			}
+			return fmt.Errorf("%s: %d of %d partitions in the metadata: %w", topic, have, partitions, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // kafkaPartitionStep is how many partitions one request creates: Kafka 4 refuses a
