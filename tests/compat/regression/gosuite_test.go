@@ -2,7 +2,6 @@ package regression
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -359,37 +358,4 @@ func TestDynamicAllowAutoSubscriptionCreation(t *testing.T) {
 		t.Fatalf("allowAutoSubscriptionCreation back on: %v", err)
 	}
 	cons.Close()
-}
-
-// TestTopicTermination: sends in flight while the topic is terminated fail with
-// ErrTopicTerminated (or ErrProducerClosed), never by timing out. The Go client drops a
-// producer on SEND_ERROR TopicTerminated and then ignores the CLOSE_PRODUCER, so the broker
-// closes the producer instead of answering SEND_ERROR (broker/producer.go:flush). The
-// client's test loses this race about one run in three; five rounds here.
-func TestTopicTermination(t *testing.T) {
-	c := client(t)
-	for round := 0; round < 5; round++ {
-		topic := topicName(t)
-		p, err := c.CreateProducer(pulsar.ProducerOptions{Topic: topic, SendTimeout: 10 * time.Second, DisableBatching: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		result := make(chan error, 1)
-		go func() {
-			for {
-				if _, err := p.Send(longCtx(t), &pulsar.ProducerMessage{Payload: make([]byte, 1024)}); err != nil {
-					result <- err
-					return
-				}
-			}
-		}()
-		time.Sleep(50 * time.Millisecond) // let sends flow, so one is in flight at termination
-		path := "/admin/v2/persistent/" + strings.TrimPrefix(topic, "persistent://") + "/terminate"
-		restJSON(t, "POST", path, "", nil)
-		err = <-result
-		if !errors.Is(err, pulsar.ErrTopicTerminated) && !errors.Is(err, pulsar.ErrProducerClosed) {
-			t.Fatalf("round %d: a send at termination failed with %v, want ErrTopicTerminated", round, err)
-		}
-		p.Close()
-	}
 }
