@@ -204,6 +204,19 @@ func (s *server) bundlesOf(ctx context.Context, r *http.Request) (resources.Bund
 	return resources.BundlesData{Boundaries: []string{"0x00000000", "0xffffffff"}, NumBundles: 1}, nil
 }
 
+// namespaceBounds is the path's tenant/namespace and its bundles' boundaries.
+func (s *server) namespaceBounds(ctx context.Context, r *http.Request) (string, []uint32, error) {
+	b, err := s.bundlesOf(ctx, r)
+	if err != nil {
+		return "", nil, err
+	}
+	bounds, err := resources.ParseBoundaries(b.Boundaries)
+	if err != nil {
+		return "", nil, err
+	}
+	return r.PathValue("tenant") + "/" + r.PathValue("namespace"), bounds, nil
+}
+
 // topicBundle is GET /lookup/v2/topic/T/bundle (pulsaradmin GetBundleRange): the range of
 // the namespace bundle the topic's name hashes into, as plain text.
 func (s *server) topicBundle(ctx context.Context, r *http.Request) (any, error) {
@@ -211,15 +224,10 @@ func (s *server) topicBundle(ctx context.Context, r *http.Request) (any, error) 
 	if d != "persistent" && d != "non-persistent" {
 		return nil, fmt.Errorf("%w: domain must be persistent or non-persistent, got %q", ErrBadRequest, d)
 	}
-	b, err := s.bundlesOf(ctx, r)
+	ns, bounds, err := s.namespaceBounds(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	bounds, err := resources.ParseBoundaries(b.Boundaries)
-	if err != nil {
-		return nil, err
-	}
-	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
 	topic := d + "://" + ns + "/" + r.PathValue("topic")
 	return textResponse(resources.FindBundle(ns, bounds, resources.TopicHash(topic)).Range()), nil
 }

@@ -211,15 +211,10 @@ func (s *server) bundleFilter(ctx context.Context, r *http.Request) (func(topic 
 	if rng == "" {
 		return func(string) bool { return true }, nil
 	}
-	b, err := s.bundlesOf(ctx, r)
+	ns, bounds, err := s.namespaceBounds(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	bounds, err := resources.ParseBoundaries(b.Boundaries)
-	if err != nil {
-		return nil, err
-	}
-	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
 	for i := 1; i < len(bounds); i++ {
 		if bundle := (resources.Bundle{Namespace: ns, Lower: bounds[i-1], Upper: bounds[i]}); bundle.Range() == rng {
 			return func(topic string) bool { return bundle.Contains(resources.TopicHash(topic)) }, nil

@@ -111,9 +111,15 @@ func (m *Manager) toOwner(next http.Handler, w http.ResponseWriter, r *http.Requ
 		next.ServeHTTP(w, r)
 		return
 	}
+	redirectAuthoritative(w, r, res.HTTPURL, r.URL.Path)
+}
+
+// redirectAuthoritative answers 307 to path on the broker at httpURL, with the request's
+// query and authoritative=true, so that broker serves it instead of redirecting again.
+func redirectAuthoritative(w http.ResponseWriter, r *http.Request, httpURL, path string) {
 	q := r.URL.Query()
 	q.Set("authoritative", "true")
-	http.Redirect(w, r, strings.TrimSuffix(res.HTTPURL, "/")+r.URL.Path+"?"+q.Encode(), http.StatusTemporaryRedirect)
+	http.Redirect(w, r, strings.TrimSuffix(httpURL, "/")+path+"?"+q.Encode(), http.StatusTemporaryRedirect)
 }
 
 func (m *Manager) jsonRoute(f func(context.Context, *http.Request) (any, error)) http.HandlerFunc {
@@ -220,19 +226,10 @@ func (m *Manager) unloadBundleRoute(w http.ResponseWriter, r *http.Request) {
 // unloadNamespaceRoute releases every owned bundle of a namespace, wherever it is owned.
 func (m *Manager) unloadNamespaceRoute(w http.ResponseWriter, r *http.Request) {
 	ns := r.PathValue("tenant") + "/" + r.PathValue("namespace")
-	owners, err := m.Owners(r.Context())
+	owners, byInstance, err := m.ownersAndBrokers(r.Context())
 	if err != nil {
 		writeErr(w, http.StatusServiceUnavailable, err)
 		return
-	}
-	live, err := m.LiveBrokers(r.Context())
-	if err != nil {
-		writeErr(w, http.StatusServiceUnavailable, err)
-		return
-	}
-	byInstance := map[string]BrokerInfo{}
-	for _, bi := range live {
-		byInstance[bi.Instance] = bi
 	}
 	var errs []error
 	for bundle, od := range owners {
@@ -252,6 +249,24 @@ func (m *Manager) unloadNamespaceRoute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// ownersAndBrokers reads every bundle's owner and the live brokers by instance, for the
+// namespace-wide routes that call each owner.
+func (m *Manager) ownersAndBrokers(ctx context.Context) (map[string]OwnerData, map[string]BrokerInfo, error) {
+	owners, err := m.Owners(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	live, err := m.LiveBrokers(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byInstance := make(map[string]BrokerInfo, len(live))
+	for _, bi := range live {
+		byInstance[bi.Instance] = bi
+	}
+	return owners, byInstance, nil
 }
 
 func (m *Manager) bundleByRange(ctx context.Context, ns, rng string) (resources.Bundle, error) {

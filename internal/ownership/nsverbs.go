@@ -62,19 +62,10 @@ func (m *Manager) fanOutRoute(next http.Handler, verb string) http.HandlerFunc {
 			next.ServeHTTP(w, r) // the admin layer words a missing tenant or namespace
 			return
 		}
-		owners, err := m.Owners(ctx)
+		owners, byInstance, err := m.ownersAndBrokers(ctx)
 		if err != nil {
 			writeErr(w, http.StatusServiceUnavailable, err)
 			return
-		}
-		live, err := m.LiveBrokers(ctx)
-		if err != nil {
-			writeErr(w, http.StatusServiceUnavailable, err)
-			return
-		}
-		byInstance := map[string]BrokerInfo{}
-		for _, bi := range live {
-			byInstance[bi.Instance] = bi
 		}
 		suffix := "/" + verb
 		if sub := r.PathValue("sub"); sub != "" {
@@ -173,9 +164,7 @@ func (m *Manager) redirectToBundleOwner(w http.ResponseWriter, r *http.Request, 
 	if !ok || od.Instance == m.self.Instance {
 		return false
 	}
-	q := r.URL.Query()
-	q.Set("authoritative", "true")
-	http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.EscapedPath()+"?"+q.Encode(), http.StatusTemporaryRedirect)
+	redirectAuthoritative(w, r, od.HTTPURL, r.URL.EscapedPath())
 	return true
 }
 

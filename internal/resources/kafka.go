@@ -125,14 +125,21 @@ func (r *Resources) DeleteKafkaGroup(ctx context.Context, group string) error {
 
 // KafkaGroups lists the groups that have a record, sorted.
 func (r *Resources) KafkaGroups(ctx context.Context) ([]string, error) {
-	names, err := r.children(ctx, kafkaGroupsPrefix)
+	return r.escapedChildren(ctx, kafkaGroupsPrefix)
+}
+
+// escapedChildren is children for records named by a path-escaped name (Kafka group and
+// user names may hold '/'), unescaped; a name that does not unescape is not ours and is
+// left out.
+func (r *Resources) escapedChildren(ctx context.Context, prefix string) ([]string, error) {
+	names, err := r.children(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if g, err := url.PathUnescape(n); err == nil {
-			out = append(out, g)
+		if u, err := url.PathUnescape(n); err == nil {
+			out = append(out, u)
 		}
 	}
 	return out, nil
@@ -254,15 +261,5 @@ func (r *Resources) UpdateKafkaScramUser(ctx context.Context, user string, modif
 
 // KafkaScramUsers lists the users with SCRAM credentials, sorted.
 func (r *Resources) KafkaScramUsers(ctx context.Context) ([]string, error) {
-	names, err := r.children(ctx, kafkaScramPrefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if u, err := url.PathUnescape(n); err == nil {
-			out = append(out, u)
-		}
-	}
-	return out, nil
+	return r.escapedChildren(ctx, kafkaScramPrefix)
 }
