@@ -406,7 +406,7 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 			if od.Instance == m.self.Instance || od.NativeURL == m.self.NativeURL {
 				// Ours but not held (a lost session whose lease has not run out yet), or a
 				// predecessor on our address: wait for the key to expire, then take it.
-				if err := m.waitGone(ctx, key); err != nil {
+				if err := m.waitGone(ctx, key, kv.Version); err != nil {
 					return Result{}, err
 				}
 				continue
@@ -417,7 +417,7 @@ func (m *Manager) lookup(ctx context.Context, topic string, authoritative, verif
 				// expire and take the bundle (failover then costs the lease, not the
 				// client's growing retry delays). A partitioned-but-alive owner keeps its
 				// key: after the wait, redirect to it anyway.
-				if m.waitGone(ctx, key) == nil {
+				if m.waitGone(ctx, key, kv.Version) == nil {
 					continue
 				}
 			}
@@ -545,8 +545,11 @@ func (m *Manager) waitTaking(ctx context.Context, b resources.Bundle) bool {
 	return true
 }
 
-// waitGone waits until key is deleted (its lease expired), at most ttl plus a margin.
-func (m *Manager) waitGone(ctx context.Context, key string) error {
+// waitGone waits until the key at version seen is gone: deleted (its lease expired) or
+// replaced, at most ttl plus a margin. Replaced counts: when the lease runs out and another
+// broker takes the bundle before our watch starts, the watch only ever shows that broker's
+// live key, and waiting for it to vanish would fail a lookup the next round answers.
+func (m *Manager) waitGone(ctx context.Context, key string, seen metadata.Version) error {
 	ctx, cancel := context.WithTimeout(ctx, m.ttl+2*time.Second)
 	defer cancel()
 	ch, err := m.store.Watch(ctx, key, false)
@@ -561,13 +564,14 @@ func (m *Manager) waitGone(ctx context.Context, key string) error {
 				return fmt.Errorf("%w: waiting for the previous owner's key %s: %w", ErrNotOwner, key, context.Cause(ctx))
 			}
 			exists = ev.Type == metadata.EventPut
-			if !exists {
+			if !exists || ev.Version != seen {
 				return nil
 			}
 		case <-time.After(50 * time.Millisecond):
 			// The watch delivers the current state first; no event means no key.
 			if !exists {
-				if _, err := m.store.Get(ctx, key); errors.Is(err, metadata.ErrNotFound) {
+				kv, err := m.store.Get(ctx, key)
+				if errors.Is(err, metadata.ErrNotFound) || (err == nil && kv.Version != seen) {
 					return nil
 				}
 				exists = true

@@ -524,3 +524,32 @@ func TestRegistrationCarriesProtocols(t *testing.T) {
 		t.Fatalf("live brokers %+v %v", live, err)
 	}
 }
+
+// A restarted broker that finds its predecessor's key waits for it to go; when another
+// broker takes the bundle before the wait starts, the wait must end at once rather than wait
+// for the new owner's live key to vanish (the lookup's next round redirects to that owner).
+func TestWaitGoneEndsWhenTheKeyIsReplaced(t *testing.T) {
+	st, res := setup(t)
+	m := startManager(t, st, res, "restarted")
+	ctx := context.Background()
+	key := "/namespace/public/default/0x00000000_0x40000000"
+	old, err := st.Put(ctx, key, []byte(`{"nativeUrl":"pulsar://restarted:6650"}`), metadata.NotExists)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Put(ctx, key, []byte(`{"nativeUrl":"pulsar://other:6650"}`), old); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.waitGone(ctx, key, old); err != nil {
+		t.Fatalf("waitGone on a replaced key: %v, want it to end without error", err)
+	}
+	cur, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := m.waitGone(wctx, key, cur.Version); err == nil {
+		t.Fatal("waitGone on a live, unchanged key returned nil; want it to keep waiting")
+	}
+}
