@@ -213,7 +213,7 @@ func (m *Manager) unloadBundleRoute(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusServiceUnavailable, fmt.Errorf("reading the owner of %s: %v", b, err))
 			return
 		}
-		http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.Path, http.StatusTemporaryRedirect)
+		redirectAuthoritative(w, r, od.HTTPURL, r.URL.EscapedPath())
 		return
 	}
 	if err := m.ReleaseBundle(r.Context(), b); err != nil {

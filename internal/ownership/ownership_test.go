@@ -407,8 +407,10 @@ func TestSplitBundle(t *testing.T) {
 
 	// Through b: the split is redirected to the owner a.
 	rec := httptest.NewRecorder()
-	b.Handler(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("PUT", "/admin/v2/namespaces/public/default/"+old.Range()+"/split", nil))
-	if rec.Code != http.StatusTemporaryRedirect || !strings.HasPrefix(rec.Header().Get("Location"), "http://a:8080/") {
+	b.Handler(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("PUT", "/admin/v2/namespaces/public/default/"+old.Range()+"/split?unload=true", nil))
+	// The redirect keeps the request's options (unload=true here) and says authoritative.
+	if loc := rec.Header().Get("Location"); rec.Code != http.StatusTemporaryRedirect || !strings.HasPrefix(loc, "http://a:8080/") ||
+		!strings.Contains(loc, "unload=true") || !strings.Contains(loc, "authoritative=true") {
 		t.Fatalf("split via b: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
 	rec = httptest.NewRecorder()

@@ -127,7 +127,7 @@ func (m *Manager) splitBundleRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	if !m.Owned(b) {
 		if od, ok := m.ownerOf(r, b); ok && od.Instance != m.self.Instance {
-			http.Redirect(w, r, strings.TrimSuffix(od.HTTPURL, "/")+r.URL.Path, http.StatusTemporaryRedirect)
+			redirectAuthoritative(w, r, od.HTTPURL, r.URL.EscapedPath())
 			return
 		}
 	}
