@@ -40,8 +40,10 @@ func (s *Server) startTxn(reg prometheus.Registerer) error {
 		return fmt.Errorf("broker: transactions: %w", err)
 	}
 	own := s.topics.Ownership()
+	tbClient := newTBClientStats(s.cfg.ClusterName, s.topics.DynamicConfig().TopicLevelMetrics) // txn_client_metrics.go
 	o := txn.CoordinatorsOptions{
-		Count: n, Ledgers: s.topics.TxnLedgers(), Participants: participants{s}, Config: s.cfg.Transaction, Logger: s.log,
+		Count: n, Ledgers: s.topics.TxnLedgers(), Participants: instrumented{participants{s}, tbClient},
+		Config: s.cfg.Transaction, Logger: s.log,
 	}
 	if own != nil {
 		o.Acquire = func(ctx context.Context, id uint64) error { return own.Acquire(ctx, txn.AssignPartition(id)) }
@@ -55,9 +57,11 @@ func (s *Server) startTxn(reg prometheus.Registerer) error {
 		return err
 	}
 	if reg != nil {
-		if err := reg.Register(s.txn.Collector(s.cfg.ClusterName)); err != nil {
-			_ = s.txn.Close(ctx)
-			return fmt.Errorf("broker: transaction metrics: %w", err)
+		for _, c := range []prometheus.Collector{s.txn.Collector(s.cfg.ClusterName), tbClient} {
+			if err := reg.Register(c); err != nil {
+				_ = s.txn.Close(ctx)
+				return fmt.Errorf("broker: transaction metrics: %w", err)
+			}
 		}
 	}
 	return nil

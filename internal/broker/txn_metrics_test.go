@@ -120,6 +120,17 @@ func TestTxnMetricsBufferAndPendingAck(t *testing.T) {
 	if _, ok := scrapeSeries(t, srv.URL, "pulsar_txn_tp_commit_latency", append(inSub, `quantile="0.99"`)...); !ok {
 		t.Fatal("no pulsar_txn_tp_commit_latency quantile series")
 	}
+	// The coordinator's calls to the topics' owner (this broker): one commit on out's
+	// buffer, one on in's subscription.
+	outTB := []string{`namespace="public/default"`, `topic="` + out + `"`}
+	inTB := []string{`namespace="public/default"`, `topic="` + in + `"`}
+	want("pulsar_txn_tb_client_commit_latency_count", 1, outTB...)
+	want("pulsar_txn_tb_client_commit_latency_count", 1, inTB...)
+	want("pulsar_txn_tb_client_commit_failed_total", 0, outTB...)
+	want("pulsar_txn_tb_client_pending_requests", 0, `cluster="`+b.s.cfg.ClusterName+`"`)
+	if _, ok := scrapeSeries(t, srv.URL, "pulsar_txn_tb_client_commit_latency", append(outTB, `quantile="0.999"`)...); !ok {
+		t.Fatal("no pulsar_txn_tb_client_commit_latency quantile series")
+	}
 
 	// A second one does the same and aborts.
 	tx, err = client.NewTransaction(time.Minute)
@@ -140,6 +151,8 @@ func TestTxnMetricsBufferAndPendingAck(t *testing.T) {
 	want("pulsar_txn_tb_committed_total", 1, outTopic...)
 	want("pulsar_txn_tb_aborted_total", 1, outTopic...)
 	want("pulsar_txn_tp_aborted_count_total", 1, status("succeed")...)
+	want("pulsar_txn_tb_client_abort_latency_count", 1, outTB...)
+	want("pulsar_txn_tb_client_commit_latency_count", 1, outTB...)
 	want("pulsar_txn_tp_committed_count_total", 1, status("succeed")...)
 	want("pulsar_txn_tp_commit_latency_count", 1, inSub...)
 
@@ -205,6 +218,9 @@ func TestTxnMetricsPerNamespace(t *testing.T) {
 		{"pulsar_txn_tb_active_total", []string{ns}, 0},
 		{"pulsar_txn_tp_committed_count_total", []string{ns, `status="succeed"`}, 1},
 		{"pulsar_txn_tp_commit_latency_count", []string{ns}, 1},
+		// One call ended the buffer, one the subscription: both on the same topic.
+		{"pulsar_txn_tb_client_commit_latency_count", []string{ns}, 2},
+		{"pulsar_txn_tb_client_commit_failed_total", []string{ns}, 0},
 	} {
 		if got, ok := scrapeSeries(t, srv.URL, c.name, c.labels...); !ok || got != c.want {
 			t.Fatalf("%s = %v (present %v), want %v", c.name, got, ok, c.want)
