@@ -410,7 +410,7 @@ func TestSQLWorkerRole(t *testing.T) {
 	}
 	_, arec := startProc(t, "magnetar sql-worker ready", os.Environ(), "sql-worker", "--log-format", "json",
 		"--metadata-url", "etcd://127.0.0.1:"+strconv.Itoa(mdPort), "--bind-address", "127.0.0.1", "--sql-port", "0", "--http-port", "-1",
-		"--authentication-enabled", "--authentication-providers", "token",
+		"--authentication-enabled", "--authentication-providers", "token,tls",
 		"--token-secret-key", "data:;base64,"+base64.StdEncoding.EncodeToString(secret), "--authorization-enabled",
 		"--tls-certificate-file-path", cert.CertFile, "--tls-key-file-path", cert.KeyFile, "--tls-trust-certs-file-path", ca.CertFile,
 		"--sql-require-secure-transport")
@@ -451,5 +451,29 @@ func TestSQLWorkerRole(t *testing.T) {
 	}
 	if out, err := exec.Command(binary, "sql", "--server", sqlAddr, "--token", token("reader"), "-e", count).CombinedOutput(); err == nil || !strings.Contains(string(out), "SSL/TLS") {
 		t.Fatalf("magnetar sql without TLS: %v\n%s", err, out)
+	}
+	// With the tls provider on, a trusted client certificate and no password log in as the
+	// certificate's common name, whatever user name is sent: magnetar sql --tls-cert-file and
+	// the mariadb client with --ssl-cert.
+	readerCert, err := ca.Issue(auth.IssueOptions{Name: "reader-client", CommonName: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCert, err := ca.Issue(auth.IssueOptions{Name: "other-client", CommonName: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certCLI := func(c auth.Issued) ([]byte, error) {
+		return exec.Command(binary, "sql", "--server", sqlAddr, "--user", "whoever", "--tls-trust-cert-path", ca.CertFile,
+			"--tls-cert-file", c.CertFile, "--tls-key-file", c.KeyFile, "-e", count).CombinedOutput()
+	}
+	if out, err := certCLI(readerCert); err != nil || !strings.Contains(string(out), "| 500      |") {
+		t.Fatalf("magnetar sql --tls-cert-file (CN reader): %v\n%s", err, out)
+	}
+	if out, err := certCLI(otherCert); err == nil || !strings.Contains(string(out), "1049") {
+		t.Fatalf("magnetar sql --tls-cert-file (CN other): %v\n%s, want error 1049", err, out)
+	}
+	if out, err := query("whoever", "", count, append(secure, "--ssl-cert", readerCert.CertFile, "--ssl-key", readerCert.KeyFile)...); err != nil || out != "500\n" {
+		t.Fatalf("mariadb --ssl-cert (CN reader): %v %q", err, out)
 	}
 }
