@@ -59,6 +59,9 @@ func (s *Services) startKafka(o ServicesOptions) error {
 	be, err := kafka.NewTopicsBackend(kafka.TopicsBackendOptions{
 		Topics: s.Topics, Resources: o.Resources, Ownership: own, Advertised: advertised,
 		Tenant: kc.Tenant, Namespace: kc.Namespace, OffsetMetadataMaxBytes: kc.OffsetMetadataMaxBytes,
+		// Kafka transactions run on the coordinators Pulsar transactions use (nil when
+		// transactionCoordinatorEnabled is off).
+		Transactions: s.Broker.Coordinators(),
 	})
 	if err != nil {
 		return err

@@ -401,8 +401,8 @@ func (s *Server) alterTopicConfigs(c *conn, typ kmsg.ConfigResourceType, name st
 	return s.be.SetConfigs(c.ctx, ref.Full(), set)
 }
 
-// handleInitProducerID hands out producer ids for idempotent producers. A transactional id
-// is refused until transactions exist. A producer that asks with its current id and epoch
+// handleInitProducerID hands out producer ids for idempotent producers; one with a
+// transactional id goes to the transaction coordinator (txn.go). A producer that asks with its current id and epoch
 // (KIP-360, v3+) gets the epoch bumped, which resets its sequences.
 func handleInitProducerID(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	r := req.(*kmsg.InitProducerIDRequest)
@@ -410,7 +410,7 @@ func handleInitProducerID(c *conn, req kmsg.Request, reply func(kmsg.Response)) 
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	err := func() error {
 		if r.TransactionalID != nil {
-			return fmt.Errorf("%w: transactions are not supported yet", ErrInvalidRequest)
+			return c.s.initTxnProducer(c.ctx, c, r, resp) // txn.go
 		}
 		if r.Version >= 3 && r.ProducerID >= 0 && r.ProducerEpoch >= 0 && r.ProducerEpoch < maxEpoch {
 			resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch+1

@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 
+	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // Backend is what the Kafka front end needs from the rest of the broker: the topic service
@@ -72,6 +74,17 @@ type Backend interface {
 	// SetConfigs sets (value non-nil) or removes (nil) topic-level settings of full.
 	SetConfigs(ctx context.Context, full string, set map[string]*string) error
 
+	// Transactions (txn.go). TxnCoordinator is the coordinator of internal/txn (the one
+	// Pulsar transactions use) that transactional id maps to and the node serving it; c is
+	// nil when that is another node. It fails with a COORDINATOR_NOT_AVAILABLE error when
+	// transactions are off (transactionCoordinatorEnabled).
+	TxnCoordinator(ctx context.Context, transactionalID string) (c *txn.Coordinator, node int32, err error)
+	// TxnProducer reads a transactional id's record (resources.ErrNotFound if none) and
+	// PutTxnProducer writes it if it is still at ver (metadata.NotExists: new), returning
+	// the new version (metadata.ErrBadVersion, wrapped, when it changed).
+	TxnProducer(ctx context.Context, transactionalID string) (resources.KafkaTxnProducer, metadata.Version, error)
+	PutTxnProducer(ctx context.Context, transactionalID string, p resources.KafkaTxnProducer, ver metadata.Version) (metadata.Version, error)
+
 	// SCRAM credentials (scram.go), by mechanism name, one record per user in the metadata
 	// store. ScramUser returns an empty map for a user without any.
 	ScramUser(ctx context.Context, user string) (map[string]resources.KafkaScramCredential, error)
@@ -96,8 +109,10 @@ type Node struct {
 type Log interface {
 	// Append stores one entry (Pulsar format from the 0x0e01 magic on; the log keeps the
 	// slice) holding count messages and calls done with the offset of its first message
-	// once it is durable (or with an error). Calls to done come in Append order.
-	Append(entry []byte, count int, done func(base int64, err error))
+	// once it is durable (or with an error). Calls to done come in Append order. tx, when
+	// not nil, is the transaction the entry belongs to (hidden from committed readers
+	// until it commits).
+	Append(entry []byte, count int, tx *txn.ID, done func(base int64, err error))
 	// Read returns the entries holding offsets >= offset in order, about maxBytes of them
 	// (at least one whole entry if any is stored), without waiting. The first entry may
 	// start before offset (an entry holds several offsets).
@@ -108,6 +123,9 @@ type Log interface {
 	// HighWatermark is the offset the next stored message will get (every offset below it
 	// is durable and readable).
 	HighWatermark() int64
+	// LastStable is the last stable offset: the first offset of the oldest transaction
+	// still open, the high watermark when none is (read_committed reads below it).
+	LastStable(ctx context.Context) (int64, error)
 	// StartOffset is the first offset still stored (retention and DeleteRecords move it).
 	StartOffset() int64
 	// OffsetForTime is the first offset whose message was published at or after ms
@@ -122,4 +140,20 @@ type Entry struct {
 	Base  int64
 	Count int
 	Data  []byte // from the 0x0e01 magic on; never modified
+	Kind  EntryKind
 }
+
+// EntryKind tells a Fetch how to send an entry.
+type EntryKind uint8
+
+// Entry kinds.
+const (
+	// EntryData is a plain entry or one of a committed or still open transaction.
+	EntryData EntryKind = iota
+	// EntryAborted is an entry of an aborted transaction: read_committed consumers never
+	// get its records.
+	EntryAborted
+	// EntryCommitMarker and EntryAbortMarker are transaction markers (control batches).
+	EntryCommitMarker
+	EntryAbortMarker
+)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -83,14 +84,14 @@ func (l *topicLog) errDead() error {
 }
 
 // Append implements Log.
-func (l *topicLog) Append(entry []byte, count int, done func(int64, error)) {
+func (l *topicLog) Append(entry []byte, count int, tx *txn.ID, done func(int64, error)) {
 	if !l.Live() {
 		done(-1, l.errDead())
 		return
 	}
 	meta := topics.ParseEntryMeta(entry)
 	seq := l.seq.Add(1)
-	err := l.p.PublishIndexed(topics.Message{Data: entry, Meta: meta, SequenceID: seq, HighestSequenceID: seq},
+	err := l.p.PublishIndexed(topics.Message{Data: entry, Meta: meta, SequenceID: seq, HighestSequenceID: seq, Txn: tx},
 		func(_ topics.Position, index int64, err error) {
 			if err != nil {
 				done(-1, err)
@@ -141,7 +142,7 @@ func (l *topicLog) Read(ctx context.Context, offset int64, maxBytes int) ([]Entr
 			return out, err
 		}
 		for _, te := range es {
-			e, ok := kafkaEntry(te)
+			e, ok := l.kafkaEntry(te)
 			if !ok || e.Base+int64(e.Count) <= offset {
 				continue // an entry stored before indexes, or before the offset
 			}
@@ -162,8 +163,9 @@ func (l *topicLog) Read(ctx context.Context, offset int64, maxBytes int) ([]Entr
 func readBatch(bytes int) int { return min(max(bytes/1024, 1), 256) }
 
 // kafkaEntry is a stored entry as the Kafka layer sees it: offsets from its index, the
-// Pulsar entry behind the broker entry metadata.
-func kafkaEntry(e topics.Entry) (Entry, bool) {
+// Pulsar entry behind the broker entry metadata, and whether it is a transaction marker or
+// of an aborted transaction.
+func (l *topicLog) kafkaEntry(e topics.Entry) (Entry, bool) {
 	last, _, ok := topics.EntryIndex(e)
 	if !ok {
 		return Entry{}, false
@@ -173,7 +175,18 @@ func kafkaEntry(e topics.Entry) (Entry, bool) {
 		return Entry{}, false
 	}
 	n := max(e.Meta.Count, 1)
-	return Entry{Base: last - int64(n) + 1, Count: n, Data: data}, true
+	out := Entry{Base: last - int64(n) + 1, Count: n, Data: data}
+	switch {
+	case e.Meta.Marker == txn.MarkerTxnCommit:
+		out.Kind = EntryCommitMarker
+	case e.Meta.Marker == txn.MarkerTxnAbort:
+		out.Kind = EntryAbortMarker
+	case e.Meta.Marker != 0:
+		out.Kind = EntryAbortMarker // another marker (none is written today): never data
+	case l.t.TxnAborted(e.Meta):
+		out.Kind = EntryAborted
+	}
+	return out, true
 }
 
 // reader returns a reader positioned at offset, marked busy.
@@ -225,7 +238,10 @@ func (l *topicLog) seekReader(ctx context.Context, lr *logReader, offset int64) 
 	lr.pending = nil
 	lr.next = -1
 	if lr.r == nil {
-		if lr.r, err = l.t.NewReader(ctx, pos); err != nil {
+		// Uncommitted: a fetch sends open and aborted transactions' entries and markers
+		// the way Kafka does, and stops at the last stable offset itself for
+		// read_committed (fetch.go).
+		if lr.r, err = l.t.NewUncommittedReader(ctx, pos); err != nil {
 			return nil, err
 		}
 		return lr, nil
@@ -250,6 +266,11 @@ func (l *topicLog) release(lr *logReader) {
 
 // Wait implements Log.
 func (l *topicLog) Wait(offset int64) <-chan struct{} { return l.t.WaitIndex(offset) }
+
+// LastStable implements Log.
+func (l *topicLog) LastStable(ctx context.Context) (int64, error) {
+	return l.t.LastStableIndex(topics.Internal(ctx))
+}
 
 // HighWatermark implements Log.
 func (l *topicLog) HighWatermark() int64 { return l.t.HighWatermark() }

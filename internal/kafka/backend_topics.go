@@ -14,9 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/ownership"
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/topics"
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -40,6 +44,8 @@ type TopicsBackend struct {
 	tenant, ns    string
 	// maxMetadata bounds a commit's metadata string (kafkaOffsetMetadataMaxBytes).
 	maxMetadata int
+	// txns are the broker's transaction coordinators (nil: transactions off).
+	txns *txn.Coordinators
 }
 
 // TopicsBackendOptions configure NewTopicsBackend.
@@ -54,6 +60,9 @@ type TopicsBackendOptions struct {
 	Tenant, Namespace string
 	// OffsetMetadataMaxBytes bounds a commit's metadata (kafkaOffsetMetadataMaxBytes; 0: 512).
 	OffsetMetadataMaxBytes int
+	// Transactions are the broker's transaction coordinators, the ones Pulsar
+	// transactions use (nil: transactionCoordinatorEnabled off, Kafka transactions refused).
+	Transactions *txn.Coordinators
 }
 
 // NewTopicsBackend builds the backend; NodeID is the node id this broker must be given in
@@ -68,7 +77,7 @@ func NewTopicsBackend(o TopicsBackendOptions) (*TopicsBackend, error) {
 		return nil, fmt.Errorf("kafka: advertised port %q: %w", port, err)
 	}
 	b := &TopicsBackend{svc: o.Topics, res: o.Resources, own: o.Ownership, offsetsTopics: 50,
-		tenant: o.Tenant, ns: o.Namespace, maxMetadata: cmp.Or(o.OffsetMetadataMaxBytes, 512)}
+		tenant: o.Tenant, ns: o.Namespace, maxMetadata: cmp.Or(o.OffsetMetadataMaxBytes, 512), txns: o.Transactions}
 	b.self = Node{ID: b.nodeOf(b.selfKey()), Host: host, Port: int32(p)}
 	return b, nil
 }
@@ -350,6 +359,40 @@ func (b *TopicsBackend) Open(ctx context.Context, partition string) (Log, error)
 		return nil, err
 	}
 	return openTopicLog(ctx, b, t)
+}
+
+// TxnCoordinator implements Backend: coordinator fnv32(id) % count, served by the owner of
+// its partition of the assign topic (as for Pulsar clients).
+func (b *TopicsBackend) TxnCoordinator(ctx context.Context, id string) (*txn.Coordinator, int32, error) {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
+	if b.txns == nil {
+		return nil, -1, errTxnsOff
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	tc := uint64(h.Sum32() % uint32(b.txns.Count()))
+	node, err := b.Leader(ctx, txn.AssignPartition(tc))
+	if err != nil {
+		return nil, -1, fmt.Errorf("%w: %w", kerr.CoordinatorNotAvailable, err)
+	}
+	if node != b.self.ID {
+		return nil, node, nil
+	}
+	c, err := b.txns.Get(ctx, tc)
+	if err != nil {
+		return nil, -1, fmt.Errorf("%w: transaction coordinator %d: %w", kerr.CoordinatorLoadInProgress, tc, err)
+	}
+	return c, node, nil
+}
+
+// TxnProducer implements Backend.
+func (b *TopicsBackend) TxnProducer(ctx context.Context, id string) (resources.KafkaTxnProducer, metadata.Version, error) {
+	return b.res.KafkaTxnProducer(ctx, id)
+}
+
+// PutTxnProducer implements Backend.
+func (b *TopicsBackend) PutTxnProducer(ctx context.Context, id string, p resources.KafkaTxnProducer, ver metadata.Version) (metadata.Version, error) {
+	return b.res.PutKafkaTxnProducer(ctx, id, p, ver)
 }
 
 // NextProducerID implements Backend.

@@ -26,6 +26,9 @@ type topicsStack struct {
 	store *memstore.Store
 	led   *memledger.Client
 	res   *resources.Resources
+	// txn turns on transactions (transactionCoordinatorEnabled) with the broker's
+	// coordinators (txn_test.go).
+	txn config.TransactionConfig
 }
 
 func newTopicsStack(t *testing.T) *topicsStack {
@@ -48,15 +51,20 @@ func (st *topicsStack) start(t *testing.T) (string, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := topics.New(topics.Options{Config: config.DefaultBrokerConfig(), Store: st.store, Ledgers: f})
+	bcfg := config.DefaultBrokerConfig()
+	if st.txn.CoordinatorEnabled {
+		bcfg.Transaction = st.txn
+	}
+	svc, err := topics.New(topics.Options{Config: bcfg, Store: st.store, Ledgers: f})
 	if err != nil {
 		t.Fatal(err)
 	}
+	txns := st.startTxn(t, svc, f)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	be, err := NewTopicsBackend(TopicsBackendOptions{Topics: svc, Resources: st.res, Advertised: l.Addr().String(), Tenant: "public", Namespace: "default"})
+	be, err := NewTopicsBackend(TopicsBackendOptions{Topics: svc, Resources: st.res, Advertised: l.Addr().String(), Tenant: "public", Namespace: "default", Transactions: txns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +85,9 @@ func (st *topicsStack) start(t *testing.T) (string, func()) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_ = s.Close()
+		if txns != nil {
+			_ = txns.Close(ctx)
+		}
 		_ = svc.Close(ctx)
 		_ = f.Close(ctx)
 	}

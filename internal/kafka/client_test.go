@@ -129,7 +129,7 @@ func TestPulsarEntriesReadAsKafkaRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, _ := be.Open(ctx, full)
-	l.Append(pulsarEntry(t, "key-1", []byte("hello"), map[string]string{"a": "b"}, 1234), 1, func(int64, error) {})
+	l.Append(pulsarEntry(t, "key-1", []byte("hello"), map[string]string{"a": "b"}, 1234), 1, nil, func(int64, error) {})
 	_ = s
 	cons := newClient(t, addr, kgo.ConsumeTopics("from-pulsar"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	fs := cons.PollFetches(ctx)
@@ -357,11 +357,11 @@ func TestIdempotentProducerDuplicatesAndGaps(t *testing.T) {
 	}
 	results := make(chan [2]any, 3)
 	cb := func(base int64, err error) { results <- [2]any{base, err} }
-	p.append(&batch, entry, cb)
-	p.append(&batch, entry, cb)
+	p.append(&batch, entry, nil, cb)
+	p.append(&batch, entry, nil, cb)
 	gap := batch
 	gap.baseSequence = 5
-	p.append(&gap, entry, cb)
+	p.append(&gap, entry, nil, cb)
 	first, second, third := <-results, <-results, <-results
 	if first[1] != nil || second[1] != nil || first[0] != second[0] {
 		t.Fatalf("original %v, retry %v: the retry must get the original's offset", first, second)
@@ -379,14 +379,14 @@ func TestIdempotentProducerDuplicatesAndGaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2.append(&batch, entry, cb)
+	p2.append(&batch, entry, nil, cb)
 	if r := <-results; r[1] != nil || r[0] != first[0] {
 		t.Fatalf("retry after reopen: %v", r)
 	}
 	older := batch
 	older.producerEpoch = epoch - 1
 	if epoch > 0 {
-		p2.append(&older, entry, cb)
+		p2.append(&older, entry, nil, cb)
 		if r := <-results; !errors.Is(r[1].(error), ErrProducerFenced) {
 			t.Fatalf("older epoch: %v", r)
 		}

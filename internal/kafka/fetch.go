@@ -21,8 +21,7 @@ import (
 // consumer always progresses), converting each stored entry into one Kafka record batch
 // (records.go). If fewer than min bytes are ready it waits, up to max wait (capped by
 // kafkaMaxFetchWaitMs), for any partition to receive data: a long poll that costs nothing
-// while it waits. read_committed reads the same as read_uncommitted until transactions
-// exist (the last stable offset is the high watermark).
+// while it waits. read_committed stops at the last stable offset (readPartition).
 //
 // Fetch sessions (KIP-227, v7+) let a consumer send only the partitions that changed:
 // the session keeps each partition's fetch offset and what was last reported, and an
@@ -102,7 +101,7 @@ func (s *Server) readFetch(ctx context.Context, parts []fetchPart, r *kmsg.Fetch
 		}
 		if err == nil {
 			var ch <-chan struct{}
-			ch, err = s.readPartition(ctx, p, fp.offset, limit, &out)
+			ch, err = s.readPartition(ctx, p, fp.offset, limit, r.IsolationLevel == 1, &out)
 			if ch != nil {
 				waits = append(waits, ch)
 			}
@@ -126,15 +125,36 @@ func (s *Server) readFetch(ctx context.Context, parts []fetchPart, r *kmsg.Fetch
 }
 
 // readPartition fills out from p starting at offset, at most limit bytes (at least one
-// batch if any). It returns a channel that closes when more data arrives, when it read
-// nothing.
-func (s *Server) readPartition(ctx context.Context, p *partition, offset int64, limit int, out *kmsg.FetchResponseTopicPartition) (<-chan struct{}, error) {
+// batch if any). It returns a channel that closes when more data may be readable, when it
+// read nothing.
+//
+// read_committed (committed) reads below the last stable offset only; there, an aborted
+// transaction's entry goes out as an empty batch covering its offsets (the form Kafka's
+// compaction leaves, which every client steps over), so the broker filters aborted
+// records and AbortedTransactions stays empty. read_uncommitted reads up to the high
+// watermark and gets them as data. Markers are control batches either way.
+func (s *Server) readPartition(ctx context.Context, p *partition, offset int64, limit int, committed bool, out *kmsg.FetchResponseTopicPartition) (<-chan struct{}, error) {
 	hw, start := p.log.HighWatermark(), p.log.StartOffset()
-	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, hw, start
+	lso, err := p.log.LastStable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, lso, start
 	if offset < start || offset > hw {
 		return nil, fmt.Errorf("%w: offset %d of %s is outside %d..%d", ErrOffsetOutOfRange, offset, p.name, start, hw)
 	}
-	if offset == hw {
+	bound := hw
+	if committed {
+		bound = lso
+		out.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	if offset >= bound {
+		if bound < hw {
+			// Held by an open transaction: its end moves the LSO without a wake-up of
+			// its own (the marker's append wakes Wait just before the buffer lets go),
+			// so look again shortly.
+			return stablePoll(), nil
+		}
 		return p.log.Wait(offset), nil
 	}
 	entries, err := p.log.Read(ctx, offset, limit)
@@ -149,10 +169,18 @@ func (s *Server) readPartition(ctx context.Context, p *partition, offset int64, 
 	}
 	buf := make([]byte, 0, min(stored, limit+limit/8))
 	for i, e := range entries {
-		if i > 0 && len(buf) >= limit {
+		if e.Base >= bound || i > 0 && len(buf) >= limit {
 			break
 		}
-		nb, _, err := appendKafkaBatch(buf, e.Data, e.Base)
+		var nb []byte
+		switch {
+		case e.Kind == EntryCommitMarker || e.Kind == EntryAbortMarker:
+			nb = appendControlBatch(buf, e, e.Kind == EntryCommitMarker)
+		case e.Kind == EntryAborted && committed:
+			nb = appendEmptyBatch(buf, e.Base, e.Count)
+		default:
+			nb, _, err = appendKafkaBatch(buf, e.Data, e.Base)
+		}
 		if err != nil {
 			if i == 0 {
 				return nil, fmt.Errorf("%w: entry at offset %d of %s: %v", ErrCorruptMessage, e.Base, p.name, err)
@@ -169,6 +197,16 @@ func (s *Server) readPartition(ctx context.Context, p *partition, offset int64, 
 		return p.log.Wait(offset), nil
 	}
 	return nil, nil
+}
+
+// stablePollInterval is how often a read_committed fetch held at the last stable offset
+// looks again.
+const stablePollInterval = 20 * time.Millisecond
+
+func stablePoll() <-chan struct{} {
+	ch := make(chan struct{})
+	time.AfterFunc(stablePollInterval, func() { close(ch) })
+	return ch
 }
 
 // waitAny blocks until one of chans closes, ctx ends or deadline passes.

@@ -150,7 +150,14 @@ func handleFindCoordinator(c *conn, req kmsg.Request, reply func(kmsg.Response))
 				err = fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
 			}
 		case 1:
-			err = fmt.Errorf("%w: transactions are not supported yet", kerr.CoordinatorNotAvailable)
+			// The broker serving the internal/txn coordinator the id maps to.
+			var id int32
+			if _, id, err = c.s.be.TxnCoordinator(c.ctx, key); err == nil {
+				var n Node
+				if n, err = c.s.node(c.ctx, id); err == nil {
+					co.NodeID, co.Host, co.Port = n.ID, n.Host, n.Port
+				}
+			}
 		default:
 			err = fmt.Errorf("%w: coordinator type %d", ErrInvalidRequest, r.CoordinatorType)
 		}

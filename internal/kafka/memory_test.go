@@ -15,7 +15,9 @@ import (
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
 )
@@ -116,6 +118,19 @@ func (b *memBackend) Open(_ context.Context, name string) (Log, error) {
 		b.logs[name] = l
 	}
 	return l, nil
+}
+
+// The in-memory twin has no transaction coordinator (txn_test.go runs on the topic service).
+func (b *memBackend) TxnCoordinator(context.Context, string) (*txn.Coordinator, int32, error) {
+	return nil, -1, errTxnsOff
+}
+
+func (b *memBackend) TxnProducer(context.Context, string) (resources.KafkaTxnProducer, metadata.Version, error) {
+	return resources.KafkaTxnProducer{}, 0, resources.ErrNotFound
+}
+
+func (b *memBackend) PutTxnProducer(context.Context, string, resources.KafkaTxnProducer, metadata.Version) (metadata.Version, error) {
+	return 0, errTxnsOff
 }
 
 func (b *memBackend) NextProducerID(context.Context) (int64, error) {
@@ -250,7 +265,7 @@ type memLog struct {
 	wake    chan struct{}
 }
 
-func (l *memLog) Append(entry []byte, count int, done func(int64, error)) {
+func (l *memLog) Append(entry []byte, count int, _ *txn.ID, done func(int64, error)) {
 	l.mu.Lock()
 	base := l.next
 	l.entries = append(l.entries, Entry{Base: base, Count: count, Data: entry})
@@ -304,7 +319,10 @@ func (l *memLog) Wait(offset int64) <-chan struct{} {
 }
 
 func (l *memLog) HighWatermark() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.next }
-func (l *memLog) StartOffset() int64   { l.mu.Lock(); defer l.mu.Unlock(); return l.start }
+
+// LastStable: the in-memory twin has no transactions.
+func (l *memLog) LastStable(context.Context) (int64, error) { return l.HighWatermark(), nil }
+func (l *memLog) StartOffset() int64                        { l.mu.Lock(); defer l.mu.Unlock(); return l.start }
 
 func (l *memLog) OffsetForTime(_ context.Context, ms int64) (int64, error) {
 	l.mu.Lock()

@@ -173,6 +173,9 @@ func handleListOffsets(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 				switch p.Timestamp {
 				case latestTimestamp:
 					rp.Offset = part.log.HighWatermark()
+					if r.IsolationLevel == 1 {
+						rp.Offset, err = part.log.LastStable(c.ctx)
+					}
 				case earliestTimestamp:
 					rp.Offset = part.log.StartOffset()
 				case maxTimestamp:
@@ -207,6 +210,9 @@ func lastTimestamp(ctx context.Context, l Log, offset int64) (int64, error) {
 	entries, err := l.Read(ctx, offset, 1)
 	if err != nil || len(entries) == 0 {
 		return -1, err
+	}
+	if k := entries[0].Kind; k == EntryCommitMarker || k == EntryAbortMarker {
+		return -1, nil // a transaction marker: no record timestamp
 	}
 	batch, _, err := appendKafkaBatch(nil, entries[0].Data, entries[0].Base)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
@@ -188,8 +189,9 @@ var errInFlight = fmt.Errorf("%w: the original of this retried batch is still be
 
 // append stores one batch (entry, its records count) and calls done with its base offset.
 // Idempotent batches are checked against the producer's state first; a duplicate is
-// answered with the original's offset and not stored.
-func (p *partition) append(b *producedBatch, entry []byte, done func(int64, error)) {
+// answered with the original's offset and not stored. tx is the transaction of a
+// transactional batch (nil otherwise).
+func (p *partition) append(b *producedBatch, entry []byte, tx *txn.ID, done func(int64, error)) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -241,7 +243,7 @@ func (p *partition) append(b *producedBatch, entry []byte, done func(int64, erro
 		slot = st.add(batchMeta{firstSeq: first, lastSeq: last, base: -1})
 	}
 	p.mu.Unlock()
-	p.log.Append(entry, len(b.records), func(base int64, err error) {
+	p.log.Append(entry, len(b.records), tx, func(base int64, err error) {
 		if err != nil {
 			p.mu.Lock()
 			// What was stored is unknown now (the log failed mid-stream): forget the

@@ -1,13 +1,16 @@
 package kafka
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
+	"github.com/magnetar-io/magnetar/internal/txn"
 )
 
 // Produce (key 0), v3-v11.
@@ -18,7 +21,9 @@ import (
 // acks=-1 both wait for the ack quorum of bookies (Magnetar has no weaker "leader has
 // it" point: the bookies ARE the replicas); acks=0 sends no response at all, as Kafka.
 // Idempotent batches (producer id >= 0) go through the partition's sequence check
-// (partition.go). Transactional produce is refused until transactions exist.
+// (partition.go). Transactional batches (a transactional id in the request, the
+// transactional attribute on each batch) are stamped with the id's transaction (txn.go),
+// which must have added the partition.
 func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	r := req.(*kmsg.ProduceRequest)
 	s := c.s
@@ -41,10 +46,6 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			fail := func(err error) {
 				op.ErrorCode, op.ErrorMessage = errorCode(err), errorMessage(err)
 			}
-			if r.TransactionID != nil {
-				fail(fmt.Errorf("%w: transactional produce is not supported yet", ErrInvalidRequest))
-				continue
-			}
 			if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 				fail(fmt.Errorf("%w: acks must be 0, 1 or -1, not %d", ErrInvalidRequest, r.Acks))
 				continue
@@ -60,6 +61,11 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			}
 			batches, err := parseBatches(rp.Records, s.maxMsg*2)
 			if err != nil {
+				fail(err)
+				continue
+			}
+			var tx *txn.ID
+			if tx, err = s.produceTxnOf(c.ctx, r.TransactionID, p.name, batches); err != nil {
 				fail(err)
 				continue
 			}
@@ -80,7 +86,7 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			for i := range batches {
 				wg.Add(1)
 				first := i == 0
-				p.append(&batches[i], entries[i], func(base int64, err error) {
+				p.append(&batches[i], entries[i], tx, func(base int64, err error) {
 					defer wg.Done()
 					mu.Lock()
 					defer mu.Unlock()
@@ -117,4 +123,29 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 		}
 		reply(resp)
 	}()
+}
+
+// produceTxnOf is the transaction of a produce's batches for Pulsar partition part: nil
+// without a transactional id; every batch must then be transactional, of one producer.
+func (s *Server) produceTxnOf(ctx context.Context, tid *string, part string, batches []producedBatch) (*txn.ID, error) {
+	b0 := &batches[0]
+	if tid == nil {
+		for i := range batches {
+			if batches[i].attributes&attrTxn != 0 {
+				return nil, fmt.Errorf("%w: a transactional batch without a transactional id", kerr.InvalidTxnState)
+			}
+		}
+		return nil, nil
+	}
+	for i := range batches {
+		b := &batches[i]
+		if b.attributes&attrTxn == 0 || b.producerID < 0 || b.producerID != b0.producerID || b.producerEpoch != b0.producerEpoch {
+			return nil, fmt.Errorf("%w: a produce with transactional id %q must hold transactional batches of one producer", ErrInvalidRecord, *tid)
+		}
+	}
+	id, err := s.produceTxn(ctx, *tid, b0.producerID, b0.producerEpoch, part)
+	if err != nil {
+		return nil, err
+	}
+	return &id, nil
 }

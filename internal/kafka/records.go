@@ -424,21 +424,83 @@ func appendKafkaBatch(dst []byte, entry []byte, base int64) ([]byte, int, error)
 	if n == 0 {
 		return dst[:start], 0, fmt.Errorf("%w: entry has no messages", ErrCorruptMessage)
 	}
-	h := dst[start:]
-	binary.BigEndian.PutUint64(h[0:], uint64(base))
+	bh := batchHead{base: base, lastDelta: int32(n - 1), firstTS: firstTS, maxTS: maxTS, pid: -1, epoch: -1, count: int32(n)}
+	if md.TxnidMostBits != nil && md.TxnidLeastBits != nil {
+		// A transaction's batch, as Kafka marks it: the transactional attribute and, for
+		// one a Kafka producer wrote, its producer id and epoch.
+		bh.attrs = attrTxn
+		if id, epoch, ok := parseIdemProducerName(md.GetProducerName()); ok {
+			bh.pid, bh.epoch = id, epoch
+		}
+	}
+	bh.put(dst[start:])
+	return dst, n, nil
+}
+
+// batchHead is what a record batch's header says (magic 2, no codec, create time).
+type batchHead struct {
+	base           int64
+	lastDelta      int32
+	firstTS, maxTS int64
+	attrs          int16
+	pid            int64
+	epoch          int16
+	count          int32
+}
+
+// put writes the header into h (a whole batch, records after the header) with its length
+// and CRC.
+func (bh batchHead) put(h []byte) {
+	binary.BigEndian.PutUint64(h[0:], uint64(bh.base))
 	binary.BigEndian.PutUint32(h[8:], uint32(len(h)-12))
 	binary.BigEndian.PutUint32(h[12:], 0) // partition leader epoch
 	h[16] = 2
-	binary.BigEndian.PutUint16(h[21:], 0) // attributes: no codec, create time
-	binary.BigEndian.PutUint32(h[23:], uint32(n-1))
-	binary.BigEndian.PutUint64(h[27:], uint64(firstTS))
-	binary.BigEndian.PutUint64(h[35:], uint64(maxTS))
-	binary.BigEndian.PutUint64(h[43:], ^uint64(0)) // producer id -1
-	binary.BigEndian.PutUint16(h[51:], ^uint16(0)) // producer epoch -1
+	binary.BigEndian.PutUint16(h[21:], uint16(bh.attrs))
+	binary.BigEndian.PutUint32(h[23:], uint32(bh.lastDelta))
+	binary.BigEndian.PutUint64(h[27:], uint64(bh.firstTS))
+	binary.BigEndian.PutUint64(h[35:], uint64(bh.maxTS))
+	binary.BigEndian.PutUint64(h[43:], uint64(bh.pid))
+	binary.BigEndian.PutUint16(h[51:], uint16(bh.epoch))
 	binary.BigEndian.PutUint32(h[53:], ^uint32(0)) // base sequence -1
-	binary.BigEndian.PutUint32(h[57:], uint32(n))
+	binary.BigEndian.PutUint32(h[57:], uint32(bh.count))
 	binary.BigEndian.PutUint32(h[17:], crc32.Checksum(h[21:], crc32c))
-	return dst, n, nil
+}
+
+// appendControlBatch appends the control batch Kafka writes for a transaction marker: one
+// control record whose key is (version 0, type 1 commit / 0 abort) and value (version 0,
+// coordinator epoch 0), at the marker's offset. The producer id is the marker's Kafka
+// producer when known, else -1 (consumers use it only to match AbortedTransactions, which
+// Magnetar leaves empty).
+func appendControlBatch(dst []byte, e Entry, commit bool) []byte {
+	var ts int64 = -1
+	if pe, err := wire.ParseEntry(e.Data, false); err == nil {
+		if md, err := wire.ParseMetadata(pe.Metadata); err == nil {
+			ts = int64(md.GetPublishTime())
+		}
+	}
+	typ := byte(0)
+	if commit {
+		typ = 1
+	}
+	start := len(dst)
+	dst = append(dst, zeroBatchHeader[:]...)
+	key := []byte{0, 0, 0, typ}
+	value := []byte{0, 0, 0, 0, 0, 0}
+	dst = appendRecord(dst, 0, 0, key, value, nil)
+	batchHead{base: e.Base, lastDelta: int32(e.Count - 1), firstTS: ts, maxTS: ts,
+		attrs: attrTxn | attrControl, pid: -1, epoch: -1, count: 1}.put(dst[start:])
+	return dst
+}
+
+// appendEmptyBatch appends a batch without records covering offsets [base, base+count):
+// what Kafka's compaction leaves of a batch whose records all went (KAFKA-5443). Clients
+// move their fetch offset past it, so offsets whose records no consumer may see need
+// not stall one.
+func appendEmptyBatch(dst []byte, base int64, count int) []byte {
+	start := len(dst)
+	dst = append(dst, zeroBatchHeader[:]...)
+	batchHead{base: base, lastDelta: int32(count - 1), firstTS: -1, maxTS: -1, pid: -1, epoch: -1}.put(dst[start:])
+	return dst
 }
 
 // appendRecord appends one Kafka record. The length prefix is computed first so the record

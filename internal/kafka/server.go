@@ -55,6 +55,8 @@ type Server struct {
 	groups   *group.Coordinator
 	sessions *fetchSessions
 	metrics  *metrics
+	txnLocks txnLocks
+	txnCache txnCache
 
 	ctx    context.Context
 	cancel context.CancelFunc

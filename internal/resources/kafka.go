@@ -24,6 +24,9 @@ import (
 //	                                              time (its own commits are cursors)
 //	/kafka/scram/{url-escaped user}               KafkaScramUser: the user's SCRAM
 //	                                              credentials, one per mechanism
+//	/kafka/txn/{url-escaped transactional id}     KafkaTxnProducer: the producer id and
+//	                                              epoch of a transactional id, and its
+//	                                              transaction in progress
 //
 // Group ids are any string, hence the escaping: each is one key segment.
 const (
@@ -32,6 +35,7 @@ const (
 	kafkaLogStartPrefix = KafkaRoot + "log-start/"
 	kafkaOffsetsPrefix  = KafkaRoot + "offsets/"
 	kafkaScramPrefix    = KafkaRoot + "scram/"
+	kafkaTxnPrefix      = KafkaRoot + "txn/"
 )
 
 // KafkaOffset is a committed offset kept in the metadata store, with the commit's time
@@ -262,4 +266,60 @@ func (r *Resources) UpdateKafkaScramUser(ctx context.Context, user string, modif
 // KafkaScramUsers lists the users with SCRAM credentials, sorted.
 func (r *Resources) KafkaScramUsers(ctx context.Context) ([]string, error) {
 	return r.escapedChildren(ctx, kafkaScramPrefix)
+}
+
+// KafkaTxnProducer is a Kafka transactional id's durable state (the Kafka front end's
+// transaction coordinator, internal/kafka/txn.go): who holds the id now (producer id and
+// epoch; an older epoch is fenced) and the transaction it has in progress, which is a
+// transaction of internal/txn's coordinator (TxnMost/TxnLeast, TxnOpen).
+type KafkaTxnProducer struct {
+	ProducerID int64 `json:"producerId"`
+	Epoch      int16 `json:"epoch"`
+	// LastEpoch is the epoch before a timeout's abort bumped it (equal to Epoch
+	// otherwise): that producer may still InitProducerId with it (KIP-360).
+	LastEpoch int16  `json:"lastEpoch"`
+	TimeoutMs int32  `json:"timeoutMs"`
+	TxnOpen   bool   `json:"txnOpen,omitempty"`
+	TxnMost   uint64 `json:"txnMost,omitempty"`
+	TxnLeast  uint64 `json:"txnLeast,omitempty"`
+	// Partitions are the Pulsar partitions the transaction wrote to (AddPartitionsToTxn).
+	Partitions []string `json:"partitions,omitempty"`
+	// Offsets are its TxnOffsetCommits, applied to the groups when it commits.
+	Offsets []KafkaTxnOffset `json:"offsets,omitempty"`
+	// Committing is set (durably) before the commit starts, so that a coordinator that
+	// takes over finishes applying Offsets.
+	Committing bool `json:"committing,omitempty"`
+}
+
+// KafkaTxnOffset is one offset commit held by a transaction.
+type KafkaTxnOffset struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"` // the Kafka topic name as the client sent it
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Metadata  string `json:"metadata,omitempty"`
+}
+
+func kafkaTxnKey(id string) string { return kafkaTxnPrefix + url.PathEscape(id) }
+
+// KafkaTxnProducer returns a transactional id's record and its version; ErrNotFound if it
+// has none.
+func (r *Resources) KafkaTxnProducer(ctx context.Context, id string) (KafkaTxnProducer, metadata.Version, error) {
+	var p KafkaTxnProducer
+	ver, err := r.get(ctx, kafkaTxnKey(id), &p)
+	return p, ver, err
+}
+
+// PutKafkaTxnProducer writes a transactional id's record if it is still at version ver
+// (metadata.NotExists for a new one) and returns the new version; ErrBadVersion (wrapped)
+// when another writer changed it.
+func (r *Resources) PutKafkaTxnProducer(ctx context.Context, id string, p KafkaTxnProducer, ver metadata.Version) (metadata.Version, error) {
+	if id == "" {
+		return 0, fmt.Errorf("%w: empty transactional id", ErrInvalid)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return 0, err
+	}
+	return r.store.Put(ctx, kafkaTxnKey(id), b, ver)
 }

@@ -19,6 +19,8 @@ type Reader struct {
 	cur *logCursor
 	// ahead holds deliverable entries HasMore read past hidden ones, not yet returned.
 	ahead []Entry
+	// raw readers (NewUncommittedReader) deliver everything stored.
+	raw bool
 }
 
 // NewReader returns a reader whose first read returns the entry at start, or the first one
@@ -37,6 +39,25 @@ func (t *Topic) NewReader(ctx context.Context, start Position) (*Reader, error) 
 	return &Reader{t: t, cur: cur}, nil
 }
 
+// NewUncommittedReader is NewReader without the transaction rules: it reads past the log's
+// read limit (entries of transactions still open) and returns markers and entries of
+// aborted transactions too, with their dispatch metadata (Meta.Marker; TxnAborted tells
+// the aborted ones). Kafka fetches use it: they send each kind the way Kafka does, and a
+// read_uncommitted consumer reads up to the high watermark.
+func (t *Topic) NewUncommittedReader(ctx context.Context, start Position) (*Reader, error) {
+	if err := t.s.authorize(ctx, ActionConsume, t.name); err != nil {
+		return nil, err
+	}
+	if t.log == nil {
+		return nil, fmt.Errorf("%w: %s is not persistent: it stores nothing to read", wire.ErrNotAllowed, t.full)
+	}
+	c, err := t.log.ml.NewUnlimitedReader(start, true)
+	if err != nil {
+		return nil, fmt.Errorf("%w: reader on %s: %w", wire.ErrPersistence, t.full, mlErr(err))
+	}
+	return &Reader{t: t, cur: &logCursor{c}, raw: true}, nil
+}
+
 // Read returns up to max entries from the reader's position on and moves past them,
 // waiting until at least one is deliverable or ctx ends. After the last entry of a
 // terminated topic it fails with ErrTopicTerminated.
@@ -49,6 +70,12 @@ func (r *Reader) Read(ctx context.Context, max int) ([]Entry, error) {
 	}
 	for {
 		es, err := r.cur.read(ctx, max)
+		if r.raw {
+			for i := range es {
+				es[i].Meta = metaOf(es[i])
+			}
+			return es, err
+		}
 		es = r.t.deliverable(es)
 		if len(es) > 0 || err != nil {
 			return es, err
@@ -67,7 +94,7 @@ func (r *Reader) HasMore() bool {
 	if len(r.ahead) > 0 {
 		return true
 	}
-	if !r.t.txnUsed() {
+	if r.raw || !r.t.txnUsed() {
 		return r.cur.c.HasMoreEntries()
 	}
 	for r.cur.c.HasMoreEntries() {

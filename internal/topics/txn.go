@@ -204,6 +204,46 @@ func (t *Topic) txnHidden(m EntryMeta) bool {
 	return m.Marker != 0 || (m.InTxn && t.txn != nil && t.txn.Buffer().Aborted(TxnID{Most: m.TxnMost, Least: m.TxnLeast}))
 }
 
+// TxnAborted tells whether an entry (its dispatch metadata) belongs to a transaction
+// aborted on this topic.
+func (t *Topic) TxnAborted(m EntryMeta) bool {
+	return m.InTxn && t.txn != nil && t.txn.Buffer().Aborted(TxnID{Most: m.TxnMost, Least: m.TxnLeast})
+}
+
+// LastStableIndex is Kafka's last stable offset: the index of the first message of the
+// oldest transaction still open here (the first entry at the log's read limit), the high
+// watermark when none is.
+func (t *Topic) LastStableIndex(ctx context.Context) (int64, error) {
+	hw := t.HighWatermark()
+	if !t.txnUsed() {
+		return hw, nil
+	}
+	lim, on := t.log.ml.ReadLimit()
+	if !on {
+		return hw, nil
+	}
+	c, err := t.log.ml.NewUnlimitedReader(lim, true)
+	if err != nil {
+		return 0, fmt.Errorf("%w: reading %s at its read limit: %w", wire.ErrPersistence, t.full, mlErr(err))
+	}
+	defer func() { _ = c.Close(ctx) }()
+	if !c.HasMoreEntries() {
+		return hw, nil // the open transaction's first entry is not stored yet
+	}
+	es, err := c.ReadEntries(ctx, 1, 0)
+	if err != nil {
+		return 0, fmt.Errorf("%w: reading %s at its read limit: %w", wire.ErrPersistence, t.full, mlErr(err))
+	}
+	if len(es) == 0 {
+		return hw, nil
+	}
+	last, _, ok, err := wire.StoredIndex(es[0].Data)
+	if err != nil || !ok {
+		return hw, nil
+	}
+	return min(hw, last-int64(msgCount(metaOf(es[0])))+1), nil
+}
+
 // txnUsed tells whether t's log may hold transactional entries and markers.
 func (t *Topic) txnUsed() bool { return t.txn != nil && t.txn.Used() }
 
