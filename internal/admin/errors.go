@@ -24,7 +24,10 @@ var ErrBadRequest = errors.New("bad request")
 
 // statusFor is the one table from Go errors to HTTP statuses.
 func statusFor(err error) int {
+	var owner *ownerError
 	switch {
+	case errors.As(err, &owner):
+		return owner.status // another broker's answer for a partition it serves (partitions.go)
 	case errors.Is(err, resources.ErrNotFound), errors.Is(err, schema.ErrNotFound),
 		errors.Is(err, topics.ErrTopicNotFound), errors.Is(err, topics.ErrSubscriptionNotFound),
 		errors.Is(err, topics.ErrMessageNotFound), errors.Is(err, txn.ErrNotFound), errors.Is(err, txn.ErrCoordinatorNotFound):
@@ -44,8 +47,10 @@ func statusFor(err error) int {
 	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest), errors.Is(err, topics.ErrInvalidTopicName),
 		errors.Is(err, topics.ErrInvalidPosition), errors.Is(err, topics.ErrBadDynamicValue):
 		return http.StatusBadRequest
-	case errors.Is(err, errForceDeleteOff):
-		return http.StatusMethodNotAllowed // Pulsar's answer when forceDeleteNamespaceAllowed is off
+	case errors.Is(err, errForceDeleteOff), errors.Is(err, errPartitioned):
+		// Pulsar's answer when forceDeleteNamespaceAllowed is off, and to a skip or peek of
+		// a partitioned topic.
+		return http.StatusMethodNotAllowed
 	case errors.Is(err, ErrNotSupported):
 		return http.StatusNotImplemented
 	case errors.Is(err, ErrUnavailable):
@@ -112,7 +117,10 @@ func clusterMissing(cluster string, err error) error {
 func reasonFor(r *http.Request, err error) string {
 	var re reasonError
 	var rs reasoned
+	var owner *ownerError
 	switch {
+	case errors.As(err, &owner):
+		return owner.reason
 	case errors.As(err, &re):
 		return string(re)
 	case errors.As(err, &rs):

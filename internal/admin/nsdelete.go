@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
+	"strconv"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/topics"
@@ -100,50 +100,15 @@ func (s *server) deleteNamespaceTopics(ctx context.Context, tenant, ns string) e
 	return nil
 }
 
-// deleteWhereServed deletes a topic on the broker that serves it: here in a standalone or
-// when this broker owns its bundle, else over HTTP at the owner (as Pulsar's admin client
-// does), so no broker destroys a log another one is writing. A topic already gone is no
-// error.
+// deleteWhereServed deletes a topic on the broker that serves it (partitions.go), so no
+// broker destroys a log another one is writing. A topic already gone is no error.
 func (s *server) deleteWhereServed(ctx context.Context, topic string, force bool) error {
-	if s.own != nil {
-		res, err := s.own.Lookup(ctx, topic, false)
-		if err != nil {
-			return fmt.Errorf("%w: looking up %s: %w", ErrUnavailable, topic, err)
-		}
-		if !res.Self {
-			return s.deleteAt(ctx, res.HTTPURL, topic, force)
-		}
-	}
-	if err := s.broker.DeleteTopic(ctx, topic, force); err != nil && statusFor(err) != http.StatusNotFound {
+	err := s.whereServed(ctx, topic, func() error { return s.broker.DeleteTopic(ctx, topic, force) },
+		ownerCall{method: http.MethodDelete, query: url.Values{"force": {strconv.FormatBool(force)}}})
+	if err != nil && statusFor(err) != http.StatusNotFound {
 		return err
 	}
 	return nil
-}
-
-// deleteAt sends DELETE for topic to the broker at httpURL (authoritative: it serves it).
-func (s *server) deleteAt(ctx context.Context, httpURL, topic string, force bool) error {
-	n, err := topics.ParseName(topic)
-	if err != nil {
-		return err
-	}
-	u := strings.TrimSuffix(httpURL, "/") + "/admin/v2/" + n.Domain + "/" + url.PathEscape(n.Tenant) + "/" +
-		url.PathEscape(n.Namespace) + "/" + url.PathEscape(n.Local) + fmt.Sprintf("?force=%t&authoritative=true", force)
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := s.httpc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: deleting %s at %s: %w", ErrUnavailable, topic, httpURL, err)
-	}
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode/100 == 2, resp.StatusCode == http.StatusNotFound:
-		return nil
-	case resp.StatusCode == http.StatusPreconditionFailed:
-		return fmt.Errorf("%w: deleting %s at %s: HTTP %d", ErrNotAllowed, topic, httpURL, resp.StatusCode)
-	}
-	return fmt.Errorf("deleting %s at %s: HTTP %d", topic, httpURL, resp.StatusCode)
 }
 
 // deleteBundle is DELETE /admin/v2/namespaces/{t}/{ns}/{bundle}[?force=true] (pulsar-admin

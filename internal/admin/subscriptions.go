@@ -24,7 +24,9 @@ func (s *server) resetPartitionToID(ctx context.Context, r *http.Request, id Mes
 	if id.PartitionIndex < 0 || id.PartitionIndex >= n {
 		return true, fmt.Errorf("%w: resetting a partitioned topic to a message id needs its partitionIndex (0..%d), got %d", ErrNotAllowed, n-1, id.PartitionIndex)
 	}
-	return true, s.broker.ResetCursor(ctx, t.partition(id.PartitionIndex), r.PathValue("sub"), &id, time.Time{})
+	p := t.partition(id.PartitionIndex)
+	return true, s.whereServed(ctx, p, func() error { return s.broker.ResetCursor(ctx, p, r.PathValue("sub"), &id, time.Time{}) },
+		ownerCall{method: http.MethodPost, rest: restOf(r, t), body: id})
 }
 
 // registerNamespaceSubscriptions adds the namespace-wide subscription verbs and their

@@ -450,16 +450,22 @@ func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, er
 	// partitions is {} without perPartition, as Pulsar sends it.
 	out := PartitionedTopicStats{TopicStats: topics.NewTopicStats(), Metadata: partitionsJSON{n}, Partitions: map[string]topics.TopicStats{}}
 	per := boolParam(r, "perPartition")
-	for i := range n {
-		st, err := s.broker.TopicStats(ctx, t.partition(i))
-		if statusFor(err) == http.StatusNotFound {
+	// A partition's owner answers its /stats with the same options.
+	stats, ok, err := eachPartitionAnswer(ctx, s, r, t, n, "/stats", func(p string) (topics.TopicStats, error) {
+		st, err := s.broker.TopicStats(ctx, p)
+		if err == nil {
+			s.rates.apply(p, &st, time.Now())
+			excludeStats(r, &st)
+		}
+		return st, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, st := range stats {
+		if !ok[i] {
 			continue // a partition nobody used yet
 		}
-		if err != nil {
-			return nil, err
-		}
-		s.rates.apply(t.partition(i), &st, time.Now())
-		excludeStats(r, &st)
 		out.Add(st)
 		if per {
 			out.Partitions[t.partition(i)] = st
@@ -523,12 +529,7 @@ func (s *server) unload(ctx context.Context, r *http.Request) (any, error) {
 		}
 		return nil, s.broker.Unload(ctx, t.String())
 	}
-	for i := range n {
-		if err := s.broker.Unload(ctx, t.partition(i)); err != nil {
-			return nil, err
-		}
-	}
-	return nil, nil
+	return nil, s.eachPartition(ctx, r, t, nil, func(p string) error { return s.broker.Unload(ctx, p) })
 }
 
 // properties are kept with the partitioned-topic metadata or the topic's own record.
@@ -636,16 +637,15 @@ func (s *server) listSubscriptions(ctx context.Context, r *http.Request) (any, e
 		}
 		return s.broker.Subscriptions(ctx, t.String())
 	}
+	perPartition, _, err := eachPartitionAnswer(ctx, s, r, t, n, "/subscriptions", func(p string) ([]string, error) {
+		return s.broker.Subscriptions(ctx, p)
+	})
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	out := []string{}
-	for i := range n {
-		subs, err := s.broker.Subscriptions(ctx, t.partition(i))
-		if statusFor(err) == http.StatusNotFound {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, subs := range perPartition {
 		for _, sub := range subs {
 			if !seen[sub] {
 				seen[sub] = true
@@ -656,32 +656,15 @@ func (s *server) listSubscriptions(ctx context.Context, r *http.Request) (any, e
 	return out, nil
 }
 
-// eachPartition runs f on the topic, or on each partition of a partitioned topic (Pulsar's
-// subscription operations on a partitioned topic apply to every partition).
-func (s *server) eachPartition(ctx context.Context, t topicRef, f func(topic string) error) error {
-	n, err := s.partitionsOf(ctx, t)
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return f(t.String())
-	}
-	for i := range n {
-		if err := f(t.partition(i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// subOp parses topic and subscription and runs f on each partition.
-func (s *server) subOp(ctx context.Context, r *http.Request, f func(topic, sub string) error) (any, error) {
+// subOp parses topic and subscription and runs f on each partition where it is served
+// (body: the request's JSON body, decoded, for a partition's owner; nil: none).
+func (s *server) subOp(ctx context.Context, r *http.Request, body any, f func(topic, sub string) error) (any, error) {
 	t, err := s.topicOf(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	sub := r.PathValue("sub")
-	return nil, s.eachPartition(ctx, t, func(topic string) error { return f(topic, sub) })
+	return nil, s.eachPartition(ctx, r, t, body, func(topic string) error { return f(topic, sub) })
 }
 
 func (s *server) createSubscription(ctx context.Context, r *http.Request) (any, error) {
@@ -689,7 +672,7 @@ func (s *server) createSubscription(ctx context.Context, r *http.Request) (any, 
 	if err := decodeBody(r, &at); err != nil {
 		return nil, err
 	}
-	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.CreateSubscription(ctx, topic, sub, at) })
+	return s.subOp(ctx, r, at, func(topic, sub string) error { return s.broker.CreateSubscription(ctx, topic, sub, at) })
 }
 
 // latestID is the ledger and entry id of MessageId.Latest.
@@ -697,7 +680,7 @@ const latestID = 1<<63 - 1
 
 func (s *server) deleteSubscription(ctx context.Context, r *http.Request) (any, error) {
 	force := boolParam(r, "force")
-	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.DeleteSubscription(ctx, topic, sub, force) })
+	return s.subOp(ctx, r, nil, func(topic, sub string) error { return s.broker.DeleteSubscription(ctx, topic, sub, force) })
 }
 
 func (s *server) skip(ctx context.Context, r *http.Request) (any, error) {
@@ -708,11 +691,18 @@ func (s *server) skip(ctx context.Context, r *http.Request) (any, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: cannot skip %d messages", ErrBadRequest, n)
 	}
-	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.Skip(ctx, topic, sub, n) })
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.refusePartitioned(ctx, t, "Skip messages on a partitioned topic is not allowed"); err != nil {
+		return nil, err
+	}
+	return nil, s.broker.Skip(ctx, t.String(), r.PathValue("sub"), n)
 }
 
 func (s *server) skipAll(ctx context.Context, r *http.Request) (any, error) {
-	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.Skip(ctx, topic, sub, -1) })
+	return s.subOp(ctx, r, nil, func(topic, sub string) error { return s.broker.Skip(ctx, topic, sub, -1) })
 }
 
 func (s *server) expire(ctx context.Context, r *http.Request) (any, error) {
@@ -720,7 +710,7 @@ func (s *server) expire(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.subOp(ctx, r, func(topic, sub string) error {
+	return s.subOp(ctx, r, nil, func(topic, sub string) error {
 		return s.broker.ExpireMessages(ctx, topic, sub, time.Duration(secs)*time.Second)
 	})
 }
@@ -734,7 +724,7 @@ func (s *server) expireAll(ctx context.Context, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, s.eachPartition(ctx, t, func(topic string) error {
+	return nil, s.eachPartition(ctx, r, t, nil, func(topic string) error {
 		subs, err := s.broker.Subscriptions(ctx, topic)
 		if err != nil {
 			return err
@@ -756,7 +746,7 @@ func (s *server) resetCursorToID(ctx context.Context, r *http.Request) (any, err
 	if handled, err := s.resetPartitionToID(ctx, r, id); handled {
 		return nil, err
 	}
-	return s.subOp(ctx, r, func(topic, sub string) error { return s.broker.ResetCursor(ctx, topic, sub, &id, time.Time{}) })
+	return s.subOp(ctx, r, id, func(topic, sub string) error { return s.broker.ResetCursor(ctx, topic, sub, &id, time.Time{}) })
 }
 
 func (s *server) resetCursorToTime(ctx context.Context, r *http.Request) (any, error) {
@@ -764,7 +754,7 @@ func (s *server) resetCursorToTime(ctx context.Context, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	return s.subOp(ctx, r, func(topic, sub string) error {
+	return s.subOp(ctx, r, nil, func(topic, sub string) error {
 		return s.broker.ResetCursor(ctx, topic, sub, nil, time.UnixMilli(ts))
 	})
 }
@@ -780,6 +770,9 @@ func (s *server) peek(ctx context.Context, r *http.Request) (any, error) {
 	}
 	if k < 1 || k > 1<<20 {
 		return nil, fmt.Errorf("%w: position must be between 1 and %d", ErrBadRequest, 1<<20)
+	}
+	if err := s.refusePartitioned(ctx, t, "Peek messages on a partitioned topic is not allowed"); err != nil {
+		return nil, err
 	}
 	m, err := s.broker.Peek(ctx, t.String(), r.PathValue("sub"), int(k))
 	if err != nil {

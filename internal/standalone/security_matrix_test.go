@@ -61,6 +61,7 @@ func setupMatrix(t *testing.T) *matrix {
 		{"POST", "/admin/v2/namespaces/acme/app/permissions/consumer", `["consume"]`},
 		{"PUT", "/admin/v2/tenants/other", `{"adminRoles":["other-admin"],"allowedClusters":["standalone"]}`},
 		{"PUT", "/admin/v2/namespaces/other/ns", ``},
+		{"PUT", "/admin/v2/persistent/acme/app/parted/partitions", `2`},
 	} {
 		if code, body := f.rest(t, root, c.method, c.path, c.body); code >= 300 {
 			t.Fatalf("%s %s: %d %s", c.method, c.path, code, body)
@@ -230,6 +231,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	led, ent := m.msgID.LedgerID(), m.msgID.EntryID()
 	t0 := "/admin/v2/persistent/acme/app/matrix"
 	ghost := "/admin/v2/persistent/acme/app/ghost"
+	parted := "/admin/v2/persistent/acme/app/parted"
 	rest := []struct {
 		method, path, body string
 		allowed            []string
@@ -286,6 +288,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"POST", t0 + "/subscription/sub/skip/0", "", consumeRoles},
 		{"PUT", t0 + "/subscription/s-{role}", "", consumeRoles},
 		{"DELETE", t0 + "/subscription/ghost", "", consumeRoles},
+		// The same on a partitioned topic (each partition where it is served, partitions.go).
+		{"GET", parted + "/partitioned-stats", "", lookupRoles},
+		{"GET", parted + "/subscriptions", "", consumeRoles},
+		{"PUT", parted + "/subscription/s-{role}", "", consumeRoles},
+		{"POST", parted + "/subscription/ghost/skip_all", "", consumeRoles},
+		{"POST", parted + "/subscription/sub/skip/1", "", consumeRoles}, // 405 for a partitioned topic
+		{"POST", parted + "/subscription/sub/resetcursor/0", "", consumeRoles},
+		{"POST", parted + "/all_subscription/expireMessages/0", "", consumeRoles},
+		{"DELETE", parted + "/subscription/ghost", "", consumeRoles},
+		{"PUT", parted + "/unload", "", acmeAdmins},
 		// Everything else about a topic: tenant admins (never produce/consume roles).
 		{"PUT", "/admin/v2/persistent/acme/app/new-{role}", "", acmeAdmins},
 		{"DELETE", ghost, "", acmeAdmins},

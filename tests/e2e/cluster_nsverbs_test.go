@@ -11,6 +11,7 @@ import (
 	paconfig "github.com/apache/pulsar-client-go/pulsaradmin/pkg/admin/config"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/magnetar-io/magnetar/internal/devcluster"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
@@ -22,28 +23,11 @@ import (
 // topics on their owners.
 func TestClusterNamespaceVerbsReachEveryOwner(t *testing.T) {
 	c := startClusterWith(t, 2, "--force-delete-namespace-allowed=true")
-	admins := make([]pa.Client, len(c.Brokers))
-	for i, b := range c.Brokers {
-		a, err := pa.New(&paconfig.Config{WebServiceURL: "http://" + b.HTTP})
-		if err != nil {
-			t.Fatal(err)
-		}
-		admins[i] = a
-	}
+	admins := clusterAdmins(t, c)
 	a := admins[0]
 	const ns = "public/nsverbs"
-	if err := a.Namespaces().CreateNsWithNumBundles(ns, 4); err != nil {
-		t.Fatal(err)
-	}
+	bounds := namespaceWithBundles(t, a, ns, 4)
 	nsn, _ := utils.GetNamespaceName(ns)
-	pol, err := a.Namespaces().GetPolicies(ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bounds, err := resources.ParseBoundaries(pol.Bundles.Boundaries)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// Topic i in its own bundle, taken by broker i: an authoritative lookup at a broker takes
 	// a bundle nobody owns.
@@ -219,4 +203,35 @@ func subBacklog(t *testing.T, a pa.Client, topic, sub string) int64 {
 		t.Fatal(err)
 	}
 	return st.Subscriptions[sub].MsgBacklog
+}
+
+// clusterAdmins is an official admin client for each broker of c.
+func clusterAdmins(t *testing.T, c *devcluster.Cluster) []pa.Client {
+	t.Helper()
+	admins := make([]pa.Client, len(c.Brokers))
+	for i, b := range c.Brokers {
+		a, err := pa.New(&paconfig.Config{WebServiceURL: "http://" + b.HTTP})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admins[i] = a
+	}
+	return admins
+}
+
+// namespaceWithBundles creates ns with n bundles and returns their boundaries.
+func namespaceWithBundles(t *testing.T, a pa.Client, ns string, n int) []uint32 {
+	t.Helper()
+	if err := a.Namespaces().CreateNsWithNumBundles(ns, n); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := a.Namespaces().GetPolicies(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounds, err := resources.ParseBoundaries(pol.Bundles.Boundaries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bounds
 }

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
+)
+
+// TestClusterPartitionedTopicVerbsReachEveryPartition: with the partitions of a
+// partitioned topic owned by both brokers, the subscription verbs on the partitioned topic
+// (create, clear-backlog, reset-cursor, expire, delete), its subscription list, stats and
+// unload act on every partition whichever broker takes the request: each partition's
+// owner runs it. Skip and peek are refused on the partitioned topic with Pulsar's 405.
+func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
+	c := startClusterWith(t, 2)
+	admins := clusterAdmins(t, c)
+	const ns, partitions = "public/partverbs", 6
+	bounds := namespaceWithBundles(t, admins[0], ns, 4)
+	topic := "persistent://" + ns + "/p"
+	tn, _ := utils.GetTopicName(topic)
+	if err := admins[0].Topics().Create(*tn, partitions); err != nil {
+		t.Fatal(err)
+	}
+
+	// The partitions' bundles go to the brokers in turn: an authoritative lookup at a broker
+	// takes a bundle nobody owns.
+	taker := map[resources.Bundle]int{}
+	for i := range partitions {
+		name := fmt.Sprintf("%s-partition-%d", topic, i)
+		b := resources.FindBundle(ns, bounds, resources.TopicHash(name))
+		if _, seen := taker[b]; !seen {
+			taker[b] = len(taker) % len(c.Brokers)
+		}
+		resp, err := http.Get("http://" + c.Brokers[taker[b]].HTTP + "/lookup/v2/topic/" + strings.Replace(name, "://", "/", 1) + "?authoritative=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	served := map[string]int{}
+	for i := range partitions {
+		served[ownerOf(t, c, fmt.Sprintf("%s-partition-%d", topic, i)).Name]++
+	}
+	if len(served) != len(c.Brokers) {
+		t.Fatalf("partitions by owner %v: want partitions on both brokers", served)
+	}
+
+	cl := newClient(t, "pulsar://"+c.Brokers[0].Addr)
+	// backlogs checks the subscription's backlog on every partition through the partitioned
+	// stats of broker via, and the total.
+	backlogs := func(step string, via int, want int64) {
+		t.Helper()
+		st, err := admins[via].Topics().GetPartitionedStats(*tn, true)
+		if err != nil {
+			t.Fatalf("%s: partitioned stats via %s: %v", step, c.Brokers[via].Name, err)
+		}
+		if len(st.Partitions) != partitions {
+			t.Fatalf("%s: partitioned stats via %s list %d partitions, want %d", step, c.Brokers[via].Name, len(st.Partitions), partitions)
+		}
+		for name, p := range st.Partitions {
+			if got := p.Subscriptions["s"].MsgBacklog; got != want {
+				t.Fatalf("%s: %s/s backlog %d, want %d", step, name, got, want)
+			}
+		}
+		if got := st.Subscriptions["s"].MsgBacklog; got != partitions*want {
+			t.Fatalf("%s: total backlog %d, want %d", step, got, partitions*want)
+		}
+	}
+
+	if err := admins[0].Subscriptions().Create(*tn, "s", utils.Earliest); err != nil {
+		t.Fatal(err)
+	}
+	for i := range partitions {
+		produceInputs(t, cl, fmt.Sprintf("%s-partition-%d", topic, i), 0, 3)
+	}
+	backlogs("produced", 1, 3)
+	for i, a := range admins {
+		if subs, err := a.Subscriptions().List(*tn); err != nil || !slices.Equal(subs, []string{"s"}) {
+			t.Fatalf("subscriptions via %s: %v %v, want [s]", c.Brokers[i].Name, subs, err)
+		}
+	}
+
+	if err := admins[1].Subscriptions().ClearBacklog(*tn, "s"); err != nil {
+		t.Fatal(err)
+	}
+	backlogs("clear-backlog", 0, 0)
+	if err := admins[0].Subscriptions().ResetCursorToTimestamp(*tn, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	backlogs("reset-cursor to 0", 1, 3)
+	if err := admins[1].Subscriptions().ExpireMessages(*tn, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	backlogs("expire", 0, 0)
+	if err := admins[0].Subscriptions().ResetCursorToTimestamp(*tn, "s", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := admins[0].Subscriptions().ExpireAllMessages(*tn, 0); err != nil {
+		t.Fatal(err)
+	}
+	backlogs("expire all subscriptions", 1, 0)
+
+	// Each names a position in one partition: Pulsar refuses them on the partitioned topic.
+	if err := admins[0].Subscriptions().SkipMessages(*tn, "s", 1); err == nil || !strings.Contains(err.Error(), "Skip messages on a partitioned topic is not allowed") {
+		t.Fatalf("skip on the partitioned topic: %v, want 405", err)
+	}
+	if _, err := admins[1].Subscriptions().PeekMessages(*tn, "s", 1); err == nil || !strings.Contains(err.Error(), "Peek messages on a partitioned topic is not allowed") {
+		t.Fatalf("peek on the partitioned topic: %v, want 405", err)
+	}
+
+	if err := admins[1].Topics().Unload(*tn); err != nil {
+		t.Fatal(err)
+	}
+	if err := admins[1].Subscriptions().Delete(*tn, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range partitions {
+		name := fmt.Sprintf("%s-partition-%d", topic, i)
+		pn, _ := utils.GetTopicName(name)
+		if subs, err := admins[0].Subscriptions().List(*pn); err != nil || len(subs) != 0 {
+			t.Fatalf("%s after deleting the subscription: %v %v, want none", name, subs, err)
+		}
+	}
+}
