@@ -20,6 +20,7 @@ type Config struct {
 	m       map[string]any
 	secrets map[string]any
 	errs    *[]string
+	prefix  string // prepended to key names in errors (Sub)
 }
 
 // NewConfig wraps m (nil: empty). Secrets are Pulsar's secrets map: a config key that is
@@ -33,7 +34,7 @@ func NewConfig(m map[string]any, secrets map[string]any) Config {
 }
 
 func (c Config) bad(key, format string, args ...any) {
-	*c.errs = append(*c.errs, fmt.Sprintf("%s: %s", key, fmt.Sprintf(format, args...)))
+	*c.errs = append(*c.errs, fmt.Sprintf("%s%s: %s", c.prefix, key, fmt.Sprintf(format, args...)))
 }
 
 // Err returns the errors of every read so far (nil when all were good).
@@ -118,6 +119,10 @@ func (c Config) Int(key string, def int64) int64 {
 		if v == float64(int64(v)) {
 			return int64(v)
 		}
+	case int: // configs built in Go or decoded from YAML rather than JSON
+		return int64(v)
+	case int64:
+		return v
 	case string:
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
 			return n
@@ -249,6 +254,49 @@ func (c Config) WithPrefix(prefix string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Sub is the JSON object under key (Pulsar's nested maps such as a Kafka connector's
+// consumerConfigProperties; also accepted flat, as key.name entries) as a Config whose bad
+// reads are reported with c's, named key.name.
+func (c Config) Sub(key string) Config {
+	m := map[string]any{}
+	for k, v := range c.Map(key) {
+		m[k] = v
+	}
+	for k, v := range c.WithPrefix(key + ".") {
+		if _, ok := m[k]; !ok {
+			m[k] = v
+		}
+	}
+	return Config{m: m, errs: c.errs, prefix: c.prefix + key + "."}
+}
+
+// Defaults is c with defaults' values for the keys c does not set; its reads report to c's
+// errors.
+func (c Config) Defaults(defaults map[string]any) Config {
+	m := make(map[string]any, len(c.m)+len(defaults))
+	for k, v := range c.m {
+		m[k] = v
+	}
+	for k, v := range defaults {
+		if !c.Has(k) {
+			m[k] = v
+		}
+	}
+	return Config{m: m, secrets: c.secrets, errs: c.errs, prefix: c.prefix}
+}
+
+// Keys are the keys set, sorted.
+func (c Config) Keys() []string {
+	keys := make([]string, 0, len(c.m))
+	for k, v := range c.m {
+		if v != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Raw is the configs map itself.

@@ -14,6 +14,21 @@
 //	        autoOffsetReset (earliest, latest; default earliest), copyHeadersEnabled (false)
 //	sink    acks (all, 1, 0; default all), batchSize (16384 bytes), maxRequestSize (1048576),
 //	        batchTimeMs (ours, 10: how long records wait for their batch)
+//	source  consumerConfigProperties, sink producerConfigProperties: Kafka client properties
+//	        (a JSON object, or flat "producerConfigProperties.linger.ms" keys), translated to
+//	        franz-go options in props.go; a connector field wins over the same property
+//
+// Properties honoured: client.id, metadata.max.age.ms, connections.max.idle.ms,
+// socket.connection.setup.timeout.ms, retry.backoff.ms, and the ones that carry a field
+// (bootstrap.servers, security.protocol, sasl.mechanism, sasl.jaas.config,
+// ssl.truststore.location, group.id, fetch.min.bytes, session.timeout.ms,
+// heartbeat.interval.ms, auto.offset.reset, auto.commit.interval.ms, acks, batch.size,
+// max.request.size, linger.ms); for the source also fetch.max.bytes,
+// max.partition.fetch.bytes, fetch.max.wait.ms, client.rack, group.instance.id,
+// isolation.level, partition.assignment.strategy; for the sink compression.type,
+// enable.idempotence, max.in.flight.requests.per.connection, retries, delivery.timeout.ms,
+// request.timeout.ms, buffer.memory. Serializers are ignored (bytes in, bytes out); any
+// other property is named in a warning when the connector starts, not refused.
 //
 // Source delivery is at-least-once whatever autoCommitEnabled says: a record's offset is
 // committed to the group only after the broker acknowledged its publish (per partition, the

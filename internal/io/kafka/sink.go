@@ -17,9 +17,12 @@ type sink struct {
 	cl        *kgo.Client
 	b         *connector.Batcher
 	recs      []*kgo.Record
+	unknown   []string // producerConfigProperties we do not honour (warned at Open)
 }
 
 func (s *sink) Validate(c connector.Config) error {
+	c, props, unknown := withProperties(c, producerProps, producerOnly) // props.go
+	s.unknown = unknown
 	opts, topic := clientOpts(c)
 	opts = append(opts, kgo.DefaultProduceTopic(topic),
 		kgo.ProducerBatchMaxBytes(int32(c.IntRange("maxRequestSize", 1<<20, 1024, 1<<30))),
@@ -36,7 +39,7 @@ func (s *sink) Validate(c connector.Config) error {
 	// the sink until about that many bytes are queued.
 	c.IntRange("batchSize", 16384, 1, 1<<30)
 	s.batchTime = c.Millis("batchTimeMs", 10*time.Millisecond)
-	s.opts = opts
+	s.opts = append(opts, props...)
 	return nil
 }
 
@@ -46,6 +49,7 @@ func (s *sink) Open(ctx context.Context, sc connector.Context) error {
 		return wrapKafka("client", err)
 	}
 	s.cl = cl
+	warnUnknown(sc.Logger(), producerProps, s.unknown)
 	s.b = &connector.Batcher{Size: 500, Interval: max(s.batchTime, time.Millisecond), Write: s.write, Logger: sc.Logger(),
 		OnRetry: func(err error) { sc.Logger().Warn("kafka sink: producing failed; retrying", "err", err) }}
 	s.b.Start(ctx)

@@ -16,6 +16,7 @@ type source struct {
 	topic       string
 	commitEvery time.Duration
 	headers     bool
+	unknown     []string // consumerConfigProperties we do not honour (warned at Run)
 
 	cl *kgo.Client
 	mu sync.Mutex
@@ -27,6 +28,8 @@ type source struct {
 }
 
 func (s *source) Validate(c connector.Config) error {
+	c, props, unknown := withProperties(c, consumerProps, consumerOnly) // props.go
+	s.unknown = unknown
 	opts, topic := clientOpts(c)
 	group := c.Required("groupId")
 	reset := kgo.NewOffset().AtStart()
@@ -39,6 +42,7 @@ func (s *source) Validate(c connector.Config) error {
 		kgo.SessionTimeout(c.Millis("sessionTimeoutMs", 30*time.Second)),
 		kgo.HeartbeatInterval(c.Millis("heartbeatIntervalMs", 3*time.Second)),
 		kgo.OnPartitionsRevoked(s.revoked), kgo.OnPartitionsLost(s.lost))
+	s.opts = append(s.opts, props...)
 	s.topic = topic
 	s.commitEvery = c.Millis("autoCommitIntervalMs", 5*time.Second)
 	if s.commitEvery <= 0 {
@@ -50,6 +54,7 @@ func (s *source) Validate(c connector.Config) error {
 
 func (s *source) Run(ctx context.Context, sc connector.SourceContext) error {
 	s.log = sc.Logger().Info
+	warnUnknown(sc.Logger(), consumerProps, s.unknown)
 	s.trackers, s.committed = map[int32]*connector.Tracker[int64]{}, map[int32]int64{}
 	cl, err := kgo.NewClient(s.opts...)
 	if err != nil {
