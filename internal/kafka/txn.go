@@ -265,6 +265,9 @@ func (s *Server) initTxnProducer(ctx context.Context, c *conn, r *kmsg.InitProdu
 		return err
 	}
 	defer unlock()
+	if max := rec.c.MaxTimeout(); time.Duration(r.TransactionTimeoutMillis)*time.Millisecond > max {
+		return fmt.Errorf("%w: transaction timeout %d ms is more than %d (maxTransactionTimeoutMillis)", kerr.InvalidTransactionTimeout, r.TransactionTimeoutMillis, max.Milliseconds())
+	}
 	if rec.exists() && r.Version >= 3 && r.ProducerID >= 0 {
 		if r.ProducerID != rec.p.ProducerID || (r.ProducerEpoch != rec.p.Epoch && r.ProducerEpoch != rec.p.LastEpoch) {
 			return fmt.Errorf("%w: producer %d epoch %d no longer holds transactional id %q", kerr.ProducerFenced, r.ProducerID, r.ProducerEpoch, rec.id)

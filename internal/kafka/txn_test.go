@@ -175,13 +175,48 @@ func TestKafkaTxnFencing(t *testing.T) {
 	cur := newKgo(t, addr, kgo.TransactionalID("tx-fence"))
 	produceTxn(ctx, t, cur, "tf", true, "fresh")
 
-	err := old.EndTransaction(ctx, kgo.TryCommit)
-	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
-		t.Fatalf("the fenced producer's commit: %v, want PRODUCER_FENCED", err)
+	// The zombie's next write to its partition is refused (its epoch is older).
+	if err := old.ProduceSync(ctx, &kgo.Record{Topic: "tf", Value: []byte("zombie-2")}).FirstErr(); !errors.Is(err, kerr.InvalidProducerEpoch) && !errors.Is(err, kerr.ProducerFenced) {
+		t.Fatalf("the fenced producer's produce: %v, want INVALID_PRODUCER_EPOCH", err)
+	}
+	// Its commit fails (franz-go does not even try after the failed produce).
+	if err := old.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the fenced producer committed")
 	}
 	got := consumeAll(ctx, t, addr, "tf", 1, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if fmt.Sprint(got) != "[fresh]" {
 		t.Fatalf("read_committed read %v, want [fresh]", got)
+	}
+
+	// Raw requests: a timeout above maxTransactionTimeoutMillis, and an old epoch naming
+	// itself in InitProducerId (KIP-360) after it was fenced.
+	raw := newKgo(t, addr)
+	init := func(timeoutMs int32, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = kmsg.StringPtr("tx-fence"), timeoutMs, pid, epoch
+		resp, err := req.RequestWith(ctx, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := init(int32(4*time.Hour/time.Millisecond), -1, -1); resp.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("a 4 h timeout: error %d, want INVALID_TRANSACTION_TIMEOUT", resp.ErrorCode)
+	}
+	rec, _, err := st.res.KafkaTxnProducer(ctx, "tx-fence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "tx-fence", rec.ProducerID, rec.Epoch-1, true
+	if resp, err := end.RequestWith(ctx, raw); err != nil || resp.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("EndTxn with the fenced epoch: %+v %v, want PRODUCER_FENCED", resp, err)
+	}
+	if resp := init(60000, rec.ProducerID, rec.Epoch-1); resp.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("InitProducerId with the fenced epoch: error %d, want PRODUCER_FENCED", resp.ErrorCode)
+	}
+	if resp := init(60000, rec.ProducerID, rec.Epoch); resp.ErrorCode != 0 || resp.ProducerID != rec.ProducerID || resp.ProducerEpoch != rec.Epoch+1 {
+		t.Fatalf("InitProducerId with the current epoch: %+v, want epoch %d", resp, rec.Epoch+1)
 	}
 }
 

@@ -164,6 +164,9 @@ func OpenCoordinator(ctx context.Context, o CoordinatorOptions) (*Coordinator, e
 // ID is the coordinator id.
 func (c *Coordinator) ID() uint64 { return c.id }
 
+// MaxTimeout is the largest timeout New accepts (maxTransactionTimeoutMillis).
+func (c *Coordinator) MaxTimeout() time.Duration { return c.maxTO }
+
 // Err is why the coordinator stopped serving (nil while it serves): its log failed (a
 // newer owner fenced it, storage failed) or it was closed.
 func (c *Coordinator) Err() error {
