@@ -4,9 +4,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,42 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
-	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/testenv"
 )
-
-// startSecureKafka runs a standalone with token authentication and authorization on,
-// grants the role "writer" produce, "reader" consume and "alice" both on public/default
-// (alice logs in with SCRAM), and returns the
-// Kafka address and a token maker ("admin" is the superuser).
-func startSecureKafka(t *testing.T) (string, func(role string) string) {
-	t.Helper()
-	secret := []byte("0123456789abcdef0123456789abcdef")
-	token := func(role string) string {
-		tok, err := auth.CreateToken(secret, "HS256", auth.TokenSpec{Subject: role})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
-	_, _, httpAddr, kafkaAddr := startKafkaStandalone(t, t.TempDir(), 0,
-		"--authentication-enabled", "--authentication-providers", "token",
-		"--token-secret-key", "data:;base64,"+base64.StdEncoding.EncodeToString(secret),
-		"--authorization-enabled", "--super-user-roles", "admin",
-		"--broker-client-authentication-plugin", "org.apache.pulsar.client.impl.auth.AuthenticationToken",
-		"--broker-client-authentication-parameters", "token:"+token("admin"))
-	for role, actions := range map[string]string{"writer": `["produce"]`, "reader": `["consume"]`, "alice": `["produce","consume"]`} {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+httpAddr+"/admin/v2/namespaces/public/default/permissions/"+role, strings.NewReader(actions))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token("admin"))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode/100 != 2 {
-			t.Fatalf("grant %s: %v %v", role, resp, err)
-		}
-		resp.Body.Close()
-	}
-	return kafkaAddr, token
-}
 
 // SASL on the Kafka listener of a standalone with token authentication and authorization:
 // PLAIN carrying a Pulsar token as its password and OAUTHBEARER authenticate against the
