@@ -17,6 +17,10 @@ type DynamicConfig interface {
 	Delete(ctx context.Context, name string) error
 	// TopicLevelMetrics is exposeTopicLevelMetricsInPrometheus.
 	TopicLevelMetrics() bool
+	// ForceDeleteNamespaceAllowed and ForceDeleteTenantAllowed are Pulsar's keys of the same
+	// names (nsdelete.go).
+	ForceDeleteNamespaceAllowed() bool
+	ForceDeleteTenantAllowed() bool
 }
 
 // dynamicConfigNames lists the keys that can change at run time.

@@ -7,13 +7,50 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/topics"
 )
 
-// errForceDeleteOff is Pulsar's 405 for a forced namespace delete the broker does not allow.
-var errForceDeleteOff = errors.New("admin: forced deletion of namespaces is off (forceDeleteNamespaceAllowed)")
+// errForceDeleteOff is Pulsar's 405 for a forced namespace or tenant delete the broker does
+// not allow.
+var errForceDeleteOff = errors.New("admin: forced deletion is off")
+
+// forceDeleteAllowed reports forceDeleteNamespaceAllowed and forceDeleteTenantAllowed: the
+// broker's dynamic configuration when it has one (brokers update-dynamic-config changes
+// them at run time, as in Pulsar), else the start values.
+func (s *server) forceDeleteAllowed() (namespaces, tenants bool) {
+	if s.dynamic != nil {
+		return s.dynamic.ForceDeleteNamespaceAllowed(), s.dynamic.ForceDeleteTenantAllowed()
+	}
+	return s.forceDeleteNamespace, s.forceDeleteTenant
+}
+
+// deleteTenant is DELETE /admin/v2/tenants/{t}[?force=true] (pulsar-admin tenants delete
+// [-f]). Without force a tenant with namespaces is refused (409). With force, and only when
+// forceDeleteTenantAllowed (else 405, as Pulsar), every namespace is deleted first as a
+// forced namespace delete, which forceDeleteNamespaceAllowed must allow too (Pulsar's
+// broker calls its own namespace delete with force for each); then the tenant.
+func (s *server) deleteTenant(ctx context.Context, r *http.Request) (any, error) {
+	tenant := r.PathValue("tenant")
+	if boolParam(r, "force") {
+		if _, allowed := s.forceDeleteAllowed(); !allowed {
+			return nil, withReason("Broker doesn't allow forced deletion of tenants", fmt.Errorf("%w (forceDeleteTenantAllowed)", errForceDeleteOff))
+		}
+		namespaces, err := s.res.Namespaces(ctx, tenant)
+		if err != nil {
+			return nil, tenantErr(r, err)
+		}
+		for _, full := range namespaces {
+			_, ns, _ := strings.Cut(full, "/")
+			if err := s.forceDeleteNamespaceNamed(ctx, tenant, ns); err != nil && !errors.Is(err, resources.ErrNotFound) {
+				return nil, err
+			}
+		}
+	}
+	return nil, tenantErr(r, s.res.DeleteTenant(ctx, tenant))
+}
 
 // deleteNamespace is DELETE /admin/v2/namespaces/{t}/{ns}[?force=true] (pulsar-admin
 // namespaces delete [-f]). Without force a namespace with topics is refused (409). With
@@ -25,8 +62,13 @@ func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, err
 	if !boolParam(r, "force") {
 		return nil, s.deleteNamespaceErr(ctx, tenant, ns, s.res.DeleteNamespace(ctx, tenant, ns))
 	}
-	if !s.forceDeleteNamespace {
-		return nil, withReason("Broker doesn't allow forced deletion of namespaces", errForceDeleteOff)
+	return nil, s.forceDeleteNamespaceNamed(ctx, tenant, ns)
+}
+
+// forceDeleteNamespaceNamed is the forced delete of tenant/ns (deleteNamespace).
+func (s *server) forceDeleteNamespaceNamed(ctx context.Context, tenant, ns string) error {
+	if allowed, _ := s.forceDeleteAllowed(); !allowed {
+		return withReason("Broker doesn't allow forced deletion of namespaces", fmt.Errorf("%w (forceDeleteNamespaceAllowed)", errForceDeleteOff))
 	}
 	// Marked deleted first (Pulsar's policies.deleted): auto-creation stops for it, so the
 	// clients its topic deletes disconnect do not create them again on reconnecting.
@@ -35,17 +77,17 @@ func (s *server) deleteNamespace(ctx context.Context, r *http.Request) (any, err
 		return nil
 	})
 	if err != nil {
-		return nil, s.deleteNamespaceErr(ctx, tenant, ns, err)
+		return s.deleteNamespaceErr(ctx, tenant, ns, err)
 	}
 	// A topic created explicitly meanwhile makes the namespace non-empty again: another
 	// round, a few times, as Pulsar retries.
 	for round := 1; ; round++ {
 		if err := s.deleteNamespaceTopics(ctx, tenant, ns); err != nil {
-			return nil, s.deleteNamespaceErr(ctx, tenant, ns, err)
+			return s.deleteNamespaceErr(ctx, tenant, ns, err)
 		}
 		err := s.res.DeleteNamespace(ctx, tenant, ns)
 		if !errors.Is(err, resources.ErrNotEmpty) || round == forceDeleteRounds {
-			return nil, s.deleteNamespaceErr(ctx, tenant, ns, err)
+			return s.deleteNamespaceErr(ctx, tenant, ns, err)
 		}
 	}
 }

@@ -155,3 +155,60 @@ func TestDeleteBundle(t *testing.T) {
 		t.Fatalf("consumer after a forced delete-bundle: %v", err)
 	}
 }
+
+// TestForceDeleteTenant, on the real standalone: with forceDeleteTenantAllowed off (the
+// default) ?force=true answers Pulsar's 405 and deletes nothing; turned on at run time
+// (brokers update-dynamic-config, as in Pulsar) it deletes every namespace with its topics
+// and then the tenant; and with forceDeleteNamespaceAllowed turned off at run time the
+// namespaces' forced deletes answer 405 in turn.
+func TestForceDeleteTenant(t *testing.T) {
+	a := adminClient(t)
+	c := pulsarClient(t)
+	must(t, "tenant", a.Tenants().Create(utils.TenantData{Name: "forcetenant", AllowedClusters: []string{"standalone"}}))
+	for _, ns := range []string{"forcetenant/a", "forcetenant/b"} {
+		must(t, "namespace", a.Namespaces().CreateNamespace(ns))
+		produce(t, c, "persistent://"+ns+"/t", 2)
+	}
+	reasonOf := func(body string) string {
+		var r struct{ Reason string }
+		_ = json.Unmarshal([]byte(body), &r)
+		return r.Reason
+	}
+	if code, body := httpDelete(t, "/admin/v2/tenants/forcetenant?force=true"); code != 405 || reasonOf(body) != "Broker doesn't allow forced deletion of tenants" {
+		t.Fatalf("forced tenant delete, not allowed: %d %s", code, body)
+	}
+	var re rest.Error
+	if err := a.Tenants().Delete("forcetenant"); !errors.As(err, &re) || re.Code != 409 || re.Reason != "The tenant still has active namespaces" {
+		t.Fatalf("tenant delete without force: %v, want 409", err)
+	}
+
+	must(t, "allow forced tenant deletes", a.Brokers().UpdateDynamicConfiguration("forceDeleteTenantAllowed", "true"))
+	t.Cleanup(func() { _ = a.Brokers().DeleteDynamicConfiguration("forceDeleteTenantAllowed") })
+	must(t, "forbid forced namespace deletes", a.Brokers().UpdateDynamicConfiguration("forceDeleteNamespaceAllowed", "false"))
+	t.Cleanup(func() { _ = a.Brokers().DeleteDynamicConfiguration("forceDeleteNamespaceAllowed") })
+	if code, body := httpDelete(t, "/admin/v2/tenants/forcetenant?force=true"); code != 405 || reasonOf(body) != "Broker doesn't allow forced deletion of namespaces" {
+		t.Fatalf("forced tenant delete with forced namespace deletes off: %d %s", code, body)
+	}
+	if got, err := a.Namespaces().GetNamespaces("forcetenant"); err != nil || len(got) != 2 {
+		t.Fatalf("namespaces after refused forced deletes: %v %v, want both", got, err)
+	}
+
+	must(t, "back to the start value", a.Brokers().DeleteDynamicConfiguration("forceDeleteNamespaceAllowed"))
+	if code, body := httpDelete(t, "/admin/v2/tenants/forcetenant?force=true"); code != 204 {
+		t.Fatalf("forced tenant delete: %d %s", code, body)
+	}
+	if _, err := a.Tenants().Get("forcetenant"); !errors.As(err, &re) || re.Code != 404 {
+		t.Fatalf("tenant after the forced delete: %v, want 404", err)
+	}
+	// Made again, its namespaces hold nothing of before.
+	must(t, "tenant again", a.Tenants().Create(utils.TenantData{Name: "forcetenant", AllowedClusters: []string{"standalone"}}))
+	must(t, "namespace again", a.Namespaces().CreateNamespace("forcetenant/a"))
+	nsn, err := utils.GetNamespaceName("forcetenant/a")
+	must(t, "ns name", err)
+	if parts, plain, err := a.Topics().List(*nsn); err != nil || len(parts)+len(plain) != 0 {
+		t.Fatalf("topics of the namespace made again: %v %v %v, want none", parts, plain, err)
+	}
+	if code, body := httpDelete(t, "/admin/v2/tenants/forcetenant?force=true"); code != 204 {
+		t.Fatalf("cleanup: %d %s", code, body)
+	}
+}

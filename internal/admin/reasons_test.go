@@ -49,6 +49,7 @@ func TestPulsarReasons(t *testing.T) {
 		{"DELETE", topic + "/subscription/nosuch", "", 404, "Subscription nosuch not found for topic persistent://reasons/ns/t"},
 		{"POST", "/admin/v2/persistent/reasons/ns/p/subscription/s/skip/1", "", 405, "Skip messages on a partitioned topic is not allowed"},
 		{"GET", "/admin/v2/persistent/reasons/ns/p/subscription/s/position/1", "", 405, "Peek messages on a partitioned topic is not allowed"},
+		{"DELETE", "/admin/v2/tenants/reasons?force=true", "", 405, "Broker doesn't allow forced deletion of tenants"},
 
 		{"PUT", "/admin/v2/tenants/reasons", `{"allowedClusters":["standalone"]}`, 409, "Tenant already exists"},
 		{"PUT", ns, "", 409, "Namespace already exists"},

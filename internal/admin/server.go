@@ -63,8 +63,10 @@ type Config struct {
 	// (/admin/v3/transactions, transactions.go); nil answers those endpoints 503.
 	Transactions *txn.Coordinators
 	// ForceDeleteNamespaceAllowed lets a namespace be deleted with its topics (?force=true,
-	// forceDeleteNamespaceAllowed); off: 405, as Pulsar.
+	// forceDeleteNamespaceAllowed), ForceDeleteTenantAllowed a tenant with its namespaces
+	// (forceDeleteTenantAllowed); off: 405, as Pulsar. With Dynamic, Dynamic's values rule.
 	ForceDeleteNamespaceAllowed bool
+	ForceDeleteTenantAllowed    bool
 	// HTTPClient calls the broker that serves a topic in a cluster (nsdelete.go), with this
 	// broker's credentials; nil: http.DefaultClient.
 	HTTPClient *http.Client
@@ -75,7 +77,7 @@ func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, storage: cfg.Storage,
 		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, webServiceAddrTLS: cfg.WebServiceAddrTLS,
 		serviceURLTLS: cfg.ServiceURLTLS, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions,
-		forceDeleteNamespace: cfg.ForceDeleteNamespaceAllowed, httpc: cmp.Or(cfg.HTTPClient, http.DefaultClient)}
+		forceDeleteNamespace: cfg.ForceDeleteNamespaceAllowed, forceDeleteTenant: cfg.ForceDeleteTenantAllowed, httpc: cmp.Or(cfg.HTTPClient, http.DefaultClient)}
 	if cfg.Topics != nil {
 		s.own = cfg.Topics.Ownership()
 	}
@@ -190,9 +192,11 @@ type server struct {
 	// maxMessageSize bounds REST-produced messages.
 	maxMessageSize int
 	txn            *txn.Coordinators
-	// forceDeleteNamespace allows DELETE namespace ?force=true; own is the cluster's bundle
+	// forceDeleteNamespace allows DELETE namespace ?force=true and forceDeleteTenant DELETE
+	// tenant ?force=true (without dynamic configuration); own is the cluster's bundle
 	// ownership (nil in a standalone) and httpc reaches the other brokers (nsdelete.go).
 	forceDeleteNamespace bool
+	forceDeleteTenant    bool
 	own                  topics.Ownership
 	httpc                *http.Client
 }
@@ -308,10 +312,6 @@ func (s *server) updateTenant(ctx context.Context, r *http.Request) (any, error)
 		return nil, err
 	}
 	return nil, tenantErr(r, s.res.UpdateTenant(ctx, r.PathValue("tenant"), t))
-}
-
-func (s *server) deleteTenant(ctx context.Context, r *http.Request) (any, error) {
-	return nil, tenantErr(r, s.res.DeleteTenant(ctx, r.PathValue("tenant")))
 }
 
 func (s *server) listNamespaces(ctx context.Context, r *http.Request) (any, error) {

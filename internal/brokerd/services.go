@@ -235,7 +235,8 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		Cluster: o.Broker.ClusterName, WebServiceAddr: webAddr, WebServiceAddrTLS: addrOf(s.lns.HTTPS), Pprof: o.Broker.EnablePprof,
 		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
 		MaxMessageSize: o.Broker.MaxMessageSize, Transactions: s.Broker.Coordinators(),
-		ForceDeleteNamespaceAllowed: o.Broker.ForceDeleteNamespaceAllowed, HTTPClient: o.HTTPClient,
+		ForceDeleteNamespaceAllowed: o.Broker.ForceDeleteNamespaceAllowed, ForceDeleteTenantAllowed: o.Broker.ForceDeleteTenantAllowed,
+		HTTPClient: o.HTTPClient,
 	})
 	if o.Broker.Console.Enabled {
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})

@@ -295,6 +295,15 @@ func (ac *adminCLI) tenantsCmd() *cobra.Command {
 		c.Flags().StringSliceVarP(&roles, "admin-roles", "r", nil, "comma-separated admin roles")
 		c.Flags().StringSliceVarP(&clusters, "allowed-clusters", "c", nil, "comma-separated allowed clusters")
 	}
+	var force bool
+	del := ac.verb("delete <tenant>", "Delete a tenant (with its namespaces: -f, when the broker allows it)", 1, func(ctx context.Context, args []string) ([]byte, error) {
+		p := "/admin/v2/tenants/" + url.PathEscape(args[0])
+		if force {
+			p += "?force=true"
+		}
+		return ac.send(ctx, http.MethodDelete, p, nil)
+	})
+	del.Flags().BoolVarP(&force, "force", "f", false, "delete its namespaces and their topics first (forceDeleteTenantAllowed)")
 	cmd.AddCommand(
 		ac.verb("list", "List tenants", 0, func(ctx context.Context, _ []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/tenants")
@@ -302,10 +311,7 @@ func (ac *adminCLI) tenantsCmd() *cobra.Command {
 		ac.verb("get <tenant>", "Get a tenant's admin roles and allowed clusters", 1, func(ctx context.Context, args []string) ([]byte, error) {
 			return ac.get(ctx, "/admin/v2/tenants/"+url.PathEscape(args[0]))
 		}),
-		create, update,
-		ac.verb("delete <tenant>", "Delete a tenant (it must have no namespaces)", 1, func(ctx context.Context, args []string) ([]byte, error) {
-			return ac.send(ctx, http.MethodDelete, "/admin/v2/tenants/"+url.PathEscape(args[0]), nil)
-		}),
+		create, update, del,
 	)
 	return cmd
 }

@@ -175,6 +175,10 @@ func TestAdminCLI(t *testing.T) {
 	ok("topics", "delete-partitioned-topic", "acme/app/orders")
 	ok("topics", "delete", "acme/app/events")
 	ok("namespaces", "delete", "acme/app")
+	// -f sends ?force=true: refused here, where forceDeleteTenantAllowed is off (Pulsar's 405).
+	if code, _, errOut := magnetarAdmin(t, "tenants", "delete", "-f", "acme"); code != 1 || !strings.Contains(errOut, "Broker doesn't allow forced deletion of tenants") {
+		t.Fatalf("tenants delete -f: exit %d %q", code, errOut)
+	}
 	ok("tenants", "delete", "acme")
 
 	// MAGNETAR_ADMIN_URL stands in for --admin-url.

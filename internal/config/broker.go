@@ -112,6 +112,11 @@ type BrokerConfig struct {
 	// ForceDeleteNamespaceAllowed lets DELETE /admin/v2/namespaces/{t}/{ns}?force=true
 	// delete a namespace with its topics; off, as in Pulsar, the request answers 405.
 	ForceDeleteNamespaceAllowed bool `key:"forceDeleteNamespaceAllowed" help:"allow deleting a namespace with its topics (namespaces delete --force)"`
+	// ForceDeleteTenantAllowed lets DELETE /admin/v2/tenants/{t}?force=true delete a tenant
+	// with its namespaces, each as a forced namespace delete (so that needs
+	// forceDeleteNamespaceAllowed too); off, as in Pulsar, the request answers 405. Both
+	// are dynamic (brokers update-dynamic-config), as in Pulsar.
+	ForceDeleteTenantAllowed bool `key:"forceDeleteTenantAllowed" help:"allow deleting a tenant with its namespaces (tenants delete --force)"`
 
 	// EnablePprof serves Go's profiler under /debug/pprof/ on the HTTP port, for finding where
 	// the time goes during a benchmark. Off by default: profiles expose internals.

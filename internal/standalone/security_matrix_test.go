@@ -247,6 +247,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"PUT", "/admin/v2/tenants/t-{role}", `{"adminRoles":[],"allowedClusters":["standalone"]}`, onlyRoot},
 		{"POST", "/admin/v2/tenants/ghost", `{"adminRoles":[],"allowedClusters":["standalone"]}`, onlyRoot},
 		{"DELETE", "/admin/v2/tenants/ghost", "", onlyRoot},
+		{"DELETE", "/admin/v2/tenants/ghost?force=true", "", onlyRoot}, // 405 here: forceDeleteTenantAllowed is off
 		// Namespaces, their policies and permissions: tenant admins.
 		{"GET", "/admin/v2/namespaces/acme", "", acmeAdmins},
 		{"PUT", "/admin/v2/namespaces/acme/ns-{role}", "", acmeAdmins},

@@ -31,6 +31,10 @@ type dynamicConfig struct {
 	unackedSub      atomic.Int64 // maxUnackedMessagesPerSubscription
 	topicLevel      atomic.Bool  // exposeTopicLevelMetricsInPrometheus
 	autoSub         atomic.Bool  // allowAutoSubscriptionCreation
+	// The admin API reads these two (admin/nsdelete.go); they live here because this is the
+	// one dynamic configuration of a broker.
+	forceDeleteNamespace atomic.Bool // forceDeleteNamespaceAllowed
+	forceDeleteTenant    atomic.Bool // forceDeleteTenantAllowed
 
 	// overrides are the stored values as given (Values answers them as Pulsar answers its
 	// stored map: a value the parser reads loosely comes back as it was written).
@@ -45,6 +49,8 @@ func newDynamicConfig(cfg *config.BrokerConfig) *dynamicConfig {
 	d.unackedSub.Store(int64(cfg.MaxUnackedMessagesPerSubscription))
 	d.topicLevel.Store(cfg.ExposeTopicLevelMetricsInPrometheus)
 	d.autoSub.Store(cfg.AllowAutoSubscriptionCreation)
+	d.forceDeleteNamespace.Store(cfg.ForceDeleteNamespaceAllowed)
+	d.forceDeleteTenant.Store(cfg.ForceDeleteTenantAllowed)
 	return d
 }
 
@@ -86,6 +92,19 @@ func intKey(name string, lo, hi int64, field func(d *dynamicConfig) *atomic.Int6
 	}
 }
 
+// looseBoolKey reads a value as Pulsar's FieldParser reads a boolean (Boolean.valueOf):
+// "true" in any case is true, anything else false, so any value is accepted, as Pulsar
+// accepts it.
+func looseBoolKey(field func(d *dynamicConfig) *atomic.Bool) dynamicKey {
+	return dynamicKey{
+		get: func(d *dynamicConfig) string { return strconv.FormatBool(field(d).Load()) },
+		parse: func(v string) (func(d *dynamicConfig), error) {
+			b := strings.EqualFold(v, "true")
+			return func(d *dynamicConfig) { field(d).Store(b) }, nil
+		},
+	}
+}
+
 // dynamicKeys are the keys `/admin/v2/brokers/configuration` lists, by Pulsar name.
 var dynamicKeys = map[string]dynamicKey{
 	"dispatcherMaxReadBatchSize": intKey("dispatcherMaxReadBatchSize", 1, 10000,
@@ -94,15 +113,9 @@ var dynamicKeys = map[string]dynamicKey{
 		func(d *dynamicConfig) *atomic.Int64 { return &d.unackedConsumer }),
 	"maxUnackedMessagesPerSubscription": intKey("maxUnackedMessagesPerSubscription", 0, 1<<31-1,
 		func(d *dynamicConfig) *atomic.Int64 { return &d.unackedSub }),
-	// Read as Pulsar's FieldParser reads a boolean (Boolean.valueOf): "true" in any case is
-	// true, anything else false, so any value is accepted, as Pulsar accepts it.
-	"allowAutoSubscriptionCreation": {
-		get: func(d *dynamicConfig) string { return strconv.FormatBool(d.autoSub.Load()) },
-		parse: func(v string) (func(d *dynamicConfig), error) {
-			b := strings.EqualFold(v, "true")
-			return func(d *dynamicConfig) { d.autoSub.Store(b) }, nil
-		},
-	},
+	"allowAutoSubscriptionCreation": looseBoolKey(func(d *dynamicConfig) *atomic.Bool { return &d.autoSub }),
+	"forceDeleteNamespaceAllowed":   looseBoolKey(func(d *dynamicConfig) *atomic.Bool { return &d.forceDeleteNamespace }),
+	"forceDeleteTenantAllowed":      looseBoolKey(func(d *dynamicConfig) *atomic.Bool { return &d.forceDeleteTenant }),
 	"exposeTopicLevelMetricsInPrometheus": {
 		get: func(d *dynamicConfig) string { return strconv.FormatBool(d.topicLevel.Load()) },
 		parse: func(v string) (func(d *dynamicConfig), error) {
@@ -148,6 +161,12 @@ func (c DynamicConfig) Values() map[string]string {
 
 // TopicLevelMetrics reports exposeTopicLevelMetricsInPrometheus.
 func (c DynamicConfig) TopicLevelMetrics() bool { return c.s.dyn.topicLevel.Load() }
+
+// ForceDeleteNamespaceAllowed reports forceDeleteNamespaceAllowed.
+func (c DynamicConfig) ForceDeleteNamespaceAllowed() bool { return c.s.dyn.forceDeleteNamespace.Load() }
+
+// ForceDeleteTenantAllowed reports forceDeleteTenantAllowed.
+func (c DynamicConfig) ForceDeleteTenantAllowed() bool { return c.s.dyn.forceDeleteTenant.Load() }
 
 // Set checks name=value, stores it in the metadata store (so every broker, and this one
 // after a restart, applies it) and applies it here at once. A key that is not dynamic is
@@ -228,6 +247,8 @@ func (s *Service) applyDynamic(m map[string]string) {
 	s.dyn.unackedConsumer.Store(base.unackedConsumer.Load())
 	s.dyn.unackedSub.Store(base.unackedSub.Load())
 	s.dyn.topicLevel.Store(base.topicLevel.Load())
+	s.dyn.forceDeleteNamespace.Store(base.forceDeleteNamespace.Load())
+	s.dyn.forceDeleteTenant.Store(base.forceDeleteTenant.Load())
 }
 
 // watchDynamic applies the stored overrides now and on every change until ctx ends; a
