@@ -5,17 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
-	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
-	_ "github.com/apache/iceberg-go/io/gocloud/s3" // registers s3:// for LoadFS
-	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 
+	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/metadata"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
@@ -34,6 +33,9 @@ var (
 	ErrPositionMoved = errors.New("lakehouse: the table's position of this partition moved")
 	// ErrReadOnly refuses changes by catalog clients: Magnetar owns its tables' contents.
 	ErrReadOnly = errors.New("lakehouse: tables are written by Magnetar only")
+	// errCommitConflict: the table changed between the read a commit was built on and its
+	// compare-and-swap, maxCommitAttempts times over.
+	errCommitConflict = errors.New("lakehouse: the table changed meanwhile")
 )
 
 // Position is the last entry a commit covers, as (ledger, entry); every message of that
@@ -76,47 +78,28 @@ func (id Ident) key() string {
 	return TablesRoot + "/" + url.PathEscape(id.Tenant) + "/" + url.PathEscape(id.Namespace) + "/" + url.PathEscape(id.Table)
 }
 
-func (id Ident) iceberg() table.Identifier {
-	return table.Identifier{id.Tenant, id.Namespace, id.Table}
-}
-
 func (id Ident) String() string { return id.Tenant + "." + id.Namespace + "." + id.Table }
 
-func identOf(ti table.Identifier) (Ident, error) {
-	if len(ti) != 3 {
-		return Ident{}, fmt.Errorf("%w: %q: a table is tenant.namespace.table", ErrNoSuchTable, strings.Join(ti, "."))
-	}
-	return Ident{ti[0], ti[1], ti[2]}, nil
-}
-
-// Catalog keeps table records in the metadata store and table files in the warehouse. It
-// implements iceberg-go's table.CatalogIO, so transactions commit through it.
+// Catalog keeps table records in the metadata store and table files in the warehouse.
 type Catalog struct {
 	store     metadata.Store
 	warehouse string // s3://bucket/prefix or file:///dir, no trailing slash
-	props     iceberg.Properties
+	io        fileIO
 }
 
-// NewCatalog returns a catalog of tables under warehouse; props configure the file IO
-// (iceberg-go's s3.* keys).
-func NewCatalog(store metadata.Store, warehouse string, props iceberg.Properties) *Catalog {
-	return &Catalog{store: store, warehouse: strings.TrimSuffix(warehouse, "/"), props: props}
-}
-
-func (c *Catalog) fs(ctx context.Context) (icebergio.IO, error) {
-	return icebergio.LoadFS(ctx, c.props, c.warehouse)
-}
-
-func (c *Catalog) wfs(ctx context.Context) (icebergio.WriteFileIO, error) {
-	fs, err := c.fs(ctx)
+// NewCatalog returns the catalog of the tables in c's warehouse.
+func NewCatalog(store metadata.Store, c config.IcebergConfig) (*Catalog, error) {
+	io, err := newFileIO(c)
 	if err != nil {
 		return nil, err
 	}
-	w, ok := fs.(icebergio.WriteFileIO)
-	if !ok {
-		return nil, fmt.Errorf("lakehouse: the warehouse %s cannot be written", c.warehouse)
-	}
-	return w, nil
+	return &Catalog{store: store, warehouse: strings.TrimSuffix(c.Warehouse, "/"), io: io}, nil
+}
+
+// icebergTable is a table's metadata and the file it was read from.
+type icebergTable struct {
+	md  *Metadata
+	loc string
 }
 
 // location is the table's directory.
@@ -181,55 +164,36 @@ func (c *Catalog) Namespaces(ctx context.Context) ([][2]string, error) {
 	return out, nil
 }
 
-// LoadTable implements table.CatalogIO.
-func (c *Catalog) LoadTable(ctx context.Context, ti table.Identifier) (*table.Table, error) {
-	id, err := identOf(ti)
-	if err != nil {
-		return nil, err
-	}
-	t, _, err := c.load(ctx, id)
-	return t, err
-}
-
-func (c *Catalog) load(ctx context.Context, id Ident) (*table.Table, tableRecord, error) {
+func (c *Catalog) load(ctx context.Context, id Ident) (*icebergTable, tableRecord, error) {
 	rec, _, err := c.record(ctx, id)
 	if err != nil {
 		return nil, rec, err
 	}
-	t, err := c.open(ctx, id, rec.MetadataLocation)
-	return t, rec, err
+	md, err := c.open(ctx, rec.MetadataLocation)
+	if err != nil {
+		return nil, rec, fmt.Errorf("lakehouse: table %s: %w", id, err)
+	}
+	return &icebergTable{md: md, loc: rec.MetadataLocation}, rec, nil
 }
 
-func (c *Catalog) open(ctx context.Context, id Ident, loc string) (*table.Table, error) {
-	fs, err := c.fs(ctx)
+// open reads the metadata file at loc.
+func (c *Catalog) open(ctx context.Context, loc string) (*Metadata, error) {
+	b, err := c.io.read(ctx, loc)
 	if err != nil {
 		return nil, err
 	}
-	t, err := table.NewFromLocation(ctx, id.iceberg(), loc, func(context.Context) (icebergio.IO, error) { return fs, nil }, c)
+	md, err := parseMetadata(b)
 	if err != nil {
-		return nil, fmt.Errorf("lakehouse: reading %s of %s: %w", loc, id, err)
+		return nil, fmt.Errorf("%s: %w", loc, err)
 	}
-	return t, nil
-}
-
-// tableOf is the table of metadata md at loc.
-func (c *Catalog) tableOf(id Ident, md table.Metadata, loc string) *table.Table {
-	return table.New(id.iceberg(), md, loc, func(ctx context.Context) (icebergio.IO, error) { return c.fs(ctx) }, c)
+	return md, nil
 }
 
 // Create makes a table written from topic, with schema sc and partition spec spec; it is
 // ErrTableExists if the table is there already.
-func (c *Catalog) Create(ctx context.Context, id Ident, topic string, sc *iceberg.Schema, spec iceberg.PartitionSpec, props iceberg.Properties) (*table.Table, error) {
-	loc := c.location(id)
-	if props == nil {
-		props = iceberg.Properties{}
-	}
-	props[table.PropertyFormatVersion] = "2"
-	md, err := table.NewMetadata(sc, &spec, table.UnsortedSortOrder, loc, props)
-	if err != nil {
-		return nil, fmt.Errorf("lakehouse: new table %s: %w", id, err)
-	}
-	mloc, err := c.writeMetadata(ctx, md, loc, 0)
+func (c *Catalog) Create(ctx context.Context, id Ident, topic string, sc Schema, spec PartitionSpec, props map[string]string) (*icebergTable, error) {
+	md := newMetadata(sc, spec, c.location(id), props)
+	mloc, err := c.writeMetadata(ctx, md, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +206,10 @@ func (c *Catalog) Create(ctx context.Context, id Ident, topic string, sc *iceber
 		}
 		return nil, fmt.Errorf("lakehouse: recording table %s: %w", id, err)
 	}
-	return c.open(ctx, id, mloc)
+	return &icebergTable{md: md, loc: mloc}, nil
 }
 
-// Drop forgets a table and, with purge, deletes its files' directory entries known to the
-// current metadata (data files stay with a plain drop, as in Iceberg).
+// Drop forgets a table; its files stay (as a plain drop in Iceberg).
 func (c *Catalog) Drop(ctx context.Context, id Ident) error {
 	if err := c.store.Delete(ctx, id.key(), metadata.AnyVersion); err != nil {
 		if errors.Is(err, metadata.ErrNotFound) {
@@ -258,25 +221,21 @@ func (c *Catalog) Drop(ctx context.Context, id Ident) error {
 }
 
 // writeMetadata writes md as the table's metadata file number seq.
-func (c *Catalog) writeMetadata(ctx context.Context, md table.Metadata, loc string, seq int) (string, error) {
-	b, err := json.Marshal(md)
-	if err != nil {
-		return "", fmt.Errorf("lakehouse: encoding table metadata: %w", err)
-	}
-	fs, err := c.wfs(ctx)
+func (c *Catalog) writeMetadata(ctx context.Context, md *Metadata, seq int) (string, error) {
+	b, err := md.marshal()
 	if err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", loc, seq, uuid.NewString())
-	if err := fs.WriteFile(name, b); err != nil {
-		return "", fmt.Errorf("lakehouse: writing %s: %w", name, err)
+	name := fmt.Sprintf("%s/metadata/%05d-%s.metadata.json", md.Location, seq, uuid.NewString())
+	if err := c.io.write(ctx, name, b); err != nil {
+		return "", err
 	}
 	return name, nil
 }
 
-func (c *Catalog) removeQuietly(ctx context.Context, name string) {
-	if fs, err := c.fs(ctx); err == nil {
-		_ = fs.Remove(name)
+func (c *Catalog) removeQuietly(ctx context.Context, names ...string) {
+	for _, n := range names {
+		_ = c.io.remove(ctx, n)
 	}
 }
 
@@ -290,10 +249,6 @@ func metadataSeq(loc string) int {
 	return n
 }
 
-// commitKey carries a writer's position change through iceberg-go's commit into
-// CommitTable.
-type commitKey struct{}
-
 // positionChange is what a writer's commit claims: partition part was at from and is now at to.
 type positionChange struct {
 	part     string
@@ -301,55 +256,72 @@ type positionChange struct {
 	gap      int64 // entries trimmed before they were written (added to Gaps)
 }
 
-// withPosition returns ctx carrying the position change of the commit made with it.
-func withPosition(ctx context.Context, pc positionChange) context.Context {
-	return context.WithValue(ctx, commitKey{}, pc)
+// changeFiles are the files of a commit besides its metadata file: written ones, deleted
+// when the commit does not happen, and obsolete ones, deleted once it has.
+type changeFiles struct {
+	written, obsolete []string
 }
 
-// CommitTable implements table.CatalogIO: it checks the requirements against the current
-// metadata, applies the updates, writes the new metadata file and swaps the record to it,
-// with the position change of the context if any, in one compare-and-swap. A lost race is
-// table.ErrCommitFailed (iceberg-go refreshes and replays); a moved position is
-// ErrPositionMoved.
-func (c *Catalog) CommitTable(ctx context.Context, ti table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
-	id, err := identOf(ti)
-	if err != nil {
-		return nil, "", err
-	}
-	rec, ver, err := c.record(ctx, id)
-	if err != nil {
-		return nil, "", err
-	}
-	cur, err := c.open(ctx, id, rec.MetadataLocation)
-	if err != nil {
-		return nil, "", err
-	}
-	base := cur.Metadata()
-	for _, r := range reqs {
-		if err := r.Validate(base); err != nil {
-			return nil, "", fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
+// maxCommitAttempts bounds the retries of a commit that lost the race for the table to
+// another writer (the partitions of a topic share a table; maintenance commits too).
+const maxCommitAttempts = 20
+
+// propDeleteOldMetadata is Iceberg's write.metadata.delete-after-commit.enabled.
+const propDeleteOldMetadata = "write.metadata.delete-after-commit.enabled"
+
+// commit changes table id: build gets the current metadata (its own copy) and returns the
+// next; the new metadata file is written and the record swapped to it, with the position
+// change pc if any, in one compare-and-swap. A lost race rebuilds on the new metadata
+// (build runs again; its written files of the lost attempt are deleted), up to
+// maxCommitAttempts; a moved position is ErrPositionMoved, an error of build is returned
+// as is.
+func (c *Catalog) commit(ctx context.Context, id Ident, pc *positionChange, build func(base *Metadata) (*Metadata, changeFiles, error)) (*icebergTable, error) {
+	for attempt := 1; ; attempt++ {
+		t, err := c.commitOnce(ctx, id, pc, build)
+		if !errors.Is(err, errCommitConflict) || attempt == maxCommitAttempts {
+			return t, err
+		}
+		// Jittered, so that the partitions' writers do not meet again at once.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(rand.Int64N(int64(50*time.Millisecond) * int64(attempt)))):
 		}
 	}
-	pc, hasPos := ctx.Value(commitKey{}).(positionChange)
-	if hasPos {
+}
+
+func (c *Catalog) commitOnce(ctx context.Context, id Ident, pc *positionChange, build func(base *Metadata) (*Metadata, changeFiles, error)) (*icebergTable, error) {
+	rec, ver, err := c.record(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	base, err := c.open(ctx, rec.MetadataLocation)
+	if err != nil {
+		return nil, fmt.Errorf("lakehouse: table %s: %w", id, err)
+	}
+	if pc != nil {
 		at, ok := rec.Committed[pc.part]
 		if !ok {
 			at = none
 		}
 		if at != pc.from {
-			return nil, "", fmt.Errorf("%w: partition %s is at %s, the commit starts at %s", ErrPositionMoved, pc.part, at, pc.from)
+			return nil, fmt.Errorf("%w: partition %s is at %s, the commit starts at %s", ErrPositionMoved, pc.part, at, pc.from)
 		}
 	}
-	md, err := table.UpdateTableMetadata(base, updates, rec.MetadataLocation)
+	prevMs := base.LastUpdatedMs
+	md, files, err := build(base)
 	if err != nil {
-		return nil, "", fmt.Errorf("lakehouse: applying updates to %s: %w", id, err)
+		c.removeQuietly(ctx, files.written...)
+		return nil, err
 	}
-	mloc, err := c.writeMetadata(ctx, md, md.Location(), metadataSeq(rec.MetadataLocation)+1)
+	oldMeta := md.succeed(rec.MetadataLocation, prevMs)
+	mloc, err := c.writeMetadata(ctx, md, metadataSeq(rec.MetadataLocation)+1)
 	if err != nil {
-		return nil, "", err
+		c.removeQuietly(ctx, files.written...)
+		return nil, err
 	}
 	rec.MetadataLocation = mloc
-	if hasPos {
+	if pc != nil {
 		if rec.Committed == nil {
 			rec.Committed = map[string]Position{}
 		}
@@ -364,11 +336,16 @@ func (c *Catalog) CommitTable(ctx context.Context, ti table.Identifier, reqs []t
 	b, _ := json.Marshal(rec)
 	if _, err := c.store.Put(ctx, id.key(), b, ver); err != nil {
 		if errors.Is(err, metadata.ErrBadVersion) {
-			c.removeQuietly(ctx, mloc)
-			return nil, "", fmt.Errorf("%w: %s changed meanwhile", table.ErrCommitFailed, id)
+			c.removeQuietly(ctx, append(files.written, mloc)...)
+			return nil, fmt.Errorf("%w: %s", errCommitConflict, id)
 		}
-		// The put may or may not have happened (a timeout): the caller must reload.
-		return nil, "", fmt.Errorf("lakehouse: recording commit of %s: %w", id, err)
+		// The put may or may not have happened (a timeout): the caller must reload, and the
+		// files stay (they may be referenced now).
+		return nil, fmt.Errorf("lakehouse: recording commit of %s: %w", id, err)
 	}
-	return md, mloc, nil
+	if md.Properties[propDeleteOldMetadata] == "true" {
+		c.removeQuietly(ctx, oldMeta...)
+	}
+	c.removeQuietly(ctx, files.obsolete...)
+	return &icebergTable{md: md, loc: mloc}, nil
 }

@@ -54,7 +54,22 @@
 //	   "gaps": {"-1": 1}}                                         optional
 //
 // Table files: <warehouse>/<tenant>/<namespace>/<table>/metadata/NNNNN-<uuid>.metadata.json,
-// manifests and manifest lists beside them, data files under data/ (iceberg-go's layout).
+// manifests (<uuid>-m0.avro) and manifest lists (snap-<id>-1-<uuid>.avro) beside them, data
+// files under data/<partition field>=<value>/<uuid>.parquet.
+//
+// # The format, written here
+//
+// The package writes the Iceberg v2 format itself (no Iceberg library in the product: a
+// library's table package costs every magnetar process tens of milliseconds of package init,
+// issue 24; internal/archtest forbids importing github.com/apache/iceberg-go outside tests):
+// tablemeta.go the metadata JSON, manifest.go manifests and manifest lists (Avro container
+// files through hamba/avro, with the spec's field ids), datafile.go Parquet data files
+// (arrow-go's pqarrow, field ids on the columns, __publish_time__ bounds in the manifest),
+// fileio.go the warehouse (S3 through gocloud.dev, or local files), snapshots.go the
+// snapshots: an append adds one manifest in front of the previous snapshot's; compaction,
+// retention and manifest merging write the whole table state as one manifest; expiry drops
+// old snapshots and deletes the files only they needed. The tests read every table back with
+// iceberg-go and PyIceberg.
 // Table properties: magnetar.topic, magnetar.schema-version (the topic schema version the
 // table schema follows). Snapshot summaries of writer commits: magnetar.topic (the
 // partition), magnetar.last-entry (ledgerId:entryId).
@@ -79,9 +94,11 @@
 //
 // Every icebergCompactionIntervalSeconds, for each table, the broker writing its lowest
 // partition removes rows older than the policy's retentionHours (independently of the
-// topic's retention), compacts partitions with at least icebergCompactionMinFiles small
-// files into files of about icebergTargetFileSizeBytes, and expires snapshots older than
-// five days.
+// topic's retention: whole files by their __publish_time__ bounds, the file straddling the
+// cutoff rewritten), compacts partitions with at least icebergCompactionMinFiles small files
+// (under three quarters of icebergTargetFileSizeBytes) into files of about that size (a
+// snapshot listing more than 100 manifests gets them merged even when no partition needs
+// compaction), and expires snapshots older than five days.
 //
 // # HTTP
 //

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	icebergio "github.com/apache/iceberg-go/io"
-
 	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/topics"
 )
@@ -171,13 +169,13 @@ func (s *Service) restRoutes(mux *http.ServeMux, o HTTPOptions) {
 		if r.Method == http.MethodHead {
 			return http.StatusNoContent, nil, nil
 		}
-		t, err := s.cat.open(r.Context(), id, rec.MetadataLocation)
+		md, err := s.cat.open(r.Context(), rec.MetadataLocation)
 		if err != nil {
 			return 0, nil, err
 		}
 		return http.StatusOK, map[string]any{
 			"metadata-location": rec.MetadataLocation,
-			"metadata":          t.Metadata(),
+			"metadata":          md,
 			"config":            s.clientConfig(),
 		}, nil
 	}
@@ -199,21 +197,21 @@ func (s *Service) restRoutes(mux *http.ServeMux, o HTTPOptions) {
 	}
 }
 
-// clientConfig is the LoadTable answer's config: the warehouse's file IO settings when
-// icebergCatalogVendCredentials allows.
+// clientConfig is the LoadTable answer's config: the warehouse's file IO settings (the
+// REST catalog's s3.* property names) when icebergCatalogVendCredentials allows.
 func (s *Service) clientConfig() map[string]string {
 	c := map[string]string{}
 	if !strings.HasPrefix(s.cfg.Warehouse, "s3://") {
 		return c
 	}
 	if s.cfg.S3Endpoint != "" {
-		c[icebergio.S3EndpointURL] = s.cfg.S3Endpoint
+		c["s3.endpoint"] = s.cfg.S3Endpoint
 		c["s3.path-style-access"] = "true"
 	}
-	c[icebergio.S3Region] = s.cfg.S3Region
+	c["s3.region"] = s.cfg.S3Region
 	if s.cfg.VendCredentials && s.cfg.S3AccessKeyID != "" {
-		c[icebergio.S3AccessKeyID] = s.cfg.S3AccessKeyID
-		c[icebergio.S3SecretAccessKey] = s.cfg.S3SecretAccessKey
+		c["s3.access-key-id"] = s.cfg.S3AccessKeyID
+		c["s3.secret-access-key"] = s.cfg.S3SecretAccessKey
 	}
 	return c
 }

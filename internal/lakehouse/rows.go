@@ -9,32 +9,64 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
+
+	"github.com/magnetar-io/magnetar/internal/columns"
 )
 
-// rowBuffer collects rows for one table schema in Arrow builders until they are written
-// as data files. Values are the Go values of internal/columns (nil is NULL); a value that
-// does not fit its column's type (a type change Iceberg does not allow) is NULL, or the
-// type's zero value in a required column.
+// rowBuffer collects rows for one table schema in Arrow builders, one per partition of the
+// table's spec, until they are written as data files. Values are the Go values of
+// internal/columns (nil is NULL); a value that does not fit its column's type (a type change
+// Iceberg does not allow) is NULL, or the type's zero value in a required column.
 type rowBuffer struct {
 	schema *arrow.Schema
-	b      *array.RecordBuilder
+	parts  map[int32]*partBuilder
+	order  []int32 // partitions in the order their first row came
 	rows   int
 	bytes  int64 // an estimate of the rows' size in memory
 	// index by column name of the table schema
 	index  map[string]int
 	filled []bool // per column, scratch of appendRow
+
+	transform string // the spec's transform of srcSlot's column; "" unpartitioned
+	srcSlot   int
+	// boundsSlot is __publish_time__'s column, whose bounds each data file records (for
+	// retention and engines' pruning); boundsID its field id, 0 when absent.
+	boundsSlot, boundsID int
 }
 
-func newRowBuffer(sc *iceberg.Schema) (*rowBuffer, error) {
-	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
+// partBuilder holds one partition's rows.
+type partBuilder struct {
+	b      *array.RecordBuilder
+	rows   int64
+	lo, hi int64 // bounds of the bounds column, microseconds
+}
+
+// partRows are the rows of one partition taken from a buffer.
+type partRows struct {
+	key      int32
+	rec      arrow.RecordBatch
+	rows     int64
+	boundsID int
+	lo, hi   int64
+}
+
+func newRowBuffer(sc *Schema, spec *PartitionSpec) (*rowBuffer, error) {
+	as, err := arrowSchema(sc)
 	if err != nil {
-		return nil, fmt.Errorf("lakehouse: arrow schema: %w", err)
+		return nil, err
 	}
-	rb := &rowBuffer{schema: as, b: array.NewRecordBuilder(memory.DefaultAllocator, as), index: map[string]int{}}
+	rb := &rowBuffer{schema: as, parts: map[int32]*partBuilder{}, index: map[string]int{}, srcSlot: -1, boundsSlot: -1}
 	for i, f := range as.Fields() {
 		rb.index[f.Name] = i
+	}
+	if spec != nil && len(spec.Fields) > 0 {
+		pf := spec.Fields[0] // tables Magnetar creates have at most one partition field
+		if src, ok := sc.fieldByID(pf.SourceID); ok {
+			rb.transform, rb.srcSlot = pf.Transform, rb.index[src.Name]
+		}
+	}
+	if f, ok := sc.field(columns.ColPublishTime); ok {
+		rb.boundsSlot, rb.boundsID = rb.index[f.Name], f.ID
 	}
 	return rb, nil
 }
@@ -52,6 +84,32 @@ func (rb *rowBuffer) appendRow(slots []int, vals []any) {
 	if rb.filled == nil {
 		rb.filled = make([]bool, len(rb.schema.Fields()))
 	}
+	var key int32
+	var ts time.Time
+	hasTS := false
+	for i, s := range slots {
+		if t, ok := vals[i].(time.Time); ok && s >= 0 && s == rb.boundsSlot {
+			ts, hasTS = t, true
+		}
+		if t, ok := vals[i].(time.Time); ok && s >= 0 && s == rb.srcSlot && rb.transform != "" {
+			key, _ = transformTime(rb.transform, t)
+		}
+	}
+	pb := rb.parts[key]
+	if pb == nil {
+		pb = &partBuilder{b: array.NewRecordBuilder(memory.DefaultAllocator, rb.schema)}
+		rb.parts[key] = pb
+		rb.order = append(rb.order, key)
+	}
+	if hasTS {
+		us := ts.UnixMicro()
+		if pb.rows == 0 || us < pb.lo {
+			pb.lo = us
+		}
+		if pb.rows == 0 || us > pb.hi {
+			pb.hi = us
+		}
+	}
 	filled := rb.filled
 	clear(filled)
 	for i, s := range slots {
@@ -59,19 +117,20 @@ func (rb *rowBuffer) appendRow(slots []int, vals []any) {
 			continue
 		}
 		filled[s] = true
-		rb.bytes += rb.appendValue(s, vals[i])
+		rb.bytes += rb.appendValue(pb.b, s, vals[i])
 	}
 	for s, ok := range filled {
 		if !ok {
-			rb.appendValue(s, nil)
+			rb.appendValue(pb.b, s, nil)
 		}
 	}
+	pb.rows++
 	rb.rows++
 }
 
-func (rb *rowBuffer) appendValue(s int, v any) int64 {
+func (rb *rowBuffer) appendValue(b *array.RecordBuilder, s int, v any) int64 {
 	f := rb.schema.Field(s)
-	bld := rb.b.Field(s)
+	bld := b.Field(s)
 	if v == nil {
 		if f.Nullable {
 			bld.AppendNull()
@@ -188,14 +247,28 @@ func (rb *rowBuffer) appendValue(s int, v any) int64 {
 	return n
 }
 
-// take returns the buffered rows as a record and empties the buffer (nil when empty).
-func (rb *rowBuffer) take() arrow.RecordBatch {
+// take returns the buffered rows, partition by partition, and empties the buffer (nil
+// when empty); the caller releases the records.
+func (rb *rowBuffer) take() []partRows {
 	if rb.rows == 0 {
 		return nil
 	}
-	rec := rb.b.NewRecordBatch()
+	var out []partRows
+	for _, k := range rb.order {
+		pb := rb.parts[k]
+		out = append(out, partRows{key: k, rec: pb.b.NewRecordBatch(), rows: pb.rows, boundsID: rb.boundsID, lo: pb.lo, hi: pb.hi})
+		pb.b.Release()
+	}
+	clear(rb.parts)
+	rb.order = rb.order[:0]
 	rb.rows, rb.bytes = 0, 0
-	return rec
+	return out
 }
 
-func (rb *rowBuffer) release() { rb.b.Release() }
+func (rb *rowBuffer) release() {
+	for _, pb := range rb.parts {
+		pb.b.Release()
+	}
+	clear(rb.parts)
+	rb.order = rb.order[:0]
+}

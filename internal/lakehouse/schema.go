@@ -3,8 +3,6 @@ package lakehouse
 import (
 	"fmt"
 
-	"github.com/apache/iceberg-go"
-
 	"github.com/magnetar-io/magnetar/internal/columns"
 )
 
@@ -13,34 +11,34 @@ import (
 // only one that knows columns' types.
 
 // icebergType is the Iceberg type of a column kind.
-func icebergType(c columns.Column) iceberg.Type {
+func icebergType(c columns.Column) string {
 	switch c.Kind {
 	case columns.Bool:
-		return iceberg.PrimitiveTypes.Bool
+		return typeBoolean
 	case columns.Int32:
-		return iceberg.PrimitiveTypes.Int32
+		return typeInt
 	case columns.Int64:
-		return iceberg.PrimitiveTypes.Int64
+		return typeLong
 	case columns.Float32:
-		return iceberg.PrimitiveTypes.Float32
+		return typeFloat
 	case columns.Float64:
-		return iceberg.PrimitiveTypes.Float64
+		return typeDouble
 	case columns.Bytes:
-		return iceberg.PrimitiveTypes.Binary
+		return typeBinary
 	case columns.Timestamp:
-		return iceberg.PrimitiveTypes.TimestampTz
+		return typeTimestampTz
 	case columns.Date:
-		return iceberg.PrimitiveTypes.Date
+		return typeDate
 	case columns.Time:
-		return iceberg.PrimitiveTypes.Time
+		return typeTime
 	case columns.Decimal:
 		p, s := c.Precision, c.Scale
 		if p < 1 || p > 38 || s < 0 || s > p {
-			return iceberg.PrimitiveTypes.String // not representable: its exact text
+			return typeString // not representable: its exact text
 		}
-		return iceberg.DecimalTypeOf(p, s)
+		return decimalType(p, s)
 	}
-	return iceberg.PrimitiveTypes.String // String, JSON
+	return typeString // String, JSON
 }
 
 // required internal columns: every row has them.
@@ -54,22 +52,19 @@ func tableColumns(l *columns.Layout) []columns.Column {
 }
 
 // promotable tells whether Iceberg's schema evolution allows from -> to.
-func promotable(from, to iceberg.Type) bool {
-	if from.Equals(to) {
+func promotable(from, to string) bool {
+	if from == to {
 		return true
 	}
-	switch f := from.(type) {
-	case iceberg.Int32Type:
-		_, ok := to.(iceberg.Int64Type)
-		return ok
-	case iceberg.Float32Type:
-		_, ok := to.(iceberg.Float64Type)
-		return ok
-	case iceberg.DecimalType:
-		t, ok := to.(iceberg.DecimalType)
-		return ok && t.Scale() == f.Scale() && t.Precision() >= f.Precision()
+	switch {
+	case from == typeInt:
+		return to == typeLong
+	case from == typeFloat:
+		return to == typeDouble
 	}
-	return false
+	f, err1 := parseType(from)
+	t, err2 := parseType(to)
+	return err1 == nil && err2 == nil && f.name == "decimal" && t.name == "decimal" && t.scale == f.scale && t.precision >= f.precision
 }
 
 // evolveSchema returns the table schema for layout l given the current table schema cur
@@ -78,13 +73,14 @@ func promotable(from, to iceberg.Type) bool {
 // topic schema dropped stays, optional, so older rows keep their values; a type change
 // Iceberg allows (int -> long, float -> double, wider decimal) is applied, any other keeps
 // the table's type and the writer converts what it can (values that do not fit are NULL).
-func evolveSchema(cur *iceberg.Schema, l *columns.Layout) (*iceberg.Schema, bool, error) {
+// The schema id is left to Metadata.addSchema.
+func evolveSchema(cur *Schema, l *columns.Layout) (Schema, bool, error) {
 	cols := tableColumns(l)
 	next := 1
 	if cur != nil {
-		next = cur.HighestFieldID() + 1
+		next = cur.highestFieldID() + 1
 	}
-	var fields []iceberg.NestedField
+	var fields []Field
 	seen := map[string]bool{}
 	changed := cur == nil
 	for _, c := range cols {
@@ -94,8 +90,8 @@ func evolveSchema(cur *iceberg.Schema, l *columns.Layout) (*iceberg.Schema, bool
 		seen[c.Name] = true
 		typ := icebergType(c)
 		if cur != nil {
-			if old, ok := cur.FindFieldByName(c.Name); ok {
-				if !old.Type.Equals(typ) && promotable(old.Type, typ) {
+			if old, ok := cur.field(c.Name); ok {
+				if old.Type != typ && promotable(old.Type, typ) {
 					old.Type = typ
 					changed = true
 				}
@@ -103,52 +99,45 @@ func evolveSchema(cur *iceberg.Schema, l *columns.Layout) (*iceberg.Schema, bool
 				continue
 			}
 		}
-		fields = append(fields, iceberg.NestedField{ID: next, Name: c.Name, Type: typ, Required: cur == nil && requiredColumn(c), Doc: c.Comment})
+		fields = append(fields, Field{ID: next, Name: c.Name, Type: typ, Required: cur == nil && requiredColumn(c), Doc: c.Comment})
 		next++
 		changed = true
 	}
 	if cur != nil {
-		for _, f := range cur.Fields() {
+		for _, f := range cur.Fields {
 			if !seen[f.Name] {
-				f.Required = false
+				if f.Required {
+					f.Required = false
+					changed = true
+				}
 				fields = append(fields, f)
 				seen[f.Name] = true
 			}
 		}
 	}
 	if len(fields) > columns.MaxColumns+len(columns.Internal()) {
-		return nil, false, fmt.Errorf("%w: %d columns", columns.ErrUnsupported, len(fields))
+		return Schema{}, false, fmt.Errorf("%w: %d columns", columns.ErrUnsupported, len(fields))
 	}
-	id := 0
-	if cur != nil {
-		id = cur.ID + 1
-	}
-	return iceberg.NewSchema(id, fields...), changed, nil
+	return Schema{Type: "struct", Fields: fields}, changed, nil
 }
 
 // partitionSpec is the spec of a new table partitioned by how ("hour", "day", "month",
 // "year" or "none") of __publish_time__.
-func partitionSpec(sc *iceberg.Schema, how string) (iceberg.PartitionSpec, error) {
-	var tr iceberg.Transform
+func partitionSpec(sc *Schema, how string) (PartitionSpec, error) {
 	switch how {
-	case "", "hour":
-		tr = iceberg.HourTransform{}
-	case "day":
-		tr = iceberg.DayTransform{}
-	case "month":
-		tr = iceberg.MonthTransform{}
-	case "year":
-		tr = iceberg.YearTransform{}
+	case "":
+		how = "hour"
+	case "hour", "day", "month", "year":
 	case "none":
-		return *iceberg.UnpartitionedSpec, nil
+		return PartitionSpec{Fields: []PartitionField{}}, nil
 	default:
-		return iceberg.PartitionSpec{}, fmt.Errorf("%w: partitioning %q: want hour, day, month, year or none", ErrPolicy, how)
+		return PartitionSpec{}, fmt.Errorf("%w: partitioning %q: want hour, day, month, year or none", ErrPolicy, how)
 	}
-	f, ok := sc.FindFieldByName(columns.ColPublishTime)
+	f, ok := sc.field(columns.ColPublishTime)
 	if !ok {
-		return iceberg.PartitionSpec{}, fmt.Errorf("lakehouse: schema without %s", columns.ColPublishTime)
+		return PartitionSpec{}, fmt.Errorf("lakehouse: schema without %s", columns.ColPublishTime)
 	}
-	return iceberg.NewPartitionSpec(iceberg.PartitionField{
-		SourceIDs: []int{f.ID}, FieldID: 1000, Name: columns.ColPublishTime + "_" + tr.String(), Transform: tr,
-	}), nil
+	return PartitionSpec{Fields: []PartitionField{{
+		SourceID: f.ID, FieldID: 1000, Name: columns.ColPublishTime + "_" + how, Transform: how,
+	}}}, nil
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/magnetar-io/magnetar/internal/config"
@@ -19,8 +17,6 @@ import (
 	"github.com/magnetar-io/magnetar/internal/schema"
 	"github.com/magnetar-io/magnetar/internal/topics"
 )
-
-type icebergIO = icebergio.IO
 
 // Table properties the writers keep (doc.go).
 const (
@@ -128,9 +124,13 @@ func New(o Options) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	cat, err := NewCatalog(o.Resources.Store(), o.Config)
+	if err != nil {
+		return nil, err
+	}
 	s := &Service{
 		cfg: o.Config, topics: o.Topics, res: o.Resources, log: log.With("component", "lakehouse"),
-		cat:     NewCatalog(o.Resources.Store(), o.Config.Warehouse, fileIOProps(o.Config)),
+		cat:     cat,
 		writers: map[string]*running{}, stats: map[string]*tableStats{}, maint: map[string]time.Time{},
 	}
 	s.m = newMetrics(s, o.Registerer)
@@ -138,23 +138,6 @@ func New(o Options) (*Service, error) {
 	s.wg.Add(1)
 	go s.loop()
 	return s, nil
-}
-
-// fileIOProps are iceberg-go's file IO properties of the warehouse.
-func fileIOProps(c config.IcebergConfig) iceberg.Properties {
-	p := iceberg.Properties{}
-	if strings.HasPrefix(c.Warehouse, "s3://") {
-		p[icebergio.S3Region] = c.S3Region
-		if c.S3Endpoint != "" {
-			p[icebergio.S3EndpointURL] = c.S3Endpoint
-			p[icebergio.S3ForceVirtualAddressing] = "false"
-		}
-		if c.S3AccessKeyID != "" {
-			p[icebergio.S3AccessKeyID] = c.S3AccessKeyID
-			p[icebergio.S3SecretAccessKey] = c.S3SecretAccessKey
-		}
-	}
-	return p
 }
 
 // Catalog is the service's catalog.

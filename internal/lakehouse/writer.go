@@ -5,14 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/magnetar-io/magnetar/internal/columns"
 	"github.com/magnetar-io/magnetar/internal/schema"
@@ -52,7 +47,7 @@ type writer struct {
 	st *tableStats // shared with the service's stats
 
 	// state while running
-	tbl       *table.Table
+	tbl       *icebergTable
 	committed Position // in the table
 	last      Position // last entry consumed into rows or the dead-letter topic
 	layout    *columns.Layout
@@ -61,7 +56,7 @@ type writer struct {
 	buf       *rowBuffer
 	slots     []int // builder slot of each table column of the layout
 	vals      []any
-	pending   []iceberg.DataFile // written, not committed
+	pending   []dataFile // written, not committed
 	pendRows  int64
 	gap       int64
 	lastMsgs  int64 // messages in entry last
@@ -159,16 +154,16 @@ func (w *writer) open(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		spec, err := partitionSpec(sc, w.pol.Partitioning)
+		spec, err := partitionSpec(&sc, w.pol.Partitioning)
 		if err != nil {
 			return err
 		}
-		props := iceberg.Properties{
-			propTopic:                                 w.base.String(),
-			propSchemaVersion:                         strconv.FormatInt(latest.Version, 10),
-			table.WriteTargetFileSizeBytesKey:         strconv.FormatInt(w.svc.cfg.TargetFileSizeBytes, 10),
-			table.ParquetCompressionKey:               "zstd",
-			table.MetadataDeleteAfterCommitEnabledKey: "true",
+		props := map[string]string{
+			propTopic:                         w.base.String(),
+			propSchemaVersion:                 strconv.FormatInt(latest.Version, 10),
+			"write.target-file-size-bytes":    strconv.FormatInt(w.svc.cfg.TargetFileSizeBytes, 10),
+			"write.parquet.compression-codec": "zstd",
+			propDeleteOldMetadata:             "true",
 		}
 		tbl, err = w.svc.cat.Create(ctx, w.ident, w.base.String(), sc, spec, props)
 		if errors.Is(err, ErrTableExists) { // another partition's writer was first
@@ -186,7 +181,7 @@ func (w *writer) open(ctx context.Context) error {
 		w.committed = p
 	}
 	w.st.setCommitted(w.committed)
-	if v, err := strconv.ParseInt(tbl.Properties()[propSchemaVersion], 10, 64); err == nil && v >= w.schemaVer {
+	if v, err := strconv.ParseInt(tbl.md.Properties[propSchemaVersion], 10, 64); err == nil && v >= w.schemaVer {
 		w.schemaVer = v
 	} else if err := w.evolve(ctx, latest.Version); err != nil {
 		return err
@@ -200,7 +195,7 @@ func (w *writer) newBuffer() error {
 	if w.buf != nil {
 		w.buf.release()
 	}
-	buf, err := newRowBuffer(w.tbl.Schema())
+	buf, err := newRowBuffer(w.tbl.md.schema(), w.tbl.md.spec())
 	if err != nil {
 		return err
 	}
@@ -418,7 +413,7 @@ func (w *writer) evolve(ctx context.Context, ver int64) error {
 	if err != nil {
 		return fmt.Errorf("columns of %s version %d: %w", w.base, ver, err)
 	}
-	sc, changed, err := evolveSchema(w.tbl.Schema(), l)
+	sc, changed, err := evolveSchema(w.tbl.md.schema(), l)
 	if err != nil {
 		return err
 	}
@@ -427,20 +422,25 @@ func (w *writer) evolve(ctx context.Context, ver int64) error {
 			return err
 		}
 	}
-	updates := []table.Update{table.NewSetPropertiesUpdate(iceberg.Properties{propSchemaVersion: strconv.FormatInt(ver, 10)})}
-	if changed {
-		updates = append([]table.Update{table.NewAddSchemaUpdate(sc), table.NewSetCurrentSchemaUpdate(-1)}, updates...)
-	}
-	reqs := []table.Requirement{table.AssertCurrentSchemaID(w.tbl.Schema().ID), table.AssertLastAssignedFieldID(w.tbl.Metadata().LastColumnID())}
-	md, loc, err := w.svc.cat.CommitTable(ctx, w.ident.iceberg(), reqs, updates)
-	if errors.Is(err, table.ErrCommitFailed) {
+	schemaID, lastCol := w.tbl.md.CurrentSchemaID, w.tbl.md.LastColumnID
+	tbl, err := w.svc.cat.commit(ctx, w.ident, nil, func(md *Metadata) (*Metadata, changeFiles, error) {
+		if md.CurrentSchemaID != schemaID || md.LastColumnID != lastCol {
+			return nil, changeFiles{}, errSchemaChanged
+		}
+		if changed {
+			md.addSchema(sc)
+		}
+		md.Properties[propSchemaVersion] = strconv.FormatInt(ver, 10)
+		return md, changeFiles{}, nil
+	})
+	if errors.Is(err, errSchemaChanged) {
 		// Another partition's writer evolved the table meanwhile: take its schema.
-		tbl, lerr := w.svc.cat.LoadTable(ctx, w.ident.iceberg())
+		tbl, _, lerr := w.svc.cat.load(ctx, w.ident)
 		if lerr != nil {
 			return lerr
 		}
 		w.tbl = tbl
-		if v, perr := strconv.ParseInt(tbl.Properties()[propSchemaVersion], 10, 64); perr == nil && v >= ver {
+		if v, perr := strconv.ParseInt(tbl.md.Properties[propSchemaVersion], 10, 64); perr == nil && v >= ver {
 			w.schemaVer, w.layout, w.decoders = v, l, map[int64]*columns.Decoder{}
 			return w.newBuffer()
 		}
@@ -449,25 +449,26 @@ func (w *writer) evolve(ctx context.Context, ver int64) error {
 	if err != nil {
 		return fmt.Errorf("evolving the schema of %s: %w", w.ident, err)
 	}
-	w.tbl = w.svc.cat.tableOf(w.ident, md, loc)
+	w.tbl = tbl
 	w.schemaVer, w.layout, w.decoders = ver, l, map[int64]*columns.Decoder{}
 	w.log.Info("iceberg table schema evolved", "table", w.ident.String(), "schemaVersion", ver, "columnsChanged", changed)
 	return w.newBuffer()
 }
 
-// flush writes the buffered rows as data files (not yet committed).
+// errSchemaChanged: the table's schema is not the one an evolution was built on.
+var errSchemaChanged = errors.New("lakehouse: the table schema changed meanwhile")
+
+// flush writes the buffered rows as data files (not yet committed), one per partition.
 func (w *writer) flush(ctx context.Context) error {
-	rec := w.buf.take()
-	if rec == nil {
+	parts := w.buf.take()
+	if parts == nil {
 		return nil
 	}
-	seq := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
-	for df, err := range table.WriteRecords(ctx, w.tbl, w.buf.schema, seq, table.WithMaxWriteWorkers(1)) {
-		if err != nil {
-			return fmt.Errorf("writing data files of %s: %w", w.ident, err)
-		}
-		w.pending = append(w.pending, df)
+	dfs, err := writeDataFiles(ctx, w.svc.cat.io, w.tbl.md.Location, w.tbl.md.spec(), parts)
+	if err != nil {
+		return fmt.Errorf("writing data files of %s: %w", w.ident, err)
 	}
+	w.pending = append(w.pending, dfs...)
 	return nil
 }
 
@@ -500,8 +501,7 @@ func (w *writer) commitPending(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	cctx := withPosition(ctx, positionChange{part: w.part, from: w.committed, to: w.last, gap: w.gap})
-	tbl, err := w.commitFiles(cctx)
+	tbl, err := w.commitFiles(ctx, &positionChange{part: w.part, from: w.committed, to: w.last, gap: w.gap})
 	if err != nil {
 		w.st.commitErrors.Add(1)
 		w.st.setError(err)
@@ -519,46 +519,20 @@ func (w *writer) commitPending(ctx context.Context) error {
 	return nil
 }
 
-// maxCommitAttempts bounds the retries of a commit that lost the race for the table to
-// another partition's writer (each retry rebuilds it on the table's new metadata).
-const maxCommitAttempts = 20
-
 // commitFiles commits the pending data files (or, with none, the position alone) and
 // returns the table after the commit. The partitions of one topic share a table: a commit
-// that finds the table changed by another writer (table.ErrCommitFailed) reloads it and
-// adds the same files again; the data files need not be rewritten, since a data file is
-// valid in any later metadata of the table.
-func (w *writer) commitFiles(cctx context.Context) (*table.Table, error) {
-	if len(w.pending) == 0 {
-		// Nothing to add (dead letters, tombstones, markers only): the position moves alone.
-		md, loc, err := w.svc.cat.CommitTable(cctx, w.ident.iceberg(), nil, nil)
-		if err != nil {
-			return nil, err
+// that finds the table changed by another writer is built again on the new metadata with
+// the same files (Catalog.commit); the data files need not be rewritten, since a data file
+// is valid in any later metadata of the table.
+func (w *writer) commitFiles(ctx context.Context, pc *positionChange) (*icebergTable, error) {
+	extra := map[string]string{summaryTopic: w.name.String(), summaryLastEntry: w.last.String()}
+	return w.svc.cat.commit(ctx, w.ident, pc, func(md *Metadata) (*Metadata, changeFiles, error) {
+		if len(w.pending) == 0 {
+			// Nothing to add (dead letters, tombstones, markers only): the position moves alone.
+			return md, changeFiles{}, nil
 		}
-		return w.svc.cat.tableOf(w.ident, md, loc), nil
-	}
-	props := iceberg.Properties{summaryTopic: w.name.String(), summaryLastEntry: w.last.String()}
-	for attempt := 1; ; attempt++ {
-		tx := w.tbl.NewTransaction()
-		if err := tx.AddDataFiles(cctx, w.pending, props); err != nil {
-			return nil, fmt.Errorf("adding files to %s: %w", w.ident, err)
-		}
-		tbl, err := tx.Commit(cctx)
-		if err == nil || !errors.Is(err, table.ErrCommitFailed) || attempt == maxCommitAttempts {
-			return tbl, err
-		}
-		// Jittered, so that the partitions' writers do not meet again at once.
-		select {
-		case <-cctx.Done():
-			return nil, cctx.Err()
-		case <-time.After(time.Duration(rand.Int64N(int64(50*time.Millisecond) * int64(attempt)))):
-		}
-		fresh, lerr := w.svc.cat.LoadTable(cctx, w.ident.iceberg())
-		if lerr != nil {
-			return nil, lerr
-		}
-		w.tbl = fresh
-	}
+		return w.svc.cat.appendFiles(ctx, md, w.pending, extra)
+	})
 }
 
 // deadLetter publishes an unconvertible message (the whole entry when m is nil) to the

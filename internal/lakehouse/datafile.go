@@ -1,0 +1,227 @@
+package lakehouse
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/uuid"
+)
+
+// Data files are Parquet, written and read through arrow-go. Each Parquet column carries
+// its Iceberg field id (PARQUET:field_id), by which engines match columns across schema
+// versions; a file holds rows of one partition only.
+
+// fieldIDKey is the Arrow field metadata key pqarrow maps to Parquet field ids.
+const fieldIDKey = "PARQUET:field_id"
+
+// arrowType is the Arrow type of an Iceberg primitive type (parseType's).
+func arrowType(t string) (arrow.DataType, error) {
+	ti, err := parseType(t)
+	if err != nil {
+		return nil, err
+	}
+	switch ti.name {
+	case typeBoolean:
+		return arrow.FixedWidthTypes.Boolean, nil
+	case typeInt:
+		return arrow.PrimitiveTypes.Int32, nil
+	case typeLong:
+		return arrow.PrimitiveTypes.Int64, nil
+	case typeFloat:
+		return arrow.PrimitiveTypes.Float32, nil
+	case typeDouble:
+		return arrow.PrimitiveTypes.Float64, nil
+	case typeString:
+		return arrow.BinaryTypes.String, nil
+	case typeBinary:
+		return arrow.BinaryTypes.Binary, nil
+	case typeTimestampTz:
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}, nil
+	case typeDate:
+		return arrow.FixedWidthTypes.Date32, nil
+	case typeTime:
+		return arrow.FixedWidthTypes.Time64us, nil
+	}
+	return &arrow.Decimal128Type{Precision: int32(ti.precision), Scale: int32(ti.scale)}, nil
+}
+
+// arrowSchema is the Arrow schema of a table schema, with field ids.
+func arrowSchema(sc *Schema) (*arrow.Schema, error) {
+	fs := make([]arrow.Field, len(sc.Fields))
+	for i, f := range sc.Fields {
+		t, err := arrowType(f.Type)
+		if err != nil {
+			return nil, fmt.Errorf("lakehouse: column %s: %w", f.Name, err)
+		}
+		fs[i] = arrow.Field{Name: f.Name, Type: t, Nullable: !f.Required,
+			Metadata: arrow.NewMetadata([]string{fieldIDKey}, []string{strconv.Itoa(f.ID)})}
+	}
+	return arrow.NewSchema(fs, nil), nil
+}
+
+// transformTime applies a partition transform to a timestamp (hours, days, months or years
+// since 1970, as Iceberg defines them).
+func transformTime(transform string, t time.Time) (int32, error) {
+	t = t.UTC()
+	us := t.UnixMicro()
+	switch transform {
+	case "hour":
+		return int32(floorDiv(us, int64(time.Hour/time.Microsecond))), nil
+	case "day":
+		return int32(floorDiv(us, int64(24*time.Hour/time.Microsecond))), nil
+	case "month":
+		return int32((t.Year()-1970)*12 + int(t.Month()) - 1), nil
+	case "year":
+		return int32(t.Year() - 1970), nil
+	}
+	return 0, fmt.Errorf("lakehouse: unsupported partition transform %q", transform)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// partitionPath is the human form of a partition value in data file paths (Java's).
+func partitionPath(transform string, v int32) string {
+	switch transform {
+	case "hour":
+		return time.UnixMicro(int64(v) * int64(time.Hour/time.Microsecond)).UTC().Format("2006-01-02-15")
+	case "day":
+		return time.Unix(int64(v)*86400, 0).UTC().Format("2006-01-02")
+	case "month":
+		return fmt.Sprintf("%04d-%02d", 1970+int(v)/12, int(v)%12+1)
+	case "year":
+		return fmt.Sprintf("%04d", 1970+int(v))
+	}
+	return strconv.Itoa(int(v))
+}
+
+// encodeParquet writes rec as a zstd-compressed Parquet file.
+func encodeParquet(rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true))
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, fmt.Errorf("lakehouse: parquet writer: %w", err)
+	}
+	if err := w.Write(rec); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("lakehouse: writing parquet: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("lakehouse: writing parquet: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeParquet reads a whole Parquet file.
+func decodeParquet(ctx context.Context, b []byte) (arrow.Table, error) {
+	pr, err := file.NewParquetReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
+	}
+	defer pr.Close()
+	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
+	}
+	tbl, err := fr.ReadTable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
+	}
+	return tbl, nil
+}
+
+// writeDataFiles writes the buffered rows of each partition as a data file under the table
+// at loc and returns them (not yet committed).
+func writeDataFiles(ctx context.Context, io fileIO, loc string, spec *PartitionSpec, parts []partRows) ([]dataFile, error) {
+	var out []dataFile
+	for _, p := range parts {
+		b, err := encodeParquet(p.rec)
+		p.rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		dir := loc + "/data/"
+		partition := map[string]any{}
+		for _, f := range spec.Fields {
+			partition[avroName(f.Name)] = p.key
+			dir += f.Name + "=" + partitionPath(f.Transform, p.key) + "/"
+		}
+		path := dir + uuid.NewString() + ".parquet"
+		if err := io.write(ctx, path, b); err != nil {
+			return nil, err
+		}
+		df := dataFile{Path: path, Format: "PARQUET", Partition: partition, RecordCount: p.rows, SizeBytes: int64(len(b))}
+		if p.boundsID > 0 {
+			df.LowerBounds = &[]boundKV{{Key: int32(p.boundsID), Value: longBound(p.lo)}}
+			df.UpperBounds = &[]boundKV{{Key: int32(p.boundsID), Value: longBound(p.hi)}}
+		}
+		out = append(out, df)
+	}
+	return out, nil
+}
+
+// arrowValue is row i of arr as the Go value rowBuffer.appendValue takes (nil for NULL):
+// data files read back (compaction, retention) go through the same conversions as rows
+// decoded from messages, so an older file's column lands in the current type.
+func arrowValue(arr arrow.Array, i int) any {
+	if arr.IsNull(i) {
+		return nil
+	}
+	switch a := arr.(type) {
+	case *array.Boolean:
+		return a.Value(i)
+	case *array.Int32:
+		return a.Value(i)
+	case *array.Int64:
+		return a.Value(i)
+	case *array.Float32:
+		return a.Value(i)
+	case *array.Float64:
+		return a.Value(i)
+	case *array.String:
+		return a.Value(i)
+	case *array.LargeString:
+		return a.Value(i)
+	case *array.Binary:
+		return a.Value(i)
+	case *array.LargeBinary:
+		return a.Value(i)
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit).UTC()
+	case *array.Date32:
+		return a.Value(i).ToTime().UTC()
+	case *array.Time64:
+		unit := a.DataType().(*arrow.Time64Type).Unit
+		return time.Duration(int64(a.Value(i)) * int64(unit.Multiplier()))
+	case *array.Decimal128:
+		return a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale)
+	}
+	return nil
+}
+
+// fieldIDOf is an Arrow field's Iceberg field id, or -1.
+func fieldIDOf(f arrow.Field) int {
+	if v, ok := f.Metadata.GetValue(fieldIDKey); ok {
+		if id, err := strconv.Atoi(v); err == nil {
+			return id
+		}
+	}
+	return -1
+}
