@@ -21,6 +21,8 @@ type goFile struct {
 	dir     string
 	test    bool
 	imports []string
+	// external are the imports from outside the module, as written.
+	external []string
 }
 
 // moduleRoot finds go.mod above the working directory and reads the module path.
@@ -86,6 +88,8 @@ func parseModule(t *testing.T) []goFile {
 			ip, _ := strconv.Unquote(is.Path.Value)
 			if r, ok := strings.CutPrefix(ip, module+"/"); ok {
 				gf.imports = append(gf.imports, r)
+			} else {
+				gf.external = append(gf.external, ip)
 			}
 		}
 		files = append(files, gf)

@@ -123,3 +123,13 @@ var parts = []part{
 // The test fails when one of them no longer occurs, so the list only shrinks: delete the
 // line in the change that removes the import.
 var knownViolations = []struct{ from, to string }{}
+
+// forbiddenModules are third-party modules non-test code of the module must not import
+// (tests may, e.g. as an independent reader of what the product writes), with the reason.
+var forbiddenModules = []struct{ path, why string }{
+	// Its table package links substrait-go, whose package init loads an extension
+	// collection: ~60 ms and 32 MB in every magnetar process before main (issue 24).
+	// internal/lakehouse writes the Iceberg format itself; its tests read tables back with
+	// iceberg-go.
+	{"github.com/apache/iceberg-go", "its package init costs every process tens of milliseconds (issue 24); internal/lakehouse writes Iceberg itself"},
+}
