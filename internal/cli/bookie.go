@@ -58,7 +58,7 @@ func (a *app) bookieCmd() *cobra.Command {
 			return err
 		}
 		ctx := cmd.Context()
-		setMemoryLimit(cfg.Storage, a.env.Environ, logger)
+		setMemoryLimit(ctx, cfg.Storage, a.env.Environ, logger)
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		// Metrics first: the endpoint answers (with what is registered so far) by the time
@@ -177,9 +177,9 @@ const memoryHeadroom = 64 << 20
 // setMemoryLimit gives the Go runtime a soft memory limit of the configured caches plus
 // headroom, so the garbage collector works harder instead of letting the heap double past
 // the caches (GOGC=100 alone would). GOMEMLIMIT in the environment wins.
-func setMemoryLimit(cfg config.BookieStorageConfig, environ []string, logger *slog.Logger) {
+func setMemoryLimit(ctx context.Context, cfg config.BookieStorageConfig, environ []string, logger *slog.Logger) {
 	limit := (cfg.WriteCacheMaxSizeMB+cfg.ReadAheadCacheMaxSizeMB)<<20 + cfg.JournalQueueSizeBytes + memoryHeadroom - codeReserve
-	applyMemoryLimit(limit, environ, logger)
+	applyMemoryLimit(ctx, limit, environ, logger)
 }
 
 // serveMetrics serves reg at http://addr/metrics, and BookKeeper's health endpoints beside it

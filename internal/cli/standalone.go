@@ -24,7 +24,7 @@ func (a *app) standaloneCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		applyMemoryLimit(cfg.MemoryLimitBytes(), a.env.Environ, logger)
+		applyMemoryLimit(cmd.Context(), cfg.MemoryLimitBytes(), a.env.Environ, logger)
 		applyGCPercent(cfg.GCPercent, a.env.Environ, logger)
 		s, err := standalone.Start(cmd.Context(), cfg, logger)
 		if errors.Is(err, standalone.ErrMetadataStoreMismatch) {
