@@ -1,11 +1,9 @@
 package redis
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/io/connector"
@@ -17,7 +15,7 @@ func Definition() *connector.Definition {
 		Name: "redis", Description: "Writes data into Redis", SinkClass: "org.apache.pulsar.io.redis.sink.RedisSink",
 		NewSink: func() connector.Sink { return &sink{} }, EffectivelyOnceSink: true,
 		SinkFields: []connector.Field{
-			{Name: "redisHosts", TypeName: "String", Attributes: map[string]string{"required": "true", "help": "host:port of the Redis server"}},
+			{Name: "redisHosts", TypeName: "String", Attributes: map[string]string{"required": "true", "help": "host:port of the Redis server (Cluster: host:port,... of any of its nodes)"}},
 			{Name: "redisPassword", TypeName: "String", Attributes: map[string]string{"sensitive": "true"}},
 			{Name: "redisDatabase", TypeName: "int", Attributes: map[string]string{"defaultValue": "0"}},
 			{Name: "clientMode", TypeName: "String", Attributes: map[string]string{"defaultValue": "Standalone"}},
@@ -29,34 +27,38 @@ func Definition() *connector.Definition {
 }
 
 type sink struct {
-	addr, password  string
-	db              int64
-	connectTO, opTO time.Duration
-	batchSize       int64
-	batchTime       time.Duration
-	conn            net.Conn
-	rd              *bufio.Reader
-	buf             []byte
-	b               *connector.Batcher
+	standalone node     // clientMode Standalone
+	cluster    *cluster // clientMode Cluster (cluster.go)
+	batchSize  int64
+	batchTime  time.Duration
+	buf        []byte
+	b          *connector.Batcher
 }
 
 func (s *sink) Validate(c connector.Config) error {
 	hosts := c.List("redisHosts")
 	if len(hosts) == 0 {
 		c.Required("redisHosts")
-	} else {
-		s.addr = hosts[0]
-		if _, _, err := net.SplitHostPort(s.addr); err != nil {
-			return fmt.Errorf("configs: redisHosts: %q is not host:port", s.addr)
+	}
+	for _, h := range hosts {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			return fmt.Errorf("configs: redisHosts: %q is not host:port", h)
 		}
 	}
-	if c.OneOf("clientMode", "Standalone", "Standalone", "Cluster") == "Cluster" || len(hosts) > 1 {
-		return fmt.Errorf("configs: clientMode: Redis Cluster is not supported yet; give one Standalone redisHosts")
+	mode := c.OneOf("clientMode", "Standalone", "Standalone", "Cluster")
+	n := node{password: c.String("redisPassword", ""), db: c.IntRange("redisDatabase", 0, 0, 1<<16),
+		connectTO: c.Millis("connectTimeout", 10*time.Second), opTO: c.Millis("operationTimeout", 10*time.Second)}
+	switch {
+	case mode == "Cluster" && n.db != 0:
+		return fmt.Errorf("configs: redisDatabase: %d, but a Redis Cluster has only database 0", n.db)
+	case mode == "Cluster":
+		s.cluster = &cluster{seeds: hosts, template: n, nodes: map[string]*node{}}
+	case len(hosts) > 1:
+		return fmt.Errorf("configs: redisHosts: %d hosts, but clientMode Standalone writes to one; set clientMode Cluster for a Redis Cluster", len(hosts))
+	case len(hosts) == 1:
+		n.addr = hosts[0]
+		s.standalone = n
 	}
-	s.password = c.String("redisPassword", "")
-	s.db = c.IntRange("redisDatabase", 0, 0, 1<<16)
-	s.connectTO = c.Millis("connectTimeout", 10*time.Second)
-	s.opTO = c.Millis("operationTimeout", 10*time.Second)
 	s.batchSize = c.IntRange("batchSize", 200, 1, 1<<20)
 	s.batchTime = c.Millis("batchTimeMs", time.Second)
 	return nil
@@ -78,84 +80,21 @@ func (s *sink) Write(_ context.Context, rec *connector.Record) error {
 	return nil
 }
 
-// connect dials and authenticates (AUTH, SELECT) a new connection.
-func (s *sink) connect(ctx context.Context) error {
-	d := net.Dialer{Timeout: s.connectTO, KeepAlive: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", s.addr)
-	if err != nil {
-		return fmt.Errorf("redis sink: connecting to %s: %w", s.addr, err)
-	}
-	s.conn, s.rd = conn, bufio.NewReaderSize(conn, 4096)
-	var hello []byte
-	n := 0
-	if s.password != "" {
-		hello = appendCommand(hello, []byte("AUTH"), []byte(s.password))
-		n++
-	}
-	if s.db != 0 {
-		hello = appendCommand(hello, []byte("SELECT"), strconv.AppendInt(nil, s.db, 10))
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	replies, err := s.roundTrip(hello, n)
-	if err != nil {
-		return err
-	}
-	for _, r := range replies {
-		if r.Err != "" {
-			s.drop()
-			return connector.Permanent(fmt.Errorf("redis sink: AUTH/SELECT: %w", r.Err))
-		}
-	}
-	return nil
-}
-
-func (s *sink) drop() {
-	if s.conn != nil {
-		_ = s.conn.Close()
-		s.conn = nil
-	}
-}
-
-// roundTrip sends cmds and reads n replies within operationTimeout; an I/O error drops the
-// connection (the next try dials again).
-func (s *sink) roundTrip(cmds []byte, n int) ([]reply, error) {
-	_ = s.conn.SetDeadline(time.Now().Add(s.opTO))
-	if _, err := s.conn.Write(cmds); err != nil {
-		s.drop()
-		return nil, fmt.Errorf("redis sink: %w", err)
-	}
-	out := make([]reply, 0, n)
-	for i := 0; i < n; i++ {
-		r, err := readReply(s.rd)
-		if err != nil {
-			s.drop()
-			return nil, fmt.Errorf("redis sink: %w", err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // write applies recs in one MULTI/EXEC: all or nothing.
+// In cluster mode, one pipeline per node instead (cluster.go).
 func (s *sink) write(ctx context.Context, recs []*connector.Record) error {
-	if s.conn == nil {
-		if err := s.connect(ctx); err != nil {
-			return err
-		}
+	if s.cluster != nil {
+		return s.cluster.write(ctx, recs)
+	}
+	if err := s.standalone.ensure(ctx); err != nil {
+		return err
 	}
 	s.buf = appendCommand(s.buf[:0], []byte("MULTI"))
 	for _, r := range recs {
-		if len(r.Value) == 0 {
-			s.buf = appendCommand(s.buf, []byte("DEL"), []byte(r.Key))
-		} else {
-			s.buf = appendCommand(s.buf, []byte("SET"), []byte(r.Key), r.Value)
-		}
+		s.buf = appendRecord(s.buf, r)
 	}
 	s.buf = appendCommand(s.buf, []byte("EXEC"))
-	replies, err := s.roundTrip(s.buf, len(recs)+2)
+	replies, err := s.standalone.roundTrip(s.buf, len(recs)+2)
 	if err != nil {
 		return err
 	}
@@ -186,6 +125,17 @@ func (s *sink) Close() error {
 		s.b.Close(ctx)
 		cancel()
 	}
-	s.drop()
+	s.standalone.drop()
+	if s.cluster != nil {
+		s.cluster.close()
+	}
 	return nil
+}
+
+// appendRecord appends r's command: SET key value, or DEL key for a tombstone.
+func appendRecord(buf []byte, r *connector.Record) []byte {
+	if len(r.Value) == 0 {
+		return appendCommand(buf, []byte("DEL"), []byte(r.Key))
+	}
+	return appendCommand(buf, []byte("SET"), []byte(r.Key), r.Value)
 }
