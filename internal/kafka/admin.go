@@ -402,16 +402,28 @@ func (s *Server) alterTopicConfigs(c *conn, typ kmsg.ConfigResourceType, name st
 }
 
 // handleInitProducerID hands out producer ids for idempotent producers; one with a
-// transactional id goes to the transaction coordinator (txn.go). A producer that asks with its current id and epoch
-// (KIP-360, v3+) gets the epoch bumped, which resets its sequences.
+// transactional id goes to the transaction coordinator (txn.go). A producer that asks
+// with its current id and epoch (KIP-360, v3+) gets the epoch bumped, which resets its
+// sequences.
 func handleInitProducerID(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	r := req.(*kmsg.InitProducerIDRequest)
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if r.TransactionalID != nil {
+		// It may abort the id's open transaction (every partition's marker): off the read
+		// loop, as EndTxn.
+		go func() {
+			err := c.s.initTxnProducer(c.ctx, c, r, resp) // txn.go
+			c.s.logTxnErr("InitProducerId", *r.TransactionalID, err)
+			if err != nil {
+				resp.ProducerID, resp.ProducerEpoch = -1, -1
+			}
+			resp.ErrorCode = errorCode(err)
+			reply(resp)
+		}()
+		return
+	}
 	err := func() error {
-		if r.TransactionalID != nil {
-			return c.s.initTxnProducer(c.ctx, c, r, resp) // txn.go
-		}
 		if r.Version >= 3 && r.ProducerID >= 0 && r.ProducerEpoch >= 0 && r.ProducerEpoch < maxEpoch {
 			resp.ProducerID, resp.ProducerEpoch = r.ProducerID, r.ProducerEpoch+1
 			return nil

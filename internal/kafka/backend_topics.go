@@ -443,6 +443,12 @@ func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group strin
 		return err
 	}
 	markDelete := topics.Position{LedgerID: pos.LedgerID, EntryID: pos.EntryID - 1}
+	if lc := t.LastConfirmed(); offset >= t.HighWatermark() && lc.EntryID >= 0 {
+		// Everything is consumed. The search's "after the last entry" may be the start of
+		// a ledger that holds nothing yet (after a restart or a rollover), which is beyond
+		// the last confirmed entry: mark-delete that entry instead.
+		markDelete = lc
+	}
 	props := map[string]int64{propOffset: offset, propCommitMs: now}
 	if md != "" {
 		props[propMetadataLen] = int64(len(md))

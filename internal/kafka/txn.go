@@ -140,7 +140,13 @@ func (s *Server) finishCommit(ctx context.Context, r *txnRec) error {
 	byGroup := map[string][]groupPartition{}
 	for _, o := range r.p.Offsets {
 		md := o.Metadata
-		if err := s.commitOne(ctx, o.Group, o.Topic, o.Partition, o.Offset, &md); err != nil {
+		err := s.commitOne(ctx, o.Group, o.Topic, o.Partition, o.Offset, &md)
+		if isUnknownTopic(err) {
+			// Deleted since: nothing to commit to, and the id must not stay stuck on it.
+			s.log.Warn("kafka committed offset of a deleted partition dropped", "group", o.Group, "topic", o.Topic, "partition", o.Partition)
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("kafka: applying the committed offset of %s %s/%d: %w", o.Group, o.Topic, o.Partition, err)
 		}
 		byGroup[o.Group] = append(byGroup[o.Group], groupPartition{Topic: o.Topic, Partition: o.Partition})
@@ -251,7 +257,7 @@ func (s *Server) produceTxn(ctx context.Context, id string, pid int64, epoch int
 	}
 }
 
-// handleInitProducerIDTxn serves InitProducerId with a transactional id: a new id gets a
+// initTxnProducer serves InitProducerId with a transactional id: a new id gets a
 // producer id and epoch 0; a known one gets its epoch bumped (fencing the previous holder:
 // its requests now fail with PRODUCER_FENCED) and its transaction in progress aborted.
 // With v3+ a producer that names its current id and epoch (or the epoch a timeout fenced)
@@ -260,6 +266,8 @@ func (s *Server) initTxnProducer(ctx context.Context, c *conn, r *kmsg.InitProdu
 	if r.TransactionTimeoutMillis <= 0 {
 		return fmt.Errorf("%w: transaction timeout %d ms", kerr.InvalidTransactionTimeout, r.TransactionTimeoutMillis)
 	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	rec, unlock, err := s.loadTxn(ctx, *r.TransactionalID)
 	if err != nil {
 		return err
@@ -341,6 +349,7 @@ func handleAddPartitionsToTxn(c *conn, req kmsg.Request, reply func(kmsg.Respons
 		all = kerr.OperationNotAttempted
 	} else {
 		all = s.addTxnPartitions(c, r.TransactionalID, r.ProducerID, r.ProducerEpoch, names)
+		s.logTxnErr("AddPartitionsToTxn", r.TransactionalID, all)
 	}
 	for ti, t := range r.Topics {
 		rt := kmsg.NewAddPartitionsToTxnResponseTopic()
@@ -417,6 +426,7 @@ func handleAddOffsetsToTxn(c *conn, req kmsg.Request, reply func(kmsg.Response))
 		}
 		return c.s.saveTxn(ctx, rec)
 	}()
+	c.s.logTxnErr("AddOffsetsToTxn", r.TransactionalID, err)
 	resp.ErrorCode = errorCode(err)
 	reply(resp)
 }
@@ -463,6 +473,7 @@ func handleTxnOffsetCommit(c *conn, req kmsg.Request, reply func(kmsg.Response))
 	var all error
 	if len(offs) > 0 {
 		all = s.holdTxnOffsets(c.ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, offs)
+		s.logTxnErr("TxnOffsetCommit", r.TransactionalID, all)
 	}
 	for ti, t := range r.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -536,11 +547,24 @@ func handleEndTxn(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	go func() {
 		err := c.s.endTxn(c.ctx, r)
 		resp.ErrorCode = errorCode(err)
-		if err != nil && !errors.Is(err, kerr.ProducerFenced) {
-			c.s.log.Debug("kafka EndTxn failed", "transactionalId", r.TransactionalID, "err", err)
-		}
+		c.s.logTxnErr("EndTxn", r.TransactionalID, err)
 		reply(resp)
 	}()
+}
+
+// logTxnErr logs a transactional request's failure: at debug level what a client causes
+// (fencing, its own state), as a warning anything from below (storage, the coordinator).
+func (s *Server) logTxnErr(api, id string, err error) {
+	if err == nil {
+		return
+	}
+	switch kafkaError(err) {
+	case kerr.ProducerFenced, kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping, kerr.InvalidTxnState,
+		kerr.InvalidTransactionTimeout, kerr.NotCoordinator, kerr.OperationNotAttempted:
+		s.log.Debug("kafka transactional request refused", "api", api, "transactionalId", id, "err", err)
+	default:
+		s.log.Warn("kafka transactional request failed", "api", api, "transactionalId", id, "err", err)
+	}
 }
 
 func (s *Server) endTxn(ctx context.Context, r *kmsg.EndTxnRequest) error {
