@@ -37,7 +37,8 @@ func statusFor(err error) int {
 	case errors.Is(err, schema.ErrInvalid):
 		return http.StatusUnprocessableEntity // Pulsar's InvalidSchemaDataException
 	case errors.Is(err, resources.ErrAlreadyExists), errors.Is(err, resources.ErrNotEmpty),
-		errors.Is(err, topics.ErrSubscriptionExists), errors.Is(err, topics.ErrOffloadRunning):
+		errors.Is(err, topics.ErrSubscriptionExists), errors.Is(err, topics.ErrOffloadRunning),
+		errors.Is(err, topics.ErrCompactionRunning):
 		// Pulsar answers "still has active namespaces" / "non empty namespace" with 409.
 		return http.StatusConflict
 	case errors.Is(err, ErrNotAllowed), errors.Is(err, topics.ErrNotAllowed), errors.Is(err, topics.ErrTopicTerminated),

@@ -51,6 +51,8 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 			{"GET " + t + "/internalStats", s.internalStats},
 			{"PUT " + t + "/offload", s.triggerOffload},
 			{"GET " + t + "/offload", s.offloadStatus},
+			{"PUT " + t + "/compaction", s.triggerCompaction},
+			{"GET " + t + "/compaction", s.compactionStatus},
 			{"GET " + t + "/lastMessageId", s.lastMessageID},
 			{"POST " + t + "/terminate", s.terminate},
 			{"PUT " + t + "/unload", s.unload},

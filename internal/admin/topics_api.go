@@ -290,3 +290,24 @@ func (a topicsAPI) OffloadStatus(ctx context.Context, topic string) (OffloadStat
 	return OffloadStatus{Status: st.Status, LastError: st.LastError,
 		FirstUnoffloadedMessage: messageID(n, st.FirstUnoffloaded)}, nil
 }
+
+var _ Compactor = topicsAPI{}
+
+// Compact implements Compactor.
+func (a topicsAPI) Compact(ctx context.Context, topic string) error {
+	n, err := parse(topic)
+	if err != nil {
+		return err
+	}
+	return a.svc.Compact(ctx, n)
+}
+
+// CompactionStatus implements Compactor.
+func (a topicsAPI) CompactionStatus(ctx context.Context, topic string) (LongRunningProcessStatus, error) {
+	n, err := parse(topic)
+	if err != nil {
+		return LongRunningProcessStatus{}, err
+	}
+	st, err := a.svc.CompactionStatus(ctx, n)
+	return LongRunningProcessStatus{Status: st.Status, LastError: st.LastError}, err
+}

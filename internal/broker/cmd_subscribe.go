@@ -70,6 +70,7 @@ func consumerSpec(cmd *pb.CommandSubscribe) topics.ConsumerSpec {
 		Subscription: cmd.GetSubscription(), Type: topics.SubType(cmd.GetSubType()), Durable: cmd.GetDurable(),
 		InitialEarliest: cmd.GetInitialPosition() == pb.CommandSubscribe_Earliest,
 		Metadata:        keyValues(cmd.GetMetadata()),
+		ReadCompacted:   cmd.GetReadCompacted(),
 	}
 	// A reader starts at start_message_id: the entry there is delivered first (the client
 	// drops it itself when the start is exclusive).

@@ -378,6 +378,7 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		expire, reset, peek, examine,
 	)
 	cmd.AddCommand(ac.offloadVerbs(tVerb)...)
+	cmd.AddCommand(ac.compactionVerbs(tVerb)...)
 	return cmd
 }
 

@@ -44,6 +44,9 @@ func (s *Subscription) ackBatchIndexes(ids []AckID) error {
 // ackSetFor is the ack_set to send with the entry at p holding count messages: nil unless
 // it is a partly acknowledged batch.
 func (s *Subscription) ackSetFor(p Position, count int) []int64 {
+	if kept := s.compactedKeptLocked(p); kept != nil {
+		return s.compactedAckSetLocked(p, kept) // compaction_read.go
+	}
 	if count <= 1 || s.cursor == nil || !s.t.s.cfg.Delivery.AcknowledgmentAtBatchIndexLevelEnabled {
 		return nil
 	}

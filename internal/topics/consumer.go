@@ -30,9 +30,13 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 	if err := t.admitConsumerLocked(name); err != nil {
 		return nil, err
 	}
+	if err := t.checkReadCompacted(spec); err != nil { // compaction_read.go
+		return nil, err
+	}
 	sub := t.subs[name]
 	if sub == nil {
 		var cur *logCursor
+		existed := false
 		if t.log != nil {
 			var err error
 			if spec.Durable && !t.autoSubscriptionAllowed() {
@@ -41,6 +45,7 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 						wire.ErrSubscriptionNotFound, name, t.full)
 				}
 			}
+			_, existed = t.log.ml.Cursor(name)
 			if spec.Durable {
 				cur, err = t.log.openCursor(ctx, name, spec.InitialEarliest)
 			} else {
@@ -51,6 +56,9 @@ func (t *Topic) Subscribe(ctx context.Context, spec ConsumerSpec, client Consume
 			}
 		}
 		sub = newSubscription(t, name, spec.Type, spec.Durable, cur)
+		if spec.ReadCompacted {
+			sub.cmp = newCompactedRead(spec, cur, !existed)
+		}
 		if err := t.attachTxnLocked(ctx, sub); err != nil { // txn.go
 			return nil, err
 		}
@@ -212,9 +220,17 @@ func (c *Consumer) Seek(ctx context.Context, at *Position, publishTime time.Time
 	var move func(*logCursor) error
 	if at != nil {
 		p := *at
-		move = func(cur *logCursor) error { return cur.resetTo(ctx, p) }
+		move = func(cur *logCursor) error {
+			err := cur.resetTo(ctx, p)
+			c.sub.resetCompactedLocked(&p) // compaction_read.go
+			return err
+		}
 	} else {
-		move = func(cur *logCursor) error { return cur.resetToTime(ctx, publishTime) }
+		move = func(cur *logCursor) error {
+			err := cur.resetToTime(ctx, publishTime)
+			c.sub.resetCompactedLocked(nil)
+			return err
+		}
 	}
 	sub := c.sub
 	for _, x := range sub.consumersSnapshot() {

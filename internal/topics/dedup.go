@@ -408,5 +408,5 @@ func (d *dedup) tick() {
 }
 
 // isSystemCursor tells whether a cursor name belongs to the broker rather than to a
-// subscription.
-func isSystemCursor(name string) bool { return name == dedupCursorName }
+// subscription: deduplication's and compaction's (compaction.go).
+func isSystemCursor(name string) bool { return name == dedupCursorName || name == compactionCursorName }

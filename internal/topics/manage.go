@@ -103,6 +103,7 @@ func (s *Service) DeleteTopic(ctx context.Context, name Name, force bool) error 
 		if err != nil {
 			return fmt.Errorf("%w: delete %s: %w", wire.ErrPersistence, name, err)
 		}
+		l.dropCompactedLedger(ctx) // compaction.go
 		if err := l.destroy(ctx); err != nil {
 			return fmt.Errorf("delete %s: %w", name, err)
 		}

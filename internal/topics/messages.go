@@ -171,5 +171,25 @@ func (s *Service) InternalStats(ctx context.Context, name Name) (any, error) {
 	if st.Ledgers == nil {
 		st.Ledgers = []managedledger.LedgerStats{}
 	}
-	return st, nil
+	out := internalStats{InternalStats: st, CompactedLedger: CompactedLedgerStats{LedgerID: -1, Entries: -1, Size: -1}}
+	if v, err := t.compactedView(ctx); err == nil && v != nil {
+		out.CompactedLedger = CompactedLedgerStats{LedgerID: v.r.ID(), Entries: int64(len(v.positions)), Size: v.size}
+	}
+	return out, nil
+}
+
+// internalStats is Pulsar's PersistentTopicInternalStats: the managed ledger's plus the
+// compacted ledger.
+type internalStats struct {
+	managedledger.InternalStats
+	CompactedLedger CompactedLedgerStats `json:"compactedLedger"`
+}
+
+// CompactedLedgerStats describes the compacted ledger (Pulsar's LedgerInfo; -1 without one).
+type CompactedLedgerStats struct {
+	LedgerID        int64 `json:"ledgerId"`
+	Entries         int64 `json:"entries"`
+	Size            int64 `json:"size"`
+	Offloaded       bool  `json:"offloaded"`
+	UnderReplicated bool  `json:"underReplicated"`
 }

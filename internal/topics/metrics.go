@@ -21,6 +21,7 @@ type metrics struct {
 	// publishLatency is SEND handed to the topic to entry stored (what the receipt waits
 	// for, without publish throttling), in ms.
 	publishLatency prometheus.Histogram
+	compaction     compactionMetrics // compaction_metrics.go
 }
 
 // topicCounters are a topic's running totals, updated on the hot paths with atomics.
@@ -38,8 +39,9 @@ func newMetrics(s *Service, reg prometheus.Registerer) (*metrics, error) {
 		publishLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pulsar_broker_publish_latency",
 			Help: "Milliseconds from a SEND handed to its topic (after publish throttling) to its entry stored (persistent topics).", Buckets: latencyBoundsMs[:]}),
 	}
+	m.compaction = newCompactionMetrics()
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.msgsIn, m.bytesIn, m.msgsOut, m.bytesOut, m.publishLatency, &topicCollector{s}} {
+		for _, c := range append([]prometheus.Collector{m.msgsIn, m.bytesIn, m.msgsOut, m.bytesOut, m.publishLatency, &topicCollector{s}}, m.compaction.collectors()...) {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -88,6 +88,8 @@ type TopicStats struct {
 	// entry, 0 before the first.
 	TopicCreationTimeStamp int64 `json:"topicCreationTimeStamp"`
 	LastPublishTimeStamp   int64 `json:"lastPublishTimeStamp"`
+	// Compaction is the topic's last compaction run (compaction.go).
+	Compaction CompactionStats `json:"compaction"`
 }
 
 // NewTopicStats returns empty stats with non-nil lists, as Pulsar sends them.
@@ -140,6 +142,7 @@ func (s *TopicStats) Add(o TopicStats) {
 func (t *Topic) Stats() TopicStats {
 	out := NewTopicStats()
 	out.TopicCreationTimeStamp = t.created
+	out.Compaction = t.compactionStats()
 	if t.log != nil {
 		out.StorageSize = t.log.storageSize()
 		out.LastPublishTimeStamp = t.log.lastPublish.Load()

@@ -98,6 +98,8 @@ type Subscription struct {
 
 	// txn holds the subscription's transactional acknowledgements (txn.go), nil without.
 	txn *txn.PendingAcks
+	// cmp is the readCompacted state (compaction_read.go), nil without.
+	cmp *compactedRead
 }
 
 func newSubscription(t *Topic, name string, typ SubType, durable bool, cur *logCursor) *Subscription {
@@ -248,6 +250,7 @@ func (s *Subscription) run() {
 			s.rewindReq = false
 			s.d.dropHeld() // re-read by the rewind anyway
 			s.cursor.rewind()
+			s.rewindCompactedLocked()
 		}
 		sent, st := s.dispatchDueLocked(&backoff) // delayed.go
 		if st == readStop {
@@ -276,14 +279,20 @@ func (s *Subscription) run() {
 		}
 		if !s.d.holdFull() {
 			n := s.entriesToReadLocked()
-			entries, st := s.readLocked(&backoff, func(ctx context.Context) ([]Entry, error) {
-				return s.cursor.read(ctx, n)
-			})
+			read := func(ctx context.Context) ([]Entry, error) { return s.cursor.read(ctx, n) }
+			var compacted *compactedReadResult
+			if s.cmp != nil {
+				read, compacted = s.compactedReader(n) // compaction_read.go
+			}
+			entries, st := s.readLocked(&backoff, read)
 			if st == readStop {
 				return
 			}
 			if st == readAgain {
 				continue
+			}
+			if compacted != nil {
+				s.applyCompactedReadLocked(compacted)
 			}
 			sent += s.dispatchLocked(entries)
 		}
@@ -358,7 +367,7 @@ func (s *Subscription) dispatchLocked(entries []Entry) int {
 	sent := 0
 	for _, e := range entries {
 		s.noteReadLocked(e.Position)
-		if s.cursor.isAcked(e.Position) {
+		if s.cursor.isAcked(e.Position) && !s.compactedUnackedLocked(e.Position) {
 			continue
 		}
 		if _, ok := s.pending[e.Position]; ok {
@@ -372,7 +381,7 @@ func (s *Subscription) dispatchLocked(entries []Entry) int {
 		case delayHeld:
 			continue
 		case delayFull:
-			s.cursor.seek(e.Position)
+			s.seekBackLocked(e.Position)
 			return sent
 		}
 		cs, slot, hold := s.d.route(e, m, true)
@@ -380,13 +389,19 @@ func (s *Subscription) dispatchLocked(entries []Entry) int {
 		case hold:
 			continue
 		case cs == nil:
-			s.cursor.seek(e.Position)
+			s.seekBackLocked(e.Position)
 			return sent
 		}
 		s.sendLocked(cs, e, msgCount(m), slot)
 		sent++
 	}
 	return sent
+}
+
+// seekBackLocked makes p the next entry read: entries from p on were not handed out.
+func (s *Subscription) seekBackLocked(p Position) {
+	s.cursor.seek(p)
+	s.compactedSeekBackLocked(p) // compaction_read.go
 }
 
 // slot is the entry's Key_Shared hash slot, -1 for other subscription types.

@@ -30,6 +30,8 @@ type Topic struct {
 	pol   topicPolicyState
 	// txn is the topic's transaction state (txn.go), nil without transactions.
 	txn *txn.TopicState
+	// cmp is the topic's compaction state (compaction.go).
+	cmp compaction
 
 	mu        sync.Mutex
 	producers map[string]*Producer // by producer name
@@ -381,6 +383,7 @@ func (t *Topic) closeResources(ctx context.Context) error {
 		s.stop()
 	}
 	t.closeTxn(ctx) // txn.go
+	t.closeCompaction()
 	t.dedup.close()
 	if t.log != nil {
 		if err := t.log.close(ctx); err != nil {

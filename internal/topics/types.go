@@ -160,6 +160,9 @@ type ConsumerSpec struct {
 	Create bool
 	// Metadata is the client's key/value metadata, shown in stats (consumers[].metadata).
 	Metadata map[string]string
+	// ReadCompacted reads the compacted ledger up to the compaction horizon first
+	// (compaction_read.go); Exclusive and Failover subscriptions of persistent topics only.
+	ReadCompacted bool
 }
 
 // ConsumerClient is the front end's side of one consumer. Its methods may be called with

@@ -1,0 +1,56 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+// Compactor is what the compaction endpoints need from the broker; a Broker that does not
+// implement it answers them with 501.
+type Compactor interface {
+	// Compact starts compacting the topic (Pulsar's triggerCompaction); one run per topic
+	// at a time (409 while one runs).
+	Compact(ctx context.Context, topic string) error
+	CompactionStatus(ctx context.Context, topic string) (LongRunningProcessStatus, error)
+}
+
+// LongRunningProcessStatus is Pulsar's JSON for the state of a compaction.
+type LongRunningProcessStatus struct {
+	Status    string `json:"status"` // NOT_RUN, RUNNING, SUCCESS, ERROR
+	LastError string `json:"lastError"`
+}
+
+func (s *server) compactor() (Compactor, error) {
+	c, ok := s.broker.(Compactor)
+	if !ok {
+		return nil, fmt.Errorf("%w: compaction", ErrNotSupported)
+	}
+	return c, nil
+}
+
+// triggerCompaction: PUT …/{topic}/compaction (204; 409 while a run is going on).
+func (s *server) triggerCompaction(ctx context.Context, r *http.Request) (any, error) {
+	c, err := s.compactor()
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return nil, c.Compact(ctx, t.String())
+}
+
+// compactionStatus: GET …/{topic}/compaction.
+func (s *server) compactionStatus(ctx context.Context, r *http.Request) (any, error) {
+	c, err := s.compactor()
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return c.CompactionStatus(ctx, t.String())
+}
