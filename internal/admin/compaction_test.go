@@ -102,6 +102,7 @@ func TestCompactionReadCompacted(t *testing.T) {
 				done <- id
 			})
 	}
+	must(t, "flush", batcher.FlushWithCtx(context.Background()))
 	var batchIDs []pulsar.MessageID
 	for range 3 {
 		batchIDs = append(batchIDs, <-done)

@@ -41,6 +41,11 @@ const (
 // ErrCompactionRunning is a compaction request while one runs (the admin API answers 409).
 var ErrCompactionRunning = errors.New("topics: compaction already in progress")
 
+// compactionFault is nil except in tests, which stop a run at a step as a crash there
+// would: "switch" (the new ledger written, not yet recorded) or "delete" (recorded and
+// flushed, the previous ledger not yet deleted, nothing switched in memory).
+var compactionFault func(step string) error
+
 // CompactionStatus is Pulsar's LongRunningProcessStatus of a topic's compaction.
 type CompactionStatus struct {
 	Status    string // NOT_RUN, RUNNING, SUCCESS, ERROR
@@ -307,6 +312,11 @@ func (t *Topic) compact(ctx context.Context) (int64, error) {
 		t.dropLedgerQuietly(w.ID())
 		return 0, err
 	}
+	if err := faultAt("switch"); err != nil {
+		_ = next.r.Close()
+		t.dropLedgerQuietly(w.ID())
+		return 0, err
+	}
 	// The switch: horizon and ledger in one cursor record, durable before anyone uses it.
 	if err := cur.MarkDeleteWithProperties(horizon, map[string]int64{compactedLedgerProperty: w.ID()}); err != nil {
 		_ = next.r.Close()
@@ -319,6 +329,10 @@ func (t *Topic) compact(ctx context.Context) (int64, error) {
 		_ = next.r.Close()
 		t.forgetCompactedView()
 		return 0, mlErr(err)
+	}
+	if err := faultAt("delete"); err != nil {
+		_ = next.r.Close()
+		return 0, err
 	}
 	t.cmp.mu.Lock()
 	closed := t.cmp.closed
@@ -555,4 +569,11 @@ func (l *topicLog) dropCompactedLedger(ctx context.Context) {
 	if id, ok := cur.Properties()[compactedLedgerProperty]; ok {
 		_ = l.ml.DeleteSideLedger(ctx, id) // a leftover costs space only
 	}
+}
+
+func faultAt(step string) error {
+	if compactionFault == nil {
+		return nil
+	}
+	return compactionFault(step)
 }
