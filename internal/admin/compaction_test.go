@@ -202,3 +202,50 @@ func TestCompactionReadCompacted(t *testing.T) {
 		t.Fatalf("stats compaction %+v, want 5 removed (k1, k2 twice, no key, b1)", stats.Compaction)
 	}
 }
+
+// TestCompactionThresholdPolicy: a topic whose compactionThreshold policy its backlog
+// exceeds is compacted by the broker without a request; a topic without one is not.
+func TestCompactionThresholdPolicy(t *testing.T) {
+	client := pulsarClient(t)
+	admin := adminClient(t)
+	off := "persistent://public/default/compaction-threshold-off"
+	on := "persistent://public/default/compaction-threshold-on"
+	produce := func(topic string) {
+		p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true})
+		must(t, "producer", err)
+		defer p.Close()
+		for round := range 2 {
+			for k := range 5 {
+				send(t, p, fmt.Sprintf("k%d", k), fmt.Sprintf("round %d %0100d", round, k))
+			}
+		}
+	}
+	produce(off)
+	produce(on)
+	// Set once everything is stored, so one run covers it all.
+	must(t, "set threshold", admin.Topics().SetCompactionThreshold(*topicName(t, on), 500))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := admin.Topics().CompactStatus(*topicName(t, on))
+		must(t, "status", err)
+		if st.Status == utils.SUCCESS {
+			break
+		}
+		if st.Status == utils.ERROR || time.Now().After(deadline) {
+			t.Fatalf("threshold compaction: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st, err := admin.Topics().CompactStatus(*topicName(t, off))
+	must(t, "status", err)
+	if st.Status != utils.NOTRUN {
+		t.Fatalf("a topic without a threshold was compacted: %+v", st)
+	}
+	r, err := client.CreateReader(pulsar.ReaderOptions{Topic: on, StartMessageID: pulsar.EarliestMessageID(), ReadCompacted: true})
+	must(t, "reader", err)
+	defer r.Close()
+	got, _ := readAll(t, r, fmt.Sprintf("round 1 %0100d", 4))
+	if len(got) != 5 || got[0].value != fmt.Sprintf("round 1 %0100d", 0) {
+		t.Fatalf("compacted view: %v", got)
+	}
+}

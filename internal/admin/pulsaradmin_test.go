@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	cfg.Broker.ServicePort = 0
 	cfg.Broker.WebServicePort = 0
 	cfg.Broker.Policies.PolicyCheckIntervalSeconds = 1 // TTL and backlog quota tests
+	cfg.Broker.Policies.BrokerServiceCompactionMonitorIntervalInSeconds = 1 // TestCompactionThresholdPolicy
 	cfg.Broker.ForceDeleteNamespaceAllowed = true      // TestForceDeleteNamespace
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	sa, err = standalone.Start(ctx, cfg, nil)

@@ -50,6 +50,13 @@ type PoliciesConfig struct {
 	// per second (0: unlimited); the publishRate policies override them.
 	MaxPublishRatePerTopicInMessages int64 `key:"maxPublishRatePerTopicInMessages" help:"messages per second a topic accepts before its producers are paused (0: unlimited)"`
 	MaxPublishRatePerTopicInBytes    int64 `key:"maxPublishRatePerTopicInBytes" help:"bytes per second a topic accepts before its producers are paused (0: unlimited)"`
+	// BrokerServiceCompactionThresholdInBytes is the compactionThreshold of namespaces and
+	// topics without one: a topic is compacted when the backlog of its __compaction cursor
+	// (its whole size before the first compaction) exceeds it (0: never automatically).
+	BrokerServiceCompactionThresholdInBytes int64 `key:"brokerServiceCompactionThresholdInBytes" help:"compact a topic when its compaction backlog exceeds this many bytes (0: only on request)"`
+	// BrokerServiceCompactionMonitorIntervalInSeconds is how often loaded topics are checked
+	// against their compaction threshold.
+	BrokerServiceCompactionMonitorIntervalInSeconds int `key:"brokerServiceCompactionMonitorIntervalInSeconds" help:"seconds between checks of topics against their compaction threshold"`
 }
 
 // DefaultPoliciesConfig returns Pulsar's broker.conf defaults.
@@ -63,6 +70,8 @@ func DefaultPoliciesConfig() PoliciesConfig {
 		BacklogQuotaDefaultLimitBytes:              -1,
 		BacklogQuotaDefaultLimitSecond:             -1,
 		BacklogQuotaDefaultRetentionPolicy:         "producer_request_hold",
+
+		BrokerServiceCompactionMonitorIntervalInSeconds: 60,
 	}
 }
 
@@ -84,5 +93,7 @@ func (c *PoliciesConfig) Validate() error {
 		AtLeast("maxTopicsPerNamespace", c.MaxTopicsPerNamespace, 0),
 		AtLeast("maxPublishRatePerTopicInMessages", c.MaxPublishRatePerTopicInMessages, 0),
 		AtLeast("maxPublishRatePerTopicInBytes", c.MaxPublishRatePerTopicInBytes, 0),
+		AtLeast("brokerServiceCompactionThresholdInBytes", c.BrokerServiceCompactionThresholdInBytes, 0),
+		Between("brokerServiceCompactionMonitorIntervalInSeconds", c.BrokerServiceCompactionMonitorIntervalInSeconds, 1, 86400),
 	)
 }

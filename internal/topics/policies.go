@@ -52,6 +52,9 @@ type effectivePolicies struct {
 	publishMsgs, publishBytes         int64            // per second; <= 0: unlimited (publish_rate.go)
 	// autoSubscription overrides the broker's allowAutoSubscriptionCreation (nil: none).
 	autoSubscription *bool
+	// compactionThreshold: compact when the compaction backlog exceeds it (0: never;
+	// compaction_monitor.go).
+	compactionThreshold int64
 }
 
 // topicPolicyState is a topic's applied policies and last quota verdict.
@@ -129,6 +132,10 @@ func (s *Service) resolvePolicies(ctx context.Context, name Name) (effectivePoli
 	}
 	if o := tp.AutoSubscriptionCreation; o != nil {
 		eff.autoSubscription = &o.AllowAutoSubscriptionCreation
+	}
+	eff.compactionThreshold = pc.BrokerServiceCompactionThresholdInBytes
+	if v := firstNonNil(tp.CompactionThreshold, ns.CompactionThreshold); v != nil {
+		eff.compactionThreshold = *v
 	}
 	eff.offload, eff.offloadPolicies = s.resolveOffload(&ns, &tp)
 	eff.retention = firstNonNil(tp.RetentionPolicies, ns.RetentionPolicies)
@@ -482,10 +489,11 @@ type policyManager struct {
 func startPolicies(s *Service) *policyManager {
 	ctx, cancel := context.WithCancel(context.Background())
 	pm := &policyManager{s: s, cancel: cancel, kick: make(chan struct{}, 1)}
-	pm.wg.Add(3)
+	pm.wg.Add(4)
 	go pm.watch(ctx, resources.PoliciesPrefix)
 	go pm.watch(ctx, resources.TopicPoliciesRoot+"/")
 	go pm.checker(ctx)
+	go pm.compactionMonitor(ctx) // compaction_monitor.go
 	return pm
 }
 
