@@ -170,7 +170,9 @@ func (s *Server) saveTxn(ctx context.Context, r *txnRec) error {
 		return err
 	}
 	r.ver = ver
-	s.txnCache.put(r.id, r.p)
+	if r.c != nil {
+		s.txnCache.put(r.id, r.p, r.c)
+	}
 	return nil
 }
 
@@ -203,28 +205,39 @@ func (s *Server) beginTxn(ctx context.Context, c *conn, r *txnRec) error {
 	return nil
 }
 
-// txnCache holds the records of transactional ids this broker coordinates, for the
-// produce path (which must not read the metadata store per batch). A produce for an id
-// not in it reads the store.
+// txnCache holds the records of transactional ids this broker coordinates, as its
+// coordinator requests wrote them, for the produce path (which must not read the metadata
+// store per batch). An entry is trusted only while the coordinator that wrote it still has
+// its transaction open: another broker may have taken the id over since. A produce for an
+// id not in it (or not trusted) reads the store.
 type txnCache struct {
 	mu sync.Mutex
-	m  map[string]resources.KafkaTxnProducer
+	m  map[string]cachedTxn
 }
 
-func (tc *txnCache) put(id string, p resources.KafkaTxnProducer) {
+type cachedTxn struct {
+	p resources.KafkaTxnProducer
+	c *txn.Coordinator
+}
+
+func (tc *txnCache) put(id string, p resources.KafkaTxnProducer, c *txn.Coordinator) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.m == nil {
-		tc.m = map[string]resources.KafkaTxnProducer{}
+		tc.m = map[string]cachedTxn{}
 	}
-	tc.m[id] = p
+	tc.m[id] = cachedTxn{p, c}
 }
 
 func (tc *txnCache) get(id string) (resources.KafkaTxnProducer, bool) {
 	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	p, ok := tc.m[id]
-	return p, ok
+	ct, ok := tc.m[id]
+	tc.mu.Unlock()
+	if !ok || !ct.p.TxnOpen {
+		return ct.p, ok
+	}
+	md, open := ct.c.Get(txn.ID{Most: ct.p.TxnMost, Least: ct.p.TxnLeast})
+	return ct.p, open && md.Status == txn.Open
 }
 
 // produceTxn is the transaction a transactional produce of (pid, epoch) to Pulsar
