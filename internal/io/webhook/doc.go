@@ -11,8 +11,10 @@
 // retried with backoff until the endpoint answers (messages stay in order); any other 4xx
 // is permanent: after maxMessageRetries the message goes to the dead-letter topic.
 //
-// Source configs (Pulsar's netty source names): host (127.0.0.1), port (10999), type (http);
-// ours: path (/, the endpoint), maxBodyBytes (5 MiB). A POST or PUT body becomes a message;
+// Source configs (Pulsar's netty source names): host (127.0.0.1), port (10999), type (http,
+// tcp or udp), numberOfThreads (accepted; goroutines here); ours: path (/, the endpoint),
+// maxBodyBytes (5 MiB). Types tcp and udp are in netty.go: one message per read or
+// datagram, at most once, as Pulsar's. For http: A POST or PUT body becomes a message;
 // the PulsarKey header its key and PulsarProperties-<name> headers its properties (what the
 // sink sends, so http chains; property names arrive lower-cased, as HTTP headers do not keep
 // case). The answer waits for the broker: 200 once the message is

@@ -31,7 +31,7 @@ func Definitions() []*connector.Definition {
 				{Name: "url", TypeName: "String", Attributes: map[string]string{"required": "true"}},
 				{Name: "headers", TypeName: "Map", Attributes: map[string]string{"help": "extra request headers"}},
 			}},
-		{Name: "netty", Description: "Netty source (type http: a webhook endpoint)", SourceClass: "org.apache.pulsar.io.netty.NettySource",
+		{Name: "netty", Description: "Netty source (type tcp, udp, or http: a webhook endpoint)", SourceClass: "org.apache.pulsar.io.netty.NettySource",
 			NewSource: func() connector.Source { return &source{} }, SourceFields: srcFields, SingleInstance: true},
 	}
 }

@@ -15,14 +15,14 @@ import (
 )
 
 type source struct {
+	kind       string // http, tcp or udp (netty.go)
 	addr, path string
 	maxBody    int64
 }
 
 func (s *source) Validate(c connector.Config) error {
-	if t := c.OneOf("type", "http", "http", "tcp", "udp"); t != "http" {
-		return fmt.Errorf("configs: type: %s is not supported; only http", t)
-	}
+	s.kind = c.OneOf("type", "http", "http", "tcp", "udp")
+	c.IntRange("numberOfThreads", 1, 1, 1<<10) // Pulsar's netty thread count: goroutines here
 	host := c.String("host", "127.0.0.1")
 	port := c.IntRange("port", 10999, 0, 65535)
 	s.addr = net.JoinHostPort(host, strconv.FormatInt(port, 10))
@@ -35,6 +35,12 @@ func (s *source) Validate(c connector.Config) error {
 }
 
 func (s *source) Run(ctx context.Context, sc connector.SourceContext) error {
+	switch s.kind {
+	case "tcp":
+		return s.runTCP(ctx, sc)
+	case "udp":
+		return s.runUDP(ctx, sc)
+	}
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("http source: listen on %s: %w", s.addr, err)
