@@ -129,7 +129,12 @@ func encodeParquet(rec arrow.RecordBatch) ([]byte, error) {
 }
 
 // decodeParquet reads a whole Parquet file.
-func decodeParquet(ctx context.Context, b []byte) (arrow.Table, error) {
+func decodeParquet(ctx context.Context, b []byte) (tbl arrow.Table, err error) {
+	defer func() {
+		if r := recover(); r != nil { // arrow-go's reader panics on some malformed files
+			tbl, err = nil, fmt.Errorf("lakehouse: reading parquet: malformed file: %v", r)
+		}
+	}()
 	pr, err := file.NewParquetReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
@@ -139,7 +144,7 @@ func decodeParquet(ctx context.Context, b []byte) (arrow.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
 	}
-	tbl, err := fr.ReadTable(ctx)
+	tbl, err = fr.ReadTable(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
 	}

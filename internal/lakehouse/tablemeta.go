@@ -225,15 +225,6 @@ func (md *Metadata) spec() *PartitionSpec {
 	return nil
 }
 
-func (md *Metadata) specByID(id int) *PartitionSpec {
-	for i := range md.Specs {
-		if md.Specs[i].ID == id {
-			return &md.Specs[i]
-		}
-	}
-	return nil
-}
-
 func (md *Metadata) snapshot(id int64) *Snapshot {
 	for i := range md.Snapshots {
 		if md.Snapshots[i].ID == id {
@@ -249,19 +240,6 @@ func (md *Metadata) current() *Snapshot {
 		return nil
 	}
 	return md.snapshot(*md.CurrentSnapshotID)
-}
-
-// clone copies md deeply enough for a commit to change it.
-func (md *Metadata) clone() *Metadata {
-	b, err := json.Marshal(md)
-	if err != nil {
-		panic(err) // the model has no types JSON cannot encode
-	}
-	var c Metadata
-	if err := json.Unmarshal(b, &c); err != nil {
-		panic(err)
-	}
-	return &c
 }
 
 // addSchema makes sc (with the next schema id) the current schema.
