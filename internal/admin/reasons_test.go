@@ -47,6 +47,7 @@ func TestPulsarReasons(t *testing.T) {
 		{"DELETE", "/admin/v2/persistent/reasons/ns/nosuch", "", 404, "Topic persistent://reasons/ns/nosuch not found"},
 		{"POST", "/admin/v2/persistent/reasons/ns/nosuch/partitions", "3", 404, "Partitioned Topic persistent://reasons/ns/nosuch not found"},
 		{"DELETE", topic + "/subscription/nosuch", "", 404, "Subscription nosuch not found for topic persistent://reasons/ns/t"},
+		{"GET", "/admin/v2/persistent/reasons/ns/nosuch/partitioned-internalStats", "", 404, "Partitioned Topic persistent://reasons/ns/nosuch not found"},
 		{"POST", "/admin/v2/persistent/reasons/ns/p/subscription/s/skip/1", "", 405, "Skip messages on a partitioned topic is not allowed"},
 		{"GET", "/admin/v2/persistent/reasons/ns/p/subscription/s/position/1", "", 405, "Peek messages on a partitioned topic is not allowed"},
 		{"DELETE", "/admin/v2/tenants/reasons?force=true", "", 405, "Broker doesn't allow forced deletion of tenants"},

@@ -49,6 +49,7 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 			{"GET " + t + "/stats", s.topicStats},
 			{"GET " + t + "/partitioned-stats", s.partitionedStats},
 			{"GET " + t + "/internalStats", s.internalStats},
+			{"GET " + t + "/partitioned-internalStats", s.partitionedInternalStats},
 			{"PUT " + t + "/offload", s.triggerOffload},
 			{"GET " + t + "/offload", s.offloadStatus},
 			{"PUT " + t + "/compaction", s.triggerCompaction},
@@ -437,17 +438,24 @@ func excludeStats(r *http.Request, st *topics.TopicStats) {
 	}
 }
 
-func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, error) {
+// partitionedTopicOf is the partitioned topic in the path and its partition count; a topic
+// that is not partitioned is 404 (Pulsar's "Partitioned Topic ... not found").
+func (s *server) partitionedTopicOf(ctx context.Context, r *http.Request) (topicRef, int, error) {
 	t, err := s.topicOf(ctx, r)
 	if err != nil {
-		return nil, err
+		return t, 0, err
 	}
 	n, err := s.partitionsOf(ctx, t)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
+	}
+	return t, n, err
+}
+
+func (s *server) partitionedStats(ctx context.Context, r *http.Request) (any, error) {
+	t, n, err := s.partitionedTopicOf(ctx, r)
 	if err != nil {
 		return nil, err
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
 	}
 	// partitions is {} without perPartition, as Pulsar sends it.
 	out := PartitionedTopicStats{TopicStats: topics.NewTopicStats(), Metadata: partitionsJSON{n}, Partitions: map[string]topics.TopicStats{}}
@@ -482,6 +490,40 @@ func (s *server) internalStats(ctx context.Context, r *http.Request) (any, error
 		return nil, err
 	}
 	return s.broker.InternalStats(ctx, t.String())
+}
+
+// partitionedInternalStats is GET T/partitioned-internalStats (pulsar-admin topics
+// partitioned-stats-internal): every partition's internal stats, each read where it is
+// served, under Pulsar's PartitionedTopicInternalStats {"metadata","partitions"}.
+func (s *server) partitionedInternalStats(ctx context.Context, r *http.Request) (any, error) {
+	t, n, err := s.partitionedTopicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	stats, ok, err := eachPartitionAnswer(ctx, s, r, t, n, "/internalStats", func(p string) (json.RawMessage, error) {
+		st, err := s.broker.InternalStats(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(st)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		Metadata   partitionsJSON             `json:"metadata"`
+		Partitions map[string]json.RawMessage `json:"partitions"`
+	}{Metadata: partitionsJSON{n}, Partitions: map[string]json.RawMessage{}}
+	for i, st := range stats {
+		if ok[i] {
+			out.Partitions[t.partition(i)] = st
+		}
+	}
+	if len(out.Partitions) == 0 {
+		// Pulsar's answer while no partition was ever used.
+		return nil, withReason("Internal topics have not been generated yet", fmt.Errorf("no partition of %s was used yet: %w", t, resources.ErrNotFound))
+	}
+	return out, nil
 }
 
 func (s *server) lastMessageID(ctx context.Context, r *http.Request) (any, error) {

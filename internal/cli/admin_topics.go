@@ -353,6 +353,9 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		tVerb("stats-internal", "Get the internal stats (managed ledger) of a topic", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p+"/internalStats")
 		}),
+		tVerb("partitioned-stats-internal", "Get the internal stats of every partition of a partitioned topic", func(ctx context.Context, p string) ([]byte, error) {
+			return ac.get(ctx, p+"/partitioned-internalStats")
+		}),
 		tVerb("last-message-id", "Get the id of the last message", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.get(ctx, p+"/lastMessageId")
 		}),

@@ -291,6 +291,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"DELETE", t0 + "/subscription/ghost", "", consumeRoles},
 		// The same on a partitioned topic (each partition where it is served, partitions.go).
 		{"GET", parted + "/partitioned-stats", "", lookupRoles},
+		{"GET", parted + "/partitioned-internalStats", "", lookupRoles},
 		{"GET", parted + "/subscriptions", "", consumeRoles},
 		{"PUT", parted + "/subscription/s-{role}", "", consumeRoles},
 		{"POST", parted + "/subscription/ghost/skip_all", "", consumeRoles},

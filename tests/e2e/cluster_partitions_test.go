@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,8 +15,8 @@ import (
 
 // TestClusterPartitionedTopicVerbsReachEveryPartition: with the partitions of a
 // partitioned topic owned by both brokers, the subscription verbs on the partitioned topic
-// (create, clear-backlog, reset-cursor, expire, delete), its subscription list, stats and
-// unload act on every partition whichever broker takes the request: each partition's
+// (create, clear-backlog, reset-cursor, expire, delete), its subscription list, stats,
+// internal stats and unload act on every partition whichever broker takes the request: each partition's
 // owner runs it. Skip and peek are refused on the partitioned topic with Pulsar's 405.
 func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 	c := startClusterWith(t, 2)
@@ -80,6 +81,26 @@ func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 		produceInputs(t, cl, fmt.Sprintf("%s-partition-%d", topic, i), 0, 3)
 	}
 	backlogs("produced", 1, 3)
+	for i, b := range c.Brokers {
+		var st struct {
+			Metadata   struct{ Partitions int }
+			Partitions map[string]struct{ NumberOfEntries int64 }
+		}
+		resp, err := http.Get("http://" + b.HTTP + "/admin/v2/persistent/" + ns + "/p/partitioned-internalStats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil || st.Metadata.Partitions != partitions || len(st.Partitions) != partitions {
+			t.Fatalf("partitioned internal stats via %s: %+v %v, want %d partitions", c.Brokers[i].Name, st, err, partitions)
+		}
+		for name, p := range st.Partitions {
+			if p.NumberOfEntries == 0 {
+				t.Fatalf("partitioned internal stats via %s: %s has no entries", c.Brokers[i].Name, name)
+			}
+		}
+	}
 	for i, a := range admins {
 		if subs, err := a.Subscriptions().List(*tn); err != nil || !slices.Equal(subs, []string{"s"}) {
 			t.Fatalf("subscriptions via %s: %v %v, want [s]", c.Brokers[i].Name, subs, err)
