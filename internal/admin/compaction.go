@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -39,7 +40,21 @@ func (s *server) triggerCompaction(ctx context.Context, r *http.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	return nil, c.Compact(ctx, t.String())
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil || n == 0 {
+		if err != nil {
+			return nil, err
+		}
+		return nil, c.Compact(ctx, t.String())
+	}
+	// A partitioned topic: every partition, as Pulsar triggers them.
+	var errs []error
+	for i := range n {
+		if err := c.Compact(ctx, t.partition(i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return nil, errors.Join(errs...)
 }
 
 // compactionStatus: GET …/{topic}/compaction.
@@ -52,5 +67,25 @@ func (s *server) compactionStatus(ctx context.Context, r *http.Request) (any, er
 	if err != nil {
 		return nil, err
 	}
-	return c.CompactionStatus(ctx, t.String())
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil || n == 0 {
+		if err != nil {
+			return nil, err
+		}
+		return c.CompactionStatus(ctx, t.String())
+	}
+	// A partitioned topic: RUNNING while any partition runs, else ERROR if any failed
+	// (its error), else SUCCESS if any ran, else NOT_RUN.
+	out := LongRunningProcessStatus{Status: "NOT_RUN"}
+	rank := map[string]int{"NOT_RUN": 0, "SUCCESS": 1, "ERROR": 2, "RUNNING": 3}
+	for i := range n {
+		st, err := c.CompactionStatus(ctx, t.partition(i))
+		if err != nil {
+			return nil, err
+		}
+		if rank[st.Status] > rank[out.Status] {
+			out = st
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -247,5 +248,57 @@ func TestCompactionThresholdPolicy(t *testing.T) {
 	got, _ := readAll(t, r, fmt.Sprintf("round 1 %0100d", 4))
 	if len(got) != 5 || got[0].value != fmt.Sprintf("round 1 %0100d", 0) {
 		t.Fatalf("compacted view: %v", got)
+	}
+}
+
+// TestCompactionTableViewPartitioned: PUT …/compaction on a partitioned topic compacts
+// every partition (its status is theirs combined), and the Go client's TableView, which
+// reads each partition compacted, holds the newest value of every key.
+func TestCompactionTableViewPartitioned(t *testing.T) {
+	topic := "persistent://public/default/compaction-tableview"
+	admin := adminClient(t)
+	client := pulsarClient(t)
+	must(t, "create", admin.Topics().Create(*topicName(t, topic), 2))
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: topic, DisableBatching: true,
+		Schema: pulsar.NewStringSchema(nil)})
+	must(t, "producer", err)
+	defer p.Close()
+	put := func(k int, v string) {
+		_, err := p.Send(context.Background(), &pulsar.ProducerMessage{Key: fmt.Sprintf("k%d", k), Value: v})
+		must(t, "send", err)
+	}
+	for k := range 6 {
+		put(k, "v1")
+	}
+	for k := range 3 {
+		put(k, "v2")
+	}
+	compactAndWait(t, admin, topic)
+	for i := range 2 {
+		var internal struct {
+			CompactedLedger struct {
+				Entries int64 `json:"entries"`
+			} `json:"compactedLedger"`
+		}
+		getJSON(t, fmt.Sprintf("/admin/v2/persistent/public/default/compaction-tableview-partition-%d/internalStats", i), &internal)
+		if internal.CompactedLedger.Entries <= 0 {
+			t.Fatalf("partition %d has no compacted ledger: %+v", i, internal)
+		}
+	}
+	tv, err := client.CreateTableView(pulsar.TableViewOptions{Topic: topic, Schema: pulsar.NewStringSchema(nil),
+		SchemaValueType: reflect.TypeOf(new(string))}) // the client's StringSchema decodes into a **string
+	must(t, "table view", err)
+	defer tv.Close()
+	if tv.Size() != 6 {
+		t.Fatalf("table view has %d keys: %v", tv.Size(), tv.Keys())
+	}
+	for k := range 6 {
+		want := "v1"
+		if k < 3 {
+			want = "v2"
+		}
+		if got, _ := tv.Get(fmt.Sprintf("k%d", k)).(*string); got == nil || *got != want {
+			t.Fatalf("k%d = %v, want %s", k, tv.Get(fmt.Sprintf("k%d", k)), want)
+		}
 	}
 }
