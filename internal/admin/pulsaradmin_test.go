@@ -42,8 +42,9 @@ func TestMain(m *testing.M) {
 	cfg.Broker.ServicePort = 0
 	cfg.Broker.WebServicePort = 0
 	cfg.Broker.Policies.PolicyCheckIntervalSeconds = 1 // TTL and backlog quota tests
-	cfg.Broker.Policies.BrokerServiceCompactionMonitorIntervalInSeconds = 1 // TestCompactionThresholdPolicy
 	cfg.Broker.ForceDeleteNamespaceAllowed = true      // TestForceDeleteNamespace
+
+	cfg.Broker.Policies.BrokerServiceCompactionMonitorIntervalInSeconds = 1 // TestCompactionThresholdPolicy
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	sa, err = standalone.Start(ctx, cfg, nil)
 	cancel()
