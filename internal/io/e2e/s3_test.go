@@ -16,21 +16,22 @@ import (
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/hamba/avro/v2/ocf"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/magnetar-io/magnetar/internal/io/objstore"
 	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
-// TestS3Sink writes one topic to an S3-compatible server (internal/testenv) twice, as
-// JSON-lines and as Parquet objects under date directories; reading every object back must
-// give every message once, with its key and properties.
+// TestS3Sink writes one topic to an S3-compatible server (internal/testenv) four times, as
+// JSON-lines, Parquet, Avro and bytes objects under date directories; reading every object
+// back must give every message once, with its key and properties (bytes: values only).
 func TestS3Sink(t *testing.T) {
 	srv := testenv.StartS3(t)
 	srv.CreateBucket(t, "lake")
 	a := admin(t)
 	topic := "persistent://public/default/to-s3"
-	for _, f := range []string{"json", "parquet"} {
+	for _, f := range []string{"json", "parquet", "avro", "bytes"} {
 		sink := &utils.SinkConfig{Tenant: "public", Namespace: "default", Name: "s3-" + f, Archive: "builtin://s3",
 			Inputs: []string{topic}, Parallelism: 1, SourceSubscriptionPosition: "Earliest",
 			Configs: map[string]any{"bucket": "lake", "endpoint": srv.Endpoint, "region": srv.Region, "accessKeyId": srv.AccessKey,
@@ -97,6 +98,39 @@ func TestS3Sink(t *testing.T) {
 				}
 				continue
 			}
+			switch format {
+			case "avro":
+				if !strings.HasSuffix(k, ".avro") {
+					return nil, fmt.Errorf("avro object %s", k)
+				}
+				dec, err := ocf.NewDecoder(bytes.NewReader(b))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %v", k, err)
+				}
+				for dec.HasNext() {
+					var r objstore.AvroRow
+					if err := dec.Decode(&r); err != nil {
+						return nil, fmt.Errorf("%s: %v", k, err)
+					}
+					if r.Key == nil {
+						return nil, fmt.Errorf("%s: a record without its key", k)
+					}
+					got[*r.Key] = string(r.Value) + "/" + r.Properties["i"]
+				}
+				if dec.Error() != nil {
+					return nil, fmt.Errorf("%s: %v", k, dec.Error())
+				}
+				continue
+			case "bytes":
+				// Values only, 0x10 between them: keyed here by value.
+				if !strings.HasSuffix(k, ".raw") {
+					return nil, fmt.Errorf("bytes object %s", k)
+				}
+				for _, v := range bytes.Split(b, []byte{0x10}) {
+					got[string(v)] += "+"
+				}
+				continue
+			}
 			rows, err := parquet.Read[objstore.Row](bytes.NewReader(b), int64(len(b)))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", k, err)
@@ -109,18 +143,30 @@ func TestS3Sink(t *testing.T) {
 		}
 		return got, nil
 	}
-	for _, f := range []string{"json", "parquet"} {
+	for _, f := range []string{"json", "parquet", "avro", "bytes"} {
 		var got map[string]string
 		eventually(t, "every message in "+f+" objects", func() (bool, error) {
 			var err error
 			got, err = collect(f)
 			return err == nil && len(got) == n, fmt.Errorf("%d messages, %v; objects %v", len(got), err, srv.Keys(t, "lake"))
 		})
+		if f == "bytes" {
+			for i := 0; i < n; i++ {
+				v := fmt.Sprintf(`{"n":%d}`, i)
+				if i%10 == 0 {
+					v = string([]byte{0xff, byte(i)})
+				}
+				if got[v] != "+" {
+					t.Fatalf("bytes: value %q seen %q times", v, got[v])
+				}
+			}
+			continue
+		}
 		for i := 0; i < n; i++ {
 			want := fmt.Sprintf(`{"n":%d}/%d`, i, i)
 			if i%10 == 0 {
 				bin := []byte{0xff, byte(i)}
-				want = string(bin) + "/" + fmt.Sprint(i) // Parquet: the bytes
+				want = string(bin) + "/" + fmt.Sprint(i) // Parquet and Avro: the bytes
 				if f == "json" {
 					want = `"` + base64.StdEncoding.EncodeToString(bin) + `"/` + fmt.Sprint(i) // JSON: base64
 				}

@@ -16,6 +16,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/hamba/avro/v2/ocf"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/magnetar-io/magnetar/internal/io/connector"
@@ -30,7 +31,9 @@ func Definitions() []*connector.Definition {
 		{Name: "accessKeyId", TypeName: "String", Attributes: map[string]string{"sensitive": "true"}},
 		{Name: "secretAccessKey", TypeName: "String", Attributes: map[string]string{"sensitive": "true"}},
 		{Name: "pathPrefix", TypeName: "String"},
-		{Name: "formatType", TypeName: "String", Attributes: map[string]string{"defaultValue": "json"}},
+		{Name: "formatType", TypeName: "String", Attributes: map[string]string{"defaultValue": "json", "help": "json, parquet, avro or bytes"}},
+		{Name: "avroCodec", TypeName: "String", Attributes: map[string]string{"defaultValue": "snappy"}},
+		{Name: "bytesFormatTypeSeparator", TypeName: "String", Attributes: map[string]string{"defaultValue": "0x10"}},
 		{Name: "partitionerType", TypeName: "String", Attributes: map[string]string{"defaultValue": "time"}},
 		{Name: "timePartitionPattern", TypeName: "String", Attributes: map[string]string{"defaultValue": "yyyy-MM-dd"}},
 		{Name: "batchSize", TypeName: "int", Attributes: map[string]string{"defaultValue": "1000"}},
@@ -50,6 +53,8 @@ func Definitions() []*connector.Definition {
 type sink struct {
 	bucket, region, endpoint, access, secret string
 	prefix, format, pattern                  string
+	avroCodec                                ocf.CodecName // formatType avro (formats.go)
+	separator                                []byte        // formatType bytes
 	byTime                                   bool
 	batchSize                                int64
 	maxBytes                                 int64
@@ -75,7 +80,10 @@ func (s *sink) Validate(c connector.Config) error {
 	if s.prefix != "" && !strings.HasSuffix(s.prefix, "/") {
 		s.prefix += "/"
 	}
-	s.format = c.OneOf("formatType", "json", "json", "parquet")
+	s.format = c.OneOf("formatType", "json", "json", "parquet", "avro", "bytes")
+	if err := s.formatOptions(c); err != nil { // formats.go
+		return err
+	}
 	s.byTime = c.OneOf("partitionerType", "time", "time", "partition") == "time"
 	p := c.String("timePartitionPattern", "yyyy-MM-dd")
 	if s.pattern = patterns[p]; s.pattern == "" {
@@ -158,7 +166,7 @@ func (s *sink) write(ctx context.Context, recs []*connector.Record) error {
 			return connector.Permanent(err)
 		}
 		first := g[0]
-		name := fmt.Sprintf("%s%d-%s.%s", d, first.PublishTime.UnixMilli(), strings.NewReplacer(":", "_", "/", "_").Replace(first.MessageID), s.format)
+		name := fmt.Sprintf("%s%d-%s.%s", d, first.PublishTime.UnixMilli(), strings.NewReplacer(":", "_", "/", "_").Replace(first.MessageID), extensions[s.format])
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		_, err = s.s3.PutObject(pctx, &s3.PutObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(name), Body: bytes.NewReader(body),
 			ContentLength: aws.Int64(int64(len(body)))})
@@ -200,6 +208,12 @@ func ms(t time.Time) int64 {
 
 func (s *sink) encode(recs []*connector.Record) ([]byte, error) {
 	s.buf.Reset()
+	switch s.format {
+	case "avro":
+		return s.encodeAvro(recs)
+	case "bytes":
+		return s.encodeBytes(recs), nil
+	}
 	if s.format == "parquet" {
 		rows := make([]Row, len(recs))
 		for i, r := range recs {
