@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
@@ -29,6 +30,9 @@ type topicsStack struct {
 	// txn turns on transactions (transactionCoordinatorEnabled) with the broker's
 	// coordinators (txn_test.go).
 	txn config.TransactionConfig
+	// authn and authz, when set, secure the listener (SASL and authorization).
+	authn *auth.Service
+	authz *auth.Authorizer
 }
 
 func newTopicsStack(t *testing.T) *topicsStack {
@@ -71,7 +75,7 @@ func (st *topicsStack) start(t *testing.T) (string, func()) {
 	cfg := config.DefaultKafkaConfig()
 	cfg.Listeners = "PLAINTEXT://" + l.Addr().String()
 	cfg.GroupInitialRebalanceDelayMs = 0
-	s, err := New(Options{Config: cfg, Backend: be, NodeID: be.NodeID(), ClusterID: "test"})
+	s, err := New(Options{Config: cfg, Backend: be, NodeID: be.NodeID(), ClusterID: "test", Auth: st.authn, Authorizer: st.authz})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,30 @@ func (p staticPolicies) Namespace(context.Context, string, string) (auth.Namespa
 // returns its address and a token maker.
 func startSecureMem(t *testing.T, grants map[string][]string, mutate ...func(*config.KafkaConfig)) (string, func(sub string) string) {
 	t.Helper()
+	svc, authz, token := newTestSecurity(t, grants)
+	be := newMemBackend()
+	cfg := config.DefaultKafkaConfig()
+	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	s, err := New(Options{Config: cfg, Backend: be, Auth: svc, Authorizer: authz})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ta := s.Addrs()[0].(*net.TCPAddr)
+	be.host, be.port = "127.0.0.1", int32(ta.Port)
+	return ta.String(), token
+}
+
+// newTestSecurity is token authentication and authorization with superuser "admin" and
+// grants on the namespace; token makes a role's token.
+func newTestSecurity(t *testing.T, grants map[string][]string) (*auth.Service, *auth.Authorizer, func(sub string) string) {
+	t.Helper()
 	secret, err := auth.NewSecretKey("HS256")
 	if err != nil {
 		t.Fatal(err)
@@ -56,23 +80,7 @@ func startSecureMem(t *testing.T, grants map[string][]string, mutate ...func(*co
 		}
 		return tok
 	}
-	be := newMemBackend()
-	cfg := config.DefaultKafkaConfig()
-	cfg.Listeners = "PLAINTEXT://127.0.0.1:0"
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	s, err := New(Options{Config: cfg, Backend: be, Auth: svc, Authorizer: authz})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	ta := s.Addrs()[0].(*net.TCPAddr)
-	be.host, be.port = "127.0.0.1", int32(ta.Port)
-	return ta.String(), token
+	return svc, authz, token
 }
 
 // TestSASLAndAuthorization: PLAIN with a Pulsar token and OAUTHBEARER authenticate through

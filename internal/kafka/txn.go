@@ -192,6 +192,17 @@ func checkProducer(r *txnRec, pid int64, epoch int16) error {
 	return nil
 }
 
+// authorizeTxnID lets only the principal that created a transactional id (and
+// superusers) use it when authorization is on: whoever may init the id may fence its
+// producer and abort its transaction. An id created without authentication is claimed by
+// the next one to init it.
+func (c *conn) authorizeTxnID(r *txnRec) error {
+	if !c.s.authz.Enabled() || !r.exists() || r.p.Owner == "" || r.p.Owner == c.principal.Role || c.s.authz.IsSuperUser(c.principal) {
+		return nil
+	}
+	return fmt.Errorf("%w: transactional id %q belongs to another principal", kerr.TransactionalIDAuthorizationFailed, r.id)
+}
+
 // beginTxn opens r's transaction in internal/txn if it has none yet.
 func (s *Server) beginTxn(ctx context.Context, c *conn, r *txnRec) error {
 	if r.p.TxnOpen {
@@ -286,6 +297,9 @@ func (s *Server) initTxnProducer(ctx context.Context, c *conn, r *kmsg.InitProdu
 		return err
 	}
 	defer unlock()
+	if err := c.authorizeTxnID(rec); err != nil {
+		return err
+	}
 	if max := rec.c.MaxTimeout(); time.Duration(r.TransactionTimeoutMillis)*time.Millisecond > max {
 		return fmt.Errorf("%w: transaction timeout %d ms is more than %d (maxTransactionTimeoutMillis)", kerr.InvalidTransactionTimeout, r.TransactionTimeoutMillis, max.Milliseconds())
 	}
@@ -312,6 +326,9 @@ func (s *Server) initTxnProducer(ctx context.Context, c *conn, r *kmsg.InitProdu
 		rec.p.Epoch++
 	}
 	rec.p.LastEpoch = rec.p.Epoch // nothing fenced by a timeout any more
+	if rec.p.Owner == "" {
+		rec.p.Owner = c.principal.Role
+	}
 	rec.p.TimeoutMs = r.TransactionTimeoutMillis
 	if err := s.saveTxn(ctx, rec); err != nil {
 		return err
@@ -390,6 +407,9 @@ func (s *Server) addTxnPartitions(c *conn, id string, pid int64, epoch int16, na
 		return err
 	}
 	defer unlock()
+	if err := c.authorizeTxnID(rec); err != nil {
+		return err
+	}
 	if err := checkProducer(rec, pid, epoch); err != nil {
 		return err
 	}
@@ -428,6 +448,9 @@ func handleAddOffsetsToTxn(c *conn, req kmsg.Request, reply func(kmsg.Response))
 			return err
 		}
 		defer unlock()
+		if err := c.authorizeTxnID(rec); err != nil {
+			return err
+		}
 		if err := checkProducer(rec, r.ProducerID, r.ProducerEpoch); err != nil {
 			return err
 		}
@@ -485,7 +508,7 @@ func handleTxnOffsetCommit(c *conn, req kmsg.Request, reply func(kmsg.Response))
 	}
 	var all error
 	if len(offs) > 0 {
-		all = s.holdTxnOffsets(c.ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, offs)
+		all = s.holdTxnOffsets(c, r.TransactionalID, r.ProducerID, r.ProducerEpoch, offs)
 		s.logTxnErr("TxnOffsetCommit", r.TransactionalID, all)
 	}
 	for ti, t := range r.Topics {
@@ -508,7 +531,8 @@ func handleTxnOffsetCommit(c *conn, req kmsg.Request, reply func(kmsg.Response))
 
 // holdTxnOffsets adds offs to the transaction's record. The group's coordinator need not
 // be the transaction's, so it writes the record directly, checking its version.
-func (s *Server) holdTxnOffsets(ctx context.Context, id string, pid int64, epoch int16, offs []resources.KafkaTxnOffset) error {
+func (s *Server) holdTxnOffsets(c *conn, id string, pid int64, epoch int16, offs []resources.KafkaTxnOffset) error {
+	ctx := c.ctx
 	for attempt := 0; attempt < 5; attempt++ {
 		unlock := s.txnLocks.lock(id)
 		p, ver, err := s.be.TxnProducer(ctx, id)
@@ -521,6 +545,10 @@ func (s *Server) holdTxnOffsets(ctx context.Context, id string, pid int64, epoch
 			return err
 		}
 		rec := &txnRec{id: id, p: p, ver: ver}
+		if err := c.authorizeTxnID(rec); err != nil {
+			unlock()
+			return err
+		}
 		if err := checkProducer(rec, pid, epoch); err != nil {
 			unlock()
 			return err
@@ -558,7 +586,7 @@ func handleEndTxn(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	// Ending waits for every partition's marker: off the read loop (responses still
 	// leave in order).
 	go func() {
-		err := c.s.endTxn(c.ctx, r)
+		err := c.s.endTxn(c, r)
 		resp.ErrorCode = errorCode(err)
 		c.s.logTxnErr("EndTxn", r.TransactionalID, err)
 		reply(resp)
@@ -573,21 +601,24 @@ func (s *Server) logTxnErr(api, id string, err error) {
 	}
 	switch kafkaError(err) {
 	case kerr.ProducerFenced, kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping, kerr.InvalidTxnState,
-		kerr.InvalidTransactionTimeout, kerr.NotCoordinator, kerr.OperationNotAttempted:
+		kerr.InvalidTransactionTimeout, kerr.NotCoordinator, kerr.OperationNotAttempted, kerr.TransactionalIDAuthorizationFailed:
 		s.log.Debug("kafka transactional request refused", "api", api, "transactionalId", id, "err", err)
 	default:
 		s.log.Warn("kafka transactional request failed", "api", api, "transactionalId", id, "err", err)
 	}
 }
 
-func (s *Server) endTxn(ctx context.Context, r *kmsg.EndTxnRequest) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+func (s *Server) endTxn(c *conn, r *kmsg.EndTxnRequest) error {
+	ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 	defer cancel()
 	rec, unlock, err := s.loadTxn(ctx, r.TransactionalID)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if err := c.authorizeTxnID(rec); err != nil {
+		return err
+	}
 	if err := checkProducer(rec, r.ProducerID, r.ProducerEpoch); err != nil {
 		return err
 	}

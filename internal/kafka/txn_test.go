@@ -11,7 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/managedledger"
 	"github.com/magnetar-io/magnetar/internal/topics"
@@ -429,5 +431,50 @@ func TestTxnBatchEncodings(t *testing.T) {
 	}
 	if e.FirstOffset != 8 || e.LastOffsetDelta != 2 || e.NumRecords != 0 || len(e.Records) != 0 {
 		t.Fatalf("empty batch %+v", e)
+	}
+}
+
+// TestKafkaTxnIDOwnedByItsPrincipal: with authorization on, a transactional id belongs to
+// the principal that created it; another may not init it (which would fence the owner),
+// a superuser may.
+func TestKafkaTxnIDOwnedByItsPrincipal(t *testing.T) {
+	st := newTxnStack(t)
+	grants := []string{auth.ActionProduce, auth.ActionConsume}
+	var token func(string) string
+	st.authn, st.authz, token = newTestSecurity(t, map[string][]string{"alice": grants, "bob": grants})
+	addr, _ := st.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	as := func(role string, opts ...kgo.Opt) *kgo.Client {
+		return newKgo(t, addr, append([]kgo.Opt{kgo.SASL(plain.Auth{User: role, Pass: "token:" + token(role)}.AsMechanism())}, opts...)...)
+	}
+	if _, err := kadm.NewClient(as("admin")).CreateTopic(ctx, 1, 1, nil, "owned"); err != nil {
+		t.Fatal(err)
+	}
+	produceTxn(ctx, t, as("alice", kgo.TransactionalID("alice-tx")), "owned", true, "alice-1")
+	rec, _, err := st.res.KafkaTxnProducer(ctx, "alice-tx")
+	if err != nil || rec.Owner != "alice" {
+		t.Fatalf("record %+v %v, want owner alice", rec, err)
+	}
+	init := func(cl *kgo.Client) int16 {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis = kmsg.StringPtr("alice-tx"), 60000
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.ErrorCode
+	}
+	if code := init(as("bob")); code != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("bob's InitProducerId on alice's id: error %d, want TRANSACTIONAL_ID_AUTHORIZATION_FAILED", code)
+	}
+	if code := init(as("admin")); code != 0 {
+		t.Fatalf("the superuser's InitProducerId on alice's id: error %d", code)
+	}
+	produceTxn(ctx, t, as("alice", kgo.TransactionalID("alice-tx")), "owned", true, "alice-2")
+	got := consumeAll(ctx, t, addr, "owned", 2, kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.SASL(plain.Auth{User: "alice", Pass: "token:" + token("alice")}.AsMechanism()))
+	if fmt.Sprint(got) != "[alice-1 alice-2]" {
+		t.Fatalf("read %v", got)
 	}
 }

@@ -277,11 +277,14 @@ type KafkaTxnProducer struct {
 	Epoch      int16 `json:"epoch"`
 	// LastEpoch is the epoch before a timeout's abort bumped it (equal to Epoch
 	// otherwise): that producer may still InitProducerId with it (KIP-360).
-	LastEpoch int16  `json:"lastEpoch"`
-	TimeoutMs int32  `json:"timeoutMs"`
-	TxnOpen   bool   `json:"txnOpen,omitempty"`
-	TxnMost   uint64 `json:"txnMost,omitempty"`
-	TxnLeast  uint64 `json:"txnLeast,omitempty"`
+	LastEpoch int16 `json:"lastEpoch"`
+	TimeoutMs int32 `json:"timeoutMs"`
+	// Owner is the principal that created the id: with authorization on, only it and
+	// superusers may use the id (its epoch bump would fence the owner's producer).
+	Owner    string `json:"owner,omitempty"`
+	TxnOpen  bool   `json:"txnOpen,omitempty"`
+	TxnMost  uint64 `json:"txnMost,omitempty"`
+	TxnLeast uint64 `json:"txnLeast,omitempty"`
 	// Partitions are the Pulsar partitions the transaction wrote to (AddPartitionsToTxn).
 	Partitions []string `json:"partitions,omitempty"`
 	// Offsets are its TxnOffsetCommits, applied to the groups when it commits.
