@@ -59,6 +59,7 @@ func TestLakehousePyIcebergAfterSIGKILL(t *testing.T) {
 		// Small buffers: data files are written between commits too, so a kill finds
 		// files that no commit references.
 		"--iceberg-writer-buffer-bytes", "65536",
+		"--iceberg-compaction-min-files", "2", // the test compacts on demand at the end
 	}
 	const topic = "persistent://public/default/lake-orders"
 	p, broker, httpAddr := startStandalone(t, dir, flags...)
@@ -194,55 +195,74 @@ func TestLakehousePyIcebergAfterSIGKILL(t *testing.T) {
 		return true
 	})
 
-	cmd := exec.Command(python, "testdata/pyiceberg_read.py", "http://"+httpAddr+"/iceberg", "public", "default", "lake-orders")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
-	}
-	var got struct {
-		Namespaces      [][]string       `json:"namespaces"`
-		Children        [][]string       `json:"children"`
-		Tables          [][]string       `json:"tables"`
-		Columns         []string         `json:"columns"`
-		Snapshots       int              `json:"snapshots"`
-		PartitionFields []string         `json:"partitionFields"`
-		Rows            []map[string]any `json:"rows"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("pyiceberg output: %v\n%.2000s", err, out)
-	}
-	t.Logf("pyiceberg: %d rows, %d snapshots, columns %v, namespaces %v %v, tables %v, partitioned by %v",
-		len(got.Rows), got.Snapshots, got.Columns, got.Namespaces, got.Children, got.Tables, got.PartitionFields)
-	if !strings.Contains(fmt.Sprint(got.Tables), "lake-orders") || !strings.Contains(fmt.Sprint(got.Children), "default") {
-		t.Fatalf("catalog listing: namespaces %v, tables %v", got.Children, got.Tables)
-	}
-	if len(got.PartitionFields) != 1 {
-		t.Fatalf("partition fields %v, want the publish hour", got.PartitionFields)
-	}
-	inTable := map[int64]bool{}
-	for _, r := range got.Rows {
-		id := int64(r["id"].(float64))
-		if inTable[id] {
-			t.Fatalf("id %d twice in the table", id)
+	// readAndCheck reads the table with PyIceberg and wants exactly the topic's messages.
+	readAndCheck := func(when string) int {
+		t.Helper()
+		cmd := exec.Command(python, "testdata/pyiceberg_read.py", "http://"+httpAddr+"/iceberg", "public", "default", "lake-orders")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("pyiceberg: %v\n%s", err, stderr.String())
 		}
-		inTable[id] = true
-		want, ok := inTopic[id]
-		if !ok {
-			t.Fatalf("table row %v is not in the topic", r)
+		var got struct {
+			Namespaces      [][]string       `json:"namespaces"`
+			Children        [][]string       `json:"children"`
+			Tables          [][]string       `json:"tables"`
+			Columns         []string         `json:"columns"`
+			Snapshots       int              `json:"snapshots"`
+			PartitionFields []string         `json:"partitionFields"`
+			Rows            []map[string]any `json:"rows"`
 		}
-		if r["__message_id__"] != want.mid || int64(r["__partition__"].(float64)) != want.part {
-			t.Fatalf("id %d: table has %v partition %v, the topic %s partition %d", id, r["__message_id__"], r["__partition__"], want.mid, want.part)
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("pyiceberg output: %v\n%.2000s", err, out)
 		}
-		if r["item"] != fmt.Sprintf("item-%d", id) || r["__key__"] != fmt.Sprintf("k%d", id%11) || (id%3 == 0) != (r["price"] == nil) {
-			t.Fatalf("id %d: row %v", id, r)
+		t.Logf("pyiceberg: %d rows, %d snapshots, columns %v, namespaces %v %v, tables %v, partitioned by %v",
+			len(got.Rows), got.Snapshots, got.Columns, got.Namespaces, got.Children, got.Tables, got.PartitionFields)
+		if !strings.Contains(fmt.Sprint(got.Tables), "lake-orders") || !strings.Contains(fmt.Sprint(got.Children), "default") {
+			t.Fatalf("catalog listing: namespaces %v, tables %v", got.Children, got.Tables)
 		}
+		if len(got.PartitionFields) != 1 {
+			t.Fatalf("partition fields %v, want the publish hour", got.PartitionFields)
+		}
+		inTable := map[int64]bool{}
+		for _, r := range got.Rows {
+			id := int64(r["id"].(float64))
+			if inTable[id] {
+				t.Fatalf("id %d twice in the table", id)
+			}
+			inTable[id] = true
+			want, ok := inTopic[id]
+			if !ok {
+				t.Fatalf("table row %v is not in the topic", r)
+			}
+			if r["__message_id__"] != want.mid || int64(r["__partition__"].(float64)) != want.part {
+				t.Fatalf("id %d: table has %v partition %v, the topic %s partition %d", id, r["__message_id__"], r["__partition__"], want.mid, want.part)
+			}
+			if r["item"] != fmt.Sprintf("item-%d", id) || r["__key__"] != fmt.Sprintf("k%d", id%11) || (id%3 == 0) != (r["price"] == nil) {
+				t.Fatalf("id %d: row %v", id, r)
+			}
+		}
+		if len(inTable) != len(inTopic) {
+			t.Fatalf("%d rows in the table, %d messages in the topic", len(inTable), len(inTopic))
+		}
+		t.Logf("%s: %d rows", when, len(inTable))
+		return len(inTable)
 	}
-	if len(inTable) != len(inTopic) {
-		t.Fatalf("%d rows in the table, %d messages in the topic", len(inTable), len(inTopic))
+	nRows := readAndCheck("after two SIGKILLs")
+	t.Logf("%d messages published (%d acknowledged), %d rows, two SIGKILLs", len(inTopic), nAcked, nRows)
+
+	// Compaction replaces the small files of the commits with one file per partition:
+	// PyIceberg reads the replace snapshot (existing, deleted and added manifest entries)
+	// with the same rows.
+	res := lakeAdmin(t, httpAddr, "POST", "/admin/v2/persistent/public/default/lake-orders/icebergCompaction", "", 200)
+	var comp struct {
+		Files int `json:"filesRewritten"`
 	}
-	t.Logf("%d messages published (%d acknowledged), %d rows, two SIGKILLs", len(inTopic), nAcked, len(inTable))
+	if err := json.Unmarshal([]byte(res), &comp); err != nil || comp.Files < 2 {
+		t.Fatalf("compaction: %s (%v), want at least 2 files rewritten", res, err)
+	}
+	readAndCheck(fmt.Sprintf("after compacting %d files", comp.Files))
 }
 
 // lakeAdmin makes an admin call and checks its status.
