@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 )
@@ -47,14 +46,12 @@ func (s *server) triggerCompaction(ctx context.Context, r *http.Request) (any, e
 		}
 		return nil, c.Compact(ctx, t.String())
 	}
-	// A partitioned topic: every partition, as Pulsar triggers them.
-	var errs []error
-	for i := range n {
-		if err := c.Compact(ctx, t.partition(i)); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return nil, errors.Join(errs...)
+	// A partitioned topic: every partition where it is served, as Pulsar triggers them.
+	return nil, forPartitions(n, func(i int) error {
+		p := t.partition(i)
+		return s.whereServed(ctx, p, func() error { return c.Compact(ctx, p) },
+			ownerCall{method: http.MethodPut, rest: "/compaction", query: r.URL.Query()})
+	})
 }
 
 // compactionStatus: GET …/{topic}/compaction.
@@ -76,14 +73,16 @@ func (s *server) compactionStatus(ctx context.Context, r *http.Request) (any, er
 	}
 	// A partitioned topic: RUNNING while any partition runs, else ERROR if any failed
 	// (its error), else SUCCESS if any ran, else NOT_RUN.
+	sts, ok, err := eachPartitionAnswer(ctx, s, r, t, n, "/compaction", func(p string) (LongRunningProcessStatus, error) {
+		return c.CompactionStatus(ctx, p)
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := LongRunningProcessStatus{Status: "NOT_RUN"}
 	rank := map[string]int{"NOT_RUN": 0, "SUCCESS": 1, "ERROR": 2, "RUNNING": 3}
-	for i := range n {
-		st, err := c.CompactionStatus(ctx, t.partition(i))
-		if err != nil {
-			return nil, err
-		}
-		if rank[st.Status] > rank[out.Status] {
+	for i, st := range sts {
+		if ok[i] && rank[st.Status] > rank[out.Status] {
 			out = st
 		}
 	}

@@ -3,7 +3,10 @@ package admin_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"reflect"
+	"regexp"
 	"testing"
 	"time"
 
@@ -214,6 +217,14 @@ func TestCompactionReadCompacted(t *testing.T) {
 	getJSON(t, "/admin/v2/persistent/public/default/compaction-basic/stats", &stats)
 	if stats.Compaction.Succeeded == 0 || stats.Compaction.Removed != 5 {
 		t.Fatalf("stats compaction %+v, want 5 removed (k1, k2 twice, no key, b1)", stats.Compaction)
+	}
+	resp, err := http.Get("http://" + sa.HTTPAddr() + "/metrics")
+	must(t, "metrics", err)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`(?m)^pulsar_compaction_succeed_count [1-9]`).Match(raw) ||
+		!regexp.MustCompile(`(?m)^pulsar_compaction_removed_event_count [1-9]`).Match(raw) {
+		t.Fatal("pulsar_compaction_* do not count the run")
 	}
 }
 
