@@ -183,12 +183,30 @@ func parseMetadata(b []byte) (*Metadata, error) {
 	if md.CurrentSnapshotID != nil && md.snapshot(*md.CurrentSnapshotID) == nil {
 		return nil, fmt.Errorf("%w: no snapshot %d", errMetadata, *md.CurrentSnapshotID)
 	}
-	for _, sc := range md.Schemas {
-		for _, f := range sc.Fields {
-			if _, err := parseType(f.Type); err != nil {
+	for i := range md.Schemas {
+		for j := range md.Schemas[i].Fields {
+			f := &md.Schemas[i].Fields[j]
+			ti, err := parseType(f.Type)
+			if err != nil {
 				return nil, fmt.Errorf("%w: column %s: %w", errMetadata, f.Name, err)
 			}
+			// One spelling per type ("decimal(10, 2)" from other writers), so that types
+			// compare as strings.
+			f.Type = ti.String()
 		}
+	}
+	// Lists other writers leave out are written back as empty lists, not null.
+	if md.Snapshots == nil {
+		md.Snapshots = []Snapshot{}
+	}
+	if md.SnapshotLog == nil {
+		md.SnapshotLog = []SnapshotLogEntry{}
+	}
+	if md.MetadataLog == nil {
+		md.MetadataLog = []MetadataLogEntry{}
+	}
+	if md.SortOrders == nil {
+		md.SortOrders = []SortOrder{{ID: 0, Fields: []json.RawMessage{}}}
 	}
 	if md.Properties == nil {
 		md.Properties = map[string]string{}
@@ -322,6 +340,14 @@ const (
 type icebergTypeInfo struct {
 	name             string
 	precision, scale int
+}
+
+// String is the type's JSON form.
+func (ti icebergTypeInfo) String() string {
+	if ti.name == "decimal" {
+		return decimalType(ti.precision, ti.scale)
+	}
+	return ti.name
 }
 
 func decimalType(p, s int) string { return "decimal(" + strconv.Itoa(p) + "," + strconv.Itoa(s) + ")" }
