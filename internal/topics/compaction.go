@@ -22,8 +22,10 @@ import (
 // message to a new side ledger (compaction_record.go). It then records that ledger and the
 // new horizon together as the __compaction cursor's mark-delete position and its
 // CompactedTopicLedger property, flushed, and only then deletes the previous ledger. A run
-// that dies before the flush leaves the previous state whole (its new ledger is orphaned);
-// one that dies after it leaves the new state whole (the previous ledger is orphaned).
+// that dies before the flush leaves the previous state whole; one that dies after it leaves
+// the new state whole. Either way the ledger it would have deleted is named by a property
+// recorded before the step (CompactionPendingLedger, CompactionPreviousLedger), and the
+// next run deletes it, so a crash leaks no ledger.
 // Readers with readCompacted (compaction_read.go) read the compacted ledger up to the
 // horizon and the topic after it.
 
@@ -32,6 +34,11 @@ const (
 	compactionCursorName = "__compaction"
 	// compactedLedgerProperty is the cursor property naming the compacted ledger.
 	compactedLedgerProperty = "CompactedTopicLedger"
+	// compactionPendingProperty and compactionPreviousProperty name, while a run is
+	// between steps, the ledger it is writing and the ledger it replaced (ours, not
+	// Pulsar's): whatever a crash leaves under them is deleted by the next run.
+	compactionPendingProperty  = "CompactionPendingLedger"
+	compactionPreviousProperty = "CompactionPreviousLedger"
 	// compactionReadBatch is how many entries a run reads at a time.
 	compactionReadBatch = 100
 	// compactionTimeout bounds one run.
@@ -272,6 +279,9 @@ func (t *Topic) compact(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, mlErr(err)
 	}
+	if err := t.dropLeftoverLedgers(ctx, cur); err != nil {
+		return 0, err
+	}
 	// Phase one: the newest message of every key, and the horizon.
 	latest := map[string]keyLatest{}
 	horizon := Position{LedgerID: -1, EntryID: -1}
@@ -299,6 +309,16 @@ func (t *Topic) compact(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, mlErr(err)
 	}
+	// Recorded before anything is written to it, so a crash cannot leak it.
+	pending := map[string]int64{compactionPendingProperty: w.ID()}
+	if prev != nil {
+		pending[compactedLedgerProperty] = prev.r.ID()
+	}
+	if err := setCompactionProperties(ctx, cur, cur.MarkDeletePosition(), pending); err != nil {
+		_ = w.Close(ctx)
+		t.dropLedgerQuietly(w.ID())
+		return 0, err
+	}
 	keptCount, err := t.writeCompacted(ctx, w, prev, horizon, latest)
 	if cerr := w.Close(ctx); err == nil && cerr != nil {
 		err = fmt.Errorf("%w: closing compacted ledger: %w", wire.ErrPersistence, cerr)
@@ -318,7 +338,11 @@ func (t *Topic) compact(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	// The switch: horizon and ledger in one cursor record, durable before anyone uses it.
-	if err := cur.MarkDeleteWithProperties(horizon, map[string]int64{compactedLedgerProperty: w.ID()}); err != nil {
+	switched := map[string]int64{compactedLedgerProperty: w.ID()}
+	if prev != nil {
+		switched[compactionPreviousProperty] = prev.r.ID()
+	}
+	if err := cur.MarkDeleteWithProperties(horizon, switched); err != nil {
 		_ = next.r.Close()
 		t.dropLedgerQuietly(w.ID())
 		return 0, mlErr(err)
@@ -345,7 +369,10 @@ func (t *Topic) compact(ctx context.Context) (int64, error) {
 	}
 	if prev != nil {
 		_ = prev.r.Close()
-		t.dropLedgerQuietly(prev.r.ID())
+		if t.dropLedgerQuietly(prev.r.ID()) {
+			// Persisted with the cursor's next flush; until then a restart deletes it again.
+			_ = cur.MarkDeleteWithProperties(horizon, map[string]int64{compactedLedgerProperty: w.ID()})
+		}
 	}
 	t.logg.Info("topic compacted", "ledger", w.ID(), "horizon", horizon, "entries", len(next.positions),
 		"messages_read", seen, "messages_kept", keptCount)
@@ -382,12 +409,55 @@ func (t *Topic) openCompacted(ctx context.Context, id int64, horizon Position) (
 	return v, nil
 }
 
-func (t *Topic) dropLedgerQuietly(id int64) {
+// dropLedgerQuietly deletes a compacted ledger no longer needed and tells whether it is
+// gone; a failure is logged (the next run tries again when a property still names it).
+func (t *Topic) dropLedgerQuietly(id int64) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	if err := t.log.ml.DeleteSideLedger(ctx, id); err != nil {
-		t.logg.Warn("deleting a compacted ledger failed; it stays on the bookies", "ledger", id, "err", err)
+		t.logg.Warn("deleting a compacted ledger failed; the next compaction tries again", "ledger", id, "err", err)
+		return false
 	}
+	return true
+}
+
+// setCompactionProperties records props with mark-delete position md on the
+// __compaction cursor, durably.
+func setCompactionProperties(ctx context.Context, cur *managedledger.Cursor, md Position, props map[string]int64) error {
+	if err := cur.MarkDeleteWithProperties(md, props); err != nil {
+		return mlErr(err)
+	}
+	return mlErr(cur.Flush(ctx))
+}
+
+// dropLeftoverLedgers deletes the ledgers a stopped run left named by the pending and
+// previous properties (never the compacted ledger in force), then forgets them.
+func (t *Topic) dropLeftoverLedgers(ctx context.Context, cur *managedledger.Cursor) error {
+	props := cur.Properties()
+	current, hasCurrent := props[compactedLedgerProperty]
+	left := false
+	for _, k := range []string{compactionPendingProperty, compactionPreviousProperty} {
+		id, ok := props[k]
+		if !ok {
+			continue
+		}
+		left = true
+		if hasCurrent && id == current {
+			continue
+		}
+		if err := t.log.ml.DeleteSideLedger(ctx, id); err != nil {
+			return fmt.Errorf("%w: deleting the compacted ledger a stopped run left: %w", wire.ErrPersistence, err)
+		}
+		t.logg.Info("deleted a compacted ledger a stopped compaction left", "ledger", id)
+	}
+	if !left {
+		return nil
+	}
+	clean := map[string]int64{}
+	if hasCurrent {
+		clean[compactedLedgerProperty] = current
+	}
+	return setCompactionProperties(ctx, cur, cur.MarkDeletePosition(), clean)
 }
 
 // writeCompacted writes phase two's records and returns how many messages they keep.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+
+	"github.com/magnetar-io/magnetar/internal/ledger/memledger"
 )
 
 // compactNow runs one compaction and waits for its end; it returns the run's error text.
@@ -47,9 +49,10 @@ func compactedValues(t *testing.T, svc *testService, name Name, n int) []string 
 }
 
 // TestCompactionStopsSafelyAtEveryStep: a run stopped before its cursor record leaves the
-// previous compacted ledger serving (and its own ledger deleted); one stopped after the
-// record but before deleting the previous ledger serves the new ledger once the topic is
-// loaded again (a restart); the bookkeeping never points at a deleted ledger.
+// previous compacted ledger serving (and its own ledger, recorded as pending, deleted); one
+// stopped after the record but before deleting the previous ledger serves the new ledger
+// once the topic is loaded again (a restart), and the next run deletes the previous one;
+// the bookkeeping never points at a deleted ledger.
 func TestCompactionStopsSafelyAtEveryStep(t *testing.T) {
 	b := newMemBackend(t)
 	svc := b.start(t, nil)
@@ -80,8 +83,12 @@ func TestCompactionStopsSafelyAtEveryStep(t *testing.T) {
 	put("c", "1")
 	put("b", "") // deletes b
 
+	mem := b.ledgers.(*memledger.Client)
+	var stopped int64 = -1
 	compactionFault = func(step string) error {
 		if step == "switch" {
+			cur, _ := tp.log.ml.Cursor(compactionCursorName)
+			stopped = cur.Properties()[compactionPendingProperty]
 			return errors.New("stopped before the switch")
 		}
 		return nil
@@ -92,6 +99,9 @@ func TestCompactionStopsSafelyAtEveryStep(t *testing.T) {
 	}
 	if tp.cmp.view.r.ID() != first {
 		t.Fatal("a run stopped before its switch changed the compacted ledger")
+	}
+	if stopped <= 0 || mem.Exists(stopped) {
+		t.Fatalf("the stopped run's ledger %d was not recorded as pending or is still there", stopped)
 	}
 	// The previous view still serves: b and a from the ledger, then c and b's deletion.
 	if got := compactedValues(t, svc, name, 4); fmt.Sprint(got) != "[b a c b]" {
@@ -121,6 +131,10 @@ func TestCompactionStopsSafelyAtEveryStep(t *testing.T) {
 	if err != nil || v == nil || v.r.ID() == first {
 		t.Fatalf("view after restart: %v %v", v, err)
 	}
+	second := v.r.ID()
+	if !mem.Exists(first) {
+		t.Fatal("the previous ledger is gone although the stopped run did not delete it")
+	}
 	// A later run deletes nothing it still needs and leaves a working view.
 	if p, err = tp.AddProducer(ctxT(t), ProducerSpec{ID: 2, Name: "p2"}, &fakeProducer{}); err != nil {
 		t.Fatal(err)
@@ -131,5 +145,9 @@ func TestCompactionStopsSafelyAtEveryStep(t *testing.T) {
 	}
 	if got := compactedValues(t, svc, name, 2); fmt.Sprint(got) != "[c a]" {
 		t.Fatalf("after the last run: %v", got)
+	}
+	// The next run deleted what the stopped one left, and its own predecessor.
+	if mem.Exists(first) || mem.Exists(second) {
+		t.Fatalf("leftover compacted ledgers: %d %v, %d %v", first, mem.Exists(first), second, mem.Exists(second))
 	}
 }
