@@ -191,6 +191,22 @@ func TestCompactionReadCompacted(t *testing.T) {
 		t.Fatalf("consumer got %v", first)
 	}
 
+	// Failover reads compacted too.
+	fo, err := client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "failover-compacted",
+		Type: pulsar.Failover, ReadCompacted: true, SubscriptionInitialPosition: pulsar.SubscriptionPositionEarliest})
+	must(t, "failover consumer", err)
+	var fgot []keyed
+	for len(fgot) < len(want) {
+		m, err := fo.Receive(ctx)
+		must(t, "failover receive", err)
+		fgot = append(fgot, keyed{m.Key(), string(m.Payload())})
+		must(t, "ack", fo.Ack(m))
+	}
+	fo.Close()
+	if fmt.Sprint(fgot) != fmt.Sprint(want) {
+		t.Fatalf("failover consumer got %v", fgot)
+	}
+
 	_, err = client.Subscribe(pulsar.ConsumerOptions{Topic: topic, SubscriptionName: "shared-compacted",
 		Type: pulsar.Shared, ReadCompacted: true})
 	if err == nil {
