@@ -55,6 +55,12 @@ type Backend interface {
 	// and the exact offset and metadata are properties of the cursor. The backend routes
 	// to the partition's owner when that is another broker.
 	CommitOffset(ctx context.Context, partition, group string, offset int64, metadata string) error
+	// StoreOffset keeps a commit in the metadata store only (the record CommittedOffset
+	// weighs against the cursor by commit time): for a commit made on a broker that does not
+	// coordinate the group (a Kafka transaction's offsets, applied by its transaction
+	// coordinator), whose cursor write the group's coordinator could not read when another
+	// broker owns the partition.
+	StoreOffset(ctx context.Context, partition, group string, offset int64, metadata string) error
 	// CommittedOffset is the group's committed offset on partition, ok false if none.
 	CommittedOffset(ctx context.Context, partition, group string) (offset int64, metadata string, ok bool, err error)
 	// DeleteOffset removes the group's subscription from partition.

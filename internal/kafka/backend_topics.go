@@ -463,6 +463,14 @@ func (b *TopicsBackend) CommitOffset(ctx context.Context, partition, group strin
 	return t.CommitSubscription(ctx, group, markDelete, props)
 }
 
+// StoreOffset implements Backend.
+func (b *TopicsBackend) StoreOffset(ctx context.Context, partition, group string, offset int64, md string) error {
+	if len(md) > b.maxMetadata {
+		return fmt.Errorf("%w: offset metadata of %d bytes (at most %d, kafkaOffsetMetadataMaxBytes)", ErrOffsetMetadataTooBig, len(md), b.maxMetadata)
+	}
+	return b.res.PutKafkaOffset(ctx, group, partition, resources.KafkaOffset{Offset: offset, Metadata: md, CommitMs: time.Now().UnixMilli()})
+}
+
 // isRemote tells whether loading a partition failed because another broker owns it.
 func isRemote(err error) bool { return err != nil && errors.Is(err, wire.ErrServiceNotReady) }
 

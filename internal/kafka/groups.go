@@ -49,22 +49,26 @@ func (s *Server) groupRecord(ctx context.Context, name string) (*groupRecord, er
 	if rec != nil {
 		return rec, nil
 	}
+	return s.loadGroupRecord(ctx, name)
+}
+
+// loadGroupRecord reads the group's record from the store (every write goes there before
+// the cache, so the store's is never behind this broker's) and caches it. Another broker may have added partitions (a Kafka transaction's coordinator applies
+// its offsets itself, txn.go), so the list that finds every offset is read afresh where
+// it matters: OffsetFetch of all partitions, and before the record is written.
+func (s *Server) loadGroupRecord(ctx context.Context, name string) (*groupRecord, error) {
 	data, err := s.be.LoadGroup(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	rec = &groupRecord{}
+	rec := &groupRecord{}
 	if data != nil {
 		if err := json.Unmarshal(data, rec); err != nil {
 			return nil, fmt.Errorf("kafka: group %q record: %w", name, err)
 		}
 	}
 	s.records.mu.Lock()
-	if cur := s.records.m[name]; cur != nil {
-		rec = cur
-	} else {
-		s.records.m[name] = rec
-	}
+	s.records.m[name] = rec
 	s.records.mu.Unlock()
 	return rec, nil
 }
@@ -87,6 +91,18 @@ func (s *Server) addGroupPartitions(ctx context.Context, name string, tps []grou
 	s.records.mu.Unlock()
 	if !grown {
 		return nil
+	}
+	// Grown: write what the store has plus these, not just what this broker cached.
+	if rec, err = s.loadGroupRecord(ctx, name); err != nil {
+		return err
+	}
+	s.records.mu.Lock()
+	next = &groupRecord{Partitions: slices.Clone(rec.Partitions)}
+	s.records.mu.Unlock()
+	for _, tp := range tps {
+		if !slices.Contains(next.Partitions, tp) {
+			next.Partitions = append(next.Partitions, tp)
+		}
 	}
 	data, err := json.Marshal(next)
 	if err != nil {
@@ -242,7 +258,7 @@ func handleOffsetCommit(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 				perr = c.authorizeName(c.ctx, t.Topic, auth.TopicConsume, r.Group)
 			}
 			if perr == nil {
-				perr = s.commitOne(c.ctx, r.Group, t.Topic, p.Partition, p.Offset, p.Metadata)
+				perr = s.commitOne(c.ctx, r.Group, t.Topic, p.Partition, p.Offset, p.Metadata, false)
 			}
 			if perr == nil {
 				tps = append(tps, groupPartition{Topic: t.Topic, Partition: p.Partition})
@@ -269,7 +285,9 @@ func handleOffsetCommit(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 	reply(resp)
 }
 
-func (s *Server) commitOne(ctx context.Context, grp, topic string, part int32, offset int64, metadata *string) error {
+// commitOne commits one partition's offset; viaStore keeps it in the metadata store only
+// (Backend.StoreOffset: a commit made on a broker that does not coordinate the group).
+func (s *Server) commitOne(ctx context.Context, grp, topic string, part int32, offset int64, metadata *string, viaStore bool) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: offset %d", ErrOffsetOutOfRange, offset)
 	}
@@ -292,7 +310,11 @@ func (s *Server) commitOne(ctx context.Context, grp, topic string, part int32, o
 	if len(md) > 4096 {
 		return kerr.OffsetMetadataTooLarge
 	}
-	if err := s.be.CommitOffset(ctx, name, grp, offset, md); err != nil {
+	commit := s.be.CommitOffset
+	if viaStore {
+		commit = s.be.StoreOffset
+	}
+	if err := commit(ctx, name, grp, offset, md); err != nil {
 		return err
 	}
 	s.metrics.committedOffset(lagKey{group: grp, topic: topic, partition: part, log: name}, offset)
@@ -338,7 +360,7 @@ func (s *Server) fetchGroupOffsets(ctx context.Context, c *conn, grp string, top
 		return out
 	}
 	if topics == nil {
-		rec, err := s.groupRecord(ctx, grp)
+		rec, err := s.loadGroupRecord(ctx, grp)
 		if err != nil {
 			out.ErrorCode = errorCode(err)
 			return out

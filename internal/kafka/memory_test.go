@@ -120,6 +120,10 @@ func (b *memBackend) Open(_ context.Context, name string) (Log, error) {
 	return l, nil
 }
 
+func (b *memBackend) StoreOffset(ctx context.Context, partition, group string, offset int64, md string) error {
+	return b.CommitOffset(ctx, partition, group, offset, md)
+}
+
 // The in-memory twin has no transaction coordinator (txn_test.go runs on the topic service).
 func (b *memBackend) TxnCoordinator(context.Context, string) (*txn.Coordinator, int32, error) {
 	return nil, -1, errTxnsOff

@@ -138,9 +138,17 @@ func clearTxn(p *resources.KafkaTxnProducer) {
 // Commits are idempotent, so a replay after a crash applies them again harmlessly.
 func (s *Server) finishCommit(ctx context.Context, r *txnRec) error {
 	byGroup := map[string][]groupPartition{}
+	remote := map[string]bool{}
 	for _, o := range r.p.Offsets {
 		md := o.Metadata
-		err := s.commitOne(ctx, o.Group, o.Topic, o.Partition, o.Offset, &md)
+		viaStore, ok := remote[o.Group]
+		if !ok {
+			// Not the group's coordinator: the store, which the coordinator reads whoever
+			// owns the partition, rather than a cursor it may not see.
+			viaStore = s.coordinates(ctx, o.Group) != nil
+			remote[o.Group] = viaStore
+		}
+		err := s.commitOne(ctx, o.Group, o.Topic, o.Partition, o.Offset, &md, viaStore)
 		if isUnknownTopic(err) {
 			// Deleted since: nothing to commit to, and the id must not stay stuck on it.
 			s.log.Warn("kafka committed offset of a deleted partition dropped", "group", o.Group, "topic", o.Topic, "partition", o.Partition)
