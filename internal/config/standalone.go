@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 )
 
 // StandaloneConfig is what `magnetar standalone` runs: metadata, bookie, ledger client,
@@ -69,6 +70,15 @@ func DefaultStandaloneConfig() StandaloneConfig {
 	// and a second standalone on other ports do not all reach for 3306.
 	c.SQL.ServicePort = -1
 	c.Broker.ClusterName = "standalone"
+	// Pulsar's broker gives its BookKeeper client 30 s per add and read
+	// (bookkeeperClientTimeoutInSeconds=30), not BookKeeper's own 5 s. In a standalone it
+	// matters most: its one bookie is in the process, so a slow add is a queue, never a lost
+	// bookie, and an ensemble change can never find a replacement. With 5 s a burst (10,000
+	// topics' first cursor flushes at once, on a loaded machine) timed adds out and failed
+	// their ledgers, and the rollovers and cursor-ledger switches that followed were more
+	// of the same work: ~5,000 failed ledgers within a minute of a 10,000-topic run
+	// (docs/bench-compare-scaling.md).
+	c.Ledger.AddEntryTimeout, c.Ledger.ReadEntryTimeout = 30*time.Second, 30*time.Second
 	// Transactions cost nothing until a client uses them; one coordinator serves one process.
 	c.Broker.Transaction.CoordinatorEnabled = true
 	c.Broker.Transaction.NumCoordinators = 1

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStandaloneMemoryDefaultsAndGCPercent(t *testing.T) {
@@ -44,5 +45,22 @@ func TestStandaloneWriteCacheHoldsTheLargestMessage(t *testing.T) {
 	c.Storage.WriteCacheMaxSizeMB = 41
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A standalone's ledger client waits as long as Pulsar's broker does for its one bookie
+// (bookkeeperClientTimeoutInSeconds=30); other roles keep BookKeeper's 5 s
+// (addEntryTimeout and readEntryTimeout still set either).
+func TestStandaloneBookieTimeouts(t *testing.T) {
+	c := DefaultStandaloneConfig()
+	if c.Ledger.AddEntryTimeout != 30*time.Second || c.Ledger.ReadEntryTimeout != 30*time.Second {
+		t.Fatalf("standalone add/read timeouts %v/%v, want 30s", c.Ledger.AddEntryTimeout, c.Ledger.ReadEntryTimeout)
+	}
+	if d := DefaultLedgerClientConfig(); d.AddEntryTimeout != 5*time.Second {
+		t.Fatalf("ledger client default add timeout %v, want BookKeeper's 5s", d.AddEntryTimeout)
+	}
+	c.DataDir = t.TempDir()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
 	}
 }
