@@ -48,6 +48,29 @@ func FuzzRequestDecoder(f *testing.F) {
 	ds := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 	ds.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "u"}, {Name: "u"}}
 	seed(ds, 0)
+	// Transactions (txn.go): on the memory backend they end at COORDINATOR_NOT_AVAILABLE,
+	// after the handlers decoded and checked the request.
+	ip := kmsg.NewPtrInitProducerIDRequest()
+	ip.TransactionalID, ip.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+	seed(ip, 4)
+	ap := kmsg.NewPtrAddPartitionsToTxnRequest()
+	ap.TransactionalID, ap.ProducerID = "tx", 1000
+	ap.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+	seed(ap, 3)
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.Group = "tx", 1000, "g"
+	seed(ao, 3)
+	to := kmsg.NewPtrTxnOffsetCommitRequest()
+	to.TransactionalID, to.Group, to.ProducerID, to.Generation = "tx", "g", 1000, -1
+	to.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}}}}
+	seed(to, 3)
+	et := kmsg.NewPtrEndTxnRequest()
+	et.TransactionalID, et.ProducerID, et.Commit = "tx", 1000, true
+	seed(et, 4)
+	tp := kmsg.NewPtrProduceRequest()
+	tp.Acks, tp.TransactionID = -1, kmsg.StringPtr("tx")
+	tp.Topics = pr.Topics
+	seed(tp, 9)
 	sh := kmsg.NewPtrSASLHandshakeRequest()
 	sh.Mechanism = "SCRAM-SHA-256"
 	seed(sh, 1)
