@@ -11,15 +11,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
 	"github.com/magnetar-io/magnetar/internal/config"
+	"github.com/magnetar-io/magnetar/internal/offload"
 )
 
 // errNotFound marks a table file that is not there.
@@ -130,34 +126,10 @@ func (s *s3IO) bucket(ctx context.Context, loc string) (*blob.Bucket, string, er
 	if b := s.buckets[u.Host]; b != nil {
 		return b, key, nil
 	}
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(s.cfg.S3Region)}
-	if s.cfg.S3AccessKeyID != "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(s.cfg.S3AccessKeyID, s.cfg.S3SecretAccessKey, "")))
-	}
-	ac, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	b, err := offload.OpenS3Bucket(ctx, offload.S3Bucket{Bucket: u.Host, Region: s.cfg.S3Region, Endpoint: s.cfg.S3Endpoint,
+		AccessKey: s.cfg.S3AccessKeyID, Secret: s.cfg.S3SecretAccessKey})
 	if err != nil {
-		return nil, "", fmt.Errorf("lakehouse: AWS configuration: %w", err)
-	}
-	endpoint := s.cfg.S3Endpoint
-	if endpoint != "" && !strings.Contains(endpoint, "://") {
-		endpoint = "https://" + endpoint
-	}
-	client := s3.NewFromConfig(ac, func(o *s3.Options) {
-		if endpoint != "" {
-			// S3-compatible stores: path-style, and no optional checksums, which some refuse.
-			o.BaseEndpoint = aws.String(endpoint)
-			o.UsePathStyle = true
-			o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-			o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
-		}
-	})
-	var bo s3blob.Options
-	if endpoint != "" {
-		bo.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-	}
-	b, err := s3blob.OpenBucket(ctx, client, u.Host, &bo)
-	if err != nil {
-		return nil, "", fmt.Errorf("lakehouse: opening bucket %s: %w", u.Host, err)
+		return nil, "", fmt.Errorf("lakehouse: %w", err)
 	}
 	s.buckets[u.Host] = b
 	return b, key, nil

@@ -14,6 +14,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/azureblob"
 	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/blob/gcsblob"
@@ -60,23 +61,31 @@ func withScheme(endpoint string) string {
 	return "https://" + endpoint
 }
 
-// openS3 uses the AWS default credential chain (environment, shared profile, instance
-// role) unless credentials are configured. An endpoint means an S3-compatible store:
-// path-style addressing and no optional checksums, which such stores often refuse.
-func openS3(ctx context.Context, c Config) (store, error) {
-	region := c.Region
+// S3Bucket says how to reach one S3 bucket.
+type S3Bucket struct {
+	Bucket, Region    string
+	Endpoint          string // an S3-compatible store (host[:port] or a URL); "" for AWS
+	AccessKey, Secret string // "" for the AWS default credential chain
+}
+
+// OpenS3Bucket opens b. It uses the AWS default credential chain (environment, shared
+// profile, instance role) unless credentials are given. An endpoint means an S3-compatible
+// store: path-style addressing and no optional checksums, which such stores often refuse.
+// The offloader and the lakehouse's warehouse both open their buckets here.
+func OpenS3Bucket(ctx context.Context, b S3Bucket) (*blob.Bucket, error) {
+	region := b.Region
 	if region == "" {
 		region = "us-east-1"
 	}
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(region)}
-	if c.CredentialID != "" {
-		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(c.CredentialID, c.CredentialSecret, "")))
+	if b.AccessKey != "" {
+		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(b.AccessKey, b.Secret, "")))
 	}
 	ac, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("offload: loading AWS configuration: %w", err)
+		return nil, fmt.Errorf("loading AWS configuration: %w", err)
 	}
-	endpoint := withScheme(c.ServiceEndpoint)
+	endpoint := withScheme(b.Endpoint)
 	client := s3.NewFromConfig(ac, func(o *s3.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -89,10 +98,20 @@ func openS3(ctx context.Context, c Config) (store, error) {
 	if endpoint != "" {
 		bo.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 	}
-	b, err := s3blob.OpenBucket(ctx, client, c.Bucket, &bo)
+	bk, err := s3blob.OpenBucket(ctx, client, b.Bucket, &bo)
 	if err != nil {
-		return nil, fmt.Errorf("offload: opening s3 bucket %s: %w", c.Bucket, err)
+		return nil, fmt.Errorf("opening s3 bucket %s: %w", b.Bucket, err)
 	}
+	return bk, nil
+}
+
+func openS3(ctx context.Context, c Config) (store, error) {
+	b, err := OpenS3Bucket(ctx, S3Bucket{Bucket: c.Bucket, Region: c.Region, Endpoint: c.ServiceEndpoint,
+		AccessKey: c.CredentialID, Secret: c.CredentialSecret})
+	if err != nil {
+		return nil, fmt.Errorf("offload: %w", err)
+	}
+	endpoint := withScheme(c.ServiceEndpoint)
 	name := "s3://" + c.Bucket
 	if endpoint != "" {
 		name = strings.TrimSuffix(endpoint, "/") + "/" + c.Bucket
