@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,10 +54,20 @@ func (ac *adminCLI) offloadVerbs(tVerb func(use, short string, run func(ctx cont
 	offload.Flags().StringVarP(&threshold, "size-threshold", "s", "", "bytes to keep on the bookies (e.g. 10M, 1G)")
 	_ = offload.MarkFlagRequired("size-threshold")
 
+	status := processStatusVerb(tVerb, ac, "offload-status", "Check the status of the last offload of a topic", "/offload", "Offload")
+	return []*cobra.Command{offload, status}
+}
+
+// processStatusVerb is a pulsar-admin status verb of a long-running topic process (Pulsar's
+// LongRunningProcessStatus at GET p+rest): offload-status and compaction-status, with -w to
+// wait for a running one. name is the process as its messages say it ("Offload").
+func processStatusVerb(tVerb func(use, short string, run func(ctx context.Context, p string) ([]byte, error)) *cobra.Command,
+	ac *adminCLI, use, short, rest, name string) *cobra.Command {
+	lower := strings.ToLower(name)
 	var wait bool
-	status := tVerb("offload-status", "Check the status of the last offload of a topic", func(ctx context.Context, p string) ([]byte, error) {
+	status := tVerb(use, short, func(ctx context.Context, p string) ([]byte, error) {
 		for {
-			raw, err := ac.get(ctx, p+"/offload")
+			raw, err := ac.get(ctx, p+rest)
 			if err != nil {
 				return nil, err
 			}
@@ -65,7 +76,7 @@ func (ac *adminCLI) offloadVerbs(tVerb func(use, short string, run func(ctx cont
 				LastError string `json:"lastError"`
 			}
 			if err := json.Unmarshal(raw, &st); err != nil {
-				return nil, fmt.Errorf("offload status: %w", err)
+				return nil, fmt.Errorf("%s status: %w", lower, err)
 			}
 			switch {
 			case st.Status == "RUNNING" && wait:
@@ -76,15 +87,15 @@ func (ac *adminCLI) offloadVerbs(tVerb func(use, short string, run func(ctx cont
 					return nil, ctx.Err()
 				}
 			case st.Status == "RUNNING":
-				return []byte("Offload is currently running\n"), nil
+				return []byte(name + " is currently running\n"), nil
 			case st.Status == "NOT_RUN":
-				return []byte("Offload has not been run\n"), nil
+				return []byte(name + " has not been run\n"), nil
 			case st.Status == "SUCCESS":
-				return []byte("Offload was a success\n"), nil
+				return []byte(name + " was a success\n"), nil
 			}
-			return nil, fmt.Errorf("error in offload: %s", st.LastError)
+			return nil, fmt.Errorf("error in %s: %s", lower, st.LastError)
 		}
 	})
-	status.Flags().BoolVarP(&wait, "wait-complete", "w", false, "wait for the offload to finish")
-	return []*cobra.Command{offload, status}
+	status.Flags().BoolVarP(&wait, "wait-complete", "w", false, "wait for the "+lower+" to finish")
+	return status
 }
