@@ -21,29 +21,28 @@ type LongRunningProcessStatus struct {
 	LastError string `json:"lastError"`
 }
 
-func (s *server) compactor() (Compactor, error) {
+// compactionTarget is the broker's compactor, the request's topic and its partition count
+// (0: not partitioned).
+func (s *server) compactionTarget(ctx context.Context, r *http.Request) (Compactor, topicRef, int, error) {
 	c, ok := s.broker.(Compactor)
 	if !ok {
-		return nil, fmt.Errorf("%w: compaction", ErrNotSupported)
+		return nil, topicRef{}, 0, fmt.Errorf("%w: compaction", ErrNotSupported)
 	}
-	return c, nil
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, t, 0, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	return c, t, n, err
 }
 
 // triggerCompaction: PUT …/{topic}/compaction (204; 409 while a run is going on).
 func (s *server) triggerCompaction(ctx context.Context, r *http.Request) (any, error) {
-	c, err := s.compactor()
+	c, t, n, err := s.compactionTarget(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.partitionsOf(ctx, t)
-	if err != nil || n == 0 {
-		if err != nil {
-			return nil, err
-		}
+	if n == 0 {
 		return nil, c.Compact(ctx, t.String())
 	}
 	// A partitioned topic: every partition where it is served, as Pulsar triggers them.
@@ -56,19 +55,11 @@ func (s *server) triggerCompaction(ctx context.Context, r *http.Request) (any, e
 
 // compactionStatus: GET …/{topic}/compaction.
 func (s *server) compactionStatus(ctx context.Context, r *http.Request) (any, error) {
-	c, err := s.compactor()
+	c, t, n, err := s.compactionTarget(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.partitionsOf(ctx, t)
-	if err != nil || n == 0 {
-		if err != nil {
-			return nil, err
-		}
+	if n == 0 {
 		return c.CompactionStatus(ctx, t.String())
 	}
 	// A partitioned topic: RUNNING while any partition runs, else ERROR if any failed
