@@ -13,7 +13,7 @@
 //
 // Source configs (Pulsar's netty source names): host (127.0.0.1), port (10999), type (http,
 // tcp or udp), numberOfThreads (accepted; goroutines here); ours: path (/, the endpoint),
-// maxBodyBytes (5 MiB). Types tcp and udp are in netty.go: one message per read or
+// maxBodyBytes (5 MiB), maxConnections (256, type tcp: served at once). Types tcp and udp are in netty.go: one message per read or
 // datagram, at most once, as Pulsar's. For http: A POST or PUT body becomes a message;
 // the PulsarKey header its key and PulsarProperties-<name> headers its properties (what the
 // sink sends, so http chains; property names arrive lower-cased, as HTTP headers do not keep

@@ -22,9 +22,6 @@ import (
 // maxChunk bounds one TCP read and one datagram (the largest UDP payload).
 const maxChunk = 64 << 10
 
-// maxTCPConns bounds the connections served at once; more wait in the listen backlog.
-const maxTCPConns = 256
-
 func (s *source) runTCP(ctx context.Context, sc connector.SourceContext) error {
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", s.addr)
 	if err != nil {
@@ -43,7 +40,7 @@ func (s *source) runTCP(ctx context.Context, sc connector.SourceContext) error {
 		mu.Unlock()
 	})
 	defer stop()
-	slots := make(chan struct{}, maxTCPConns)
+	slots := make(chan struct{}, s.maxConns) // more connections wait in the listen backlog
 	defer wg.Wait()
 	for {
 		select {

@@ -18,6 +18,7 @@ type source struct {
 	kind       string // http, tcp or udp (netty.go)
 	addr, path string
 	maxBody    int64
+	maxConns   int64 // type tcp: connections served at once (maxConnections)
 }
 
 func (s *source) Validate(c connector.Config) error {
@@ -31,6 +32,7 @@ func (s *source) Validate(c connector.Config) error {
 		return fmt.Errorf("configs: path: %q does not start with /", s.path)
 	}
 	s.maxBody = c.IntRange("maxBodyBytes", 5<<20, 1, 1<<30)
+	s.maxConns = c.IntRange("maxConnections", 256, 1, 1<<16)
 	return nil
 }
 
