@@ -69,9 +69,9 @@ type Checkpoint struct {
 // false: Pebble keeps the data in its memtable and WAL and retries the work itself. A
 // failure Pebble cannot undo (a MANIFEST write or sync) ends in Fatalf on Pebble's own
 // goroutine, which pebblelog parks for good; it is reported with fatal true, the index
-// refuses every further commit with ErrUnavailable and is not closed, and the bookie stays
-// read-only until it is restarted, which replays the files as they were left. Reads are
-// still served from the open database.
+// refuses every further commit with ErrUnavailable (one in flight stops waiting) and is
+// not closed, and the bookie stays read-only until it is restarted, which replays the
+// files as they were left. Reads are still served from the open database.
 type Index struct {
 	dir   string
 	fs    vfs.FS
@@ -83,7 +83,13 @@ type Index struct {
 	db      *pebble.DB   // nil after a reopen failed
 	broken  atomic.Pointer[error]
 	parked  atomic.Pointer[error] // a background job's Fatalf: nothing is written again
-	opening atomic.Bool           // inside pebble.Open: a Fatalf is the caller's to recover
+	parkCh  chan struct{}         // closed with the first park: commits in flight give up
+	park    sync.Once
+	opening atomic.Bool // inside pebble.Open: a Fatalf is the caller's to recover
+
+	// testBeforeApply, if set, runs inside Commit between the park check and Pebble's
+	// apply: the window in which a background job can park under a commit.
+	testBeforeApply func()
 }
 
 // Errors of the index's life cycle.
@@ -116,7 +122,7 @@ func Open(dir string, opts Options, log *slog.Logger) (*Index, error) {
 		opts.OnBackgroundError = func(error, bool) {}
 	}
 	ix := &Index{dir: dir, fs: opts.FS, cache: pebble.NewCache(opts.CacheBytes), log: log.With("component", "pebble"),
-		onBG: opts.OnBackgroundError}
+		onBG: opts.OnBackgroundError, parkCh: make(chan struct{})}
 	db, err := ix.openDB()
 	if err != nil {
 		ix.cache.Unref()
@@ -141,6 +147,7 @@ func (ix *Index) options() *pebble.Options {
 		MemTableSize: 8 << 20,
 		Logger: &pebblelog.Logger{Printf: logging.Printf{Log: ix.log}, InCall: ix.opening.Load, OnFatal: func(err error) {
 			ix.parked.Store(&err)
+			ix.park.Do(func() { close(ix.parkCh) })
 			ix.onBG(err, true)
 		}},
 		// Pebble fills in the listener's defaults, with this logger: one per open.
@@ -485,23 +492,47 @@ func (b *Batch) PutCheckpoint(c Checkpoint) {
 
 // Commit writes the batch durably and releases it. After a failed commit (ErrFailed) the
 // database is reopened first; if that fails too, the error wraps ErrUnavailable.
+//
+// A background job that parks (see Index) holds Pebble's mutex for good, and a commit
+// already past the park check that needs a fresh memtable waits on that mutex for ever;
+// with it the flusher, and behind the flusher the bookie's Close and its SIGTERM. So the
+// apply runs on its own goroutine and Commit stops waiting when the index parks: the
+// caller gets ErrUnavailable and the stuck goroutine keeps the batch (closing it under
+// Pebble would be unsafe). One goroutine per commit is cheap: commits are per flush.
 func (b *Batch) Commit() error {
-	defer b.b.Close()
 	ix := b.ix
 	if err := ix.parkedErr(); err != nil {
+		b.b.Close()
 		return err
 	}
 	if ix.broken.Load() != nil {
 		if err := ix.reopen(); err != nil {
+			b.b.Close()
 			return err
 		}
 	}
 	db, err := ix.open()
 	if err != nil {
+		b.b.Close()
 		return err
 	}
 	defer ix.mu.RUnlock()
-	if err := applyRecovering(db, b.b); err != nil {
+	if ix.testBeforeApply != nil {
+		ix.testBeforeApply()
+	}
+	done := make(chan error, 1)
+	go func() { done <- applyRecovering(db, b.b) }()
+	select {
+	case err = <-done:
+	case <-ix.parkCh:
+		select {
+		case err = <-done: // finished as the index parked: its answer stands
+		default:
+			return ix.parkedErr()
+		}
+	}
+	b.b.Close()
+	if err != nil {
 		ix.broken.CompareAndSwap(nil, &err)
 		return fmt.Errorf("%w: commit: %w", ErrFailed, err)
 	}
