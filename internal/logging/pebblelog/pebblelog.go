@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -95,4 +96,57 @@ func Listener(log *slog.Logger, onErr func(error)) *pebble.EventListener {
 			onErr(err)
 		}
 	}}
+}
+
+// Parked is an owner's record of the first Fatalf that parked one of Pebble's goroutines:
+// Set is the owner's Logger.OnFatal. A parked job holds Pebble's mutex for good, so a
+// commit already under way that needs it (a memtable rotation) would wait for ever; Apply
+// stops waiting for such a commit instead.
+type Parked struct {
+	err  atomic.Pointer[error]
+	once sync.Once
+	ch   chan struct{}
+}
+
+// NewParked returns a Parked that has not fired.
+func NewParked() *Parked { return &Parked{ch: make(chan struct{})} }
+
+// Set records err (the first one wins) and releases every Apply waiting.
+func (p *Parked) Set(err error) {
+	p.err.CompareAndSwap(nil, &err)
+	p.once.Do(func() { close(p.ch) })
+}
+
+// Err is the recorded failure, nil before one.
+func (p *Parked) Err() error {
+	if e := p.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// Apply applies batch to db with sync on its own goroutine (a Fatalf of the commit itself
+// is returned as an error, as Recover does) and waits for it, or for a park, whichever
+// comes first. When abandoned, the goroutine is stuck behind the parked job and still
+// owns batch: the caller must neither close nor reuse it, and err is the park's. One
+// goroutine per commit is what this costs; the owners commit once per group or flush.
+func (p *Parked) Apply(db *pebble.DB, batch *pebble.Batch) (abandoned bool, err error) {
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		defer func() { done <- err }()
+		defer Recover(&err)
+		err = db.Apply(batch, pebble.Sync)
+	}()
+	select {
+	case err = <-done:
+		return false, err
+	case <-p.ch:
+		select {
+		case err = <-done: // finished as the job parked: its answer stands
+			return false, err
+		default:
+			return true, p.Err()
+		}
+	}
 }

@@ -70,3 +70,18 @@ func TestBackgroundFatalfParksAndReportsOnce(t *testing.T) {
 	case <-time.After(200 * time.Millisecond): // neither may ever come; this only bounds the wait
 	}
 }
+
+// TestParkedKeepsTheFirstFailure: the owner's error names the job that parked first; a
+// second park (another job hitting the same fault) neither replaces it nor panics on the
+// closed channel.
+func TestParkedKeepsTheFirstFailure(t *testing.T) {
+	p := NewParked()
+	if p.Err() != nil {
+		t.Fatalf("Err before a park: %v", p.Err())
+	}
+	p.Set(FatalError("MANIFEST sync failed"))
+	p.Set(FatalError("second"))
+	if got := p.Err(); got == nil || got.Error() != "pebble: MANIFEST sync failed" {
+		t.Fatalf("Err = %v, want the first failure", got)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -66,17 +65,15 @@ func Open(dir string, opts Options, logger *slog.Logger) (*Store, error) {
 	// and compactions; the memtable holds the writes since the last flush.
 	cache := pebble.NewCache(1 << 20)
 	defer cache.Unref()
-	j := &journal{}
+	j := &journal{parked: pebblelog.NewParked()}
 	log := logger.With("component", "metadata-pebble")
 	// A failure Pebble cannot go on from does not end the process (pebblelog): a failed
 	// commit is the writer's error, and a background one fails every later commit.
 	db, err := openDB(dir, &pebble.Options{
-		FS:           opts.FS,
-		Cache:        cache,
-		MemTableSize: 4 << 20,
-		Logger: &pebblelog.Logger{Printf: logging.Printf{Log: log}, OnFatal: func(err error) {
-			j.parked.Store(&err)
-		}},
+		FS:            opts.FS,
+		Cache:         cache,
+		MemTableSize:  4 << 20,
+		Logger:        &pebblelog.Logger{Printf: logging.Printf{Log: log}, OnFatal: j.parked.Set},
 		EventListener: pebblelog.Listener(log, nil),
 	})
 	if err != nil {
@@ -209,8 +206,12 @@ type journal struct {
 	db     *pebble.DB
 	batch  *pebble.Batch
 	closed bool
-	failed error                 // a commit failed: Pebble's commit pipeline is unusable
-	parked atomic.Pointer[error] // Pebble's background work failed beyond repair (pebblelog)
+	failed error             // a commit failed: Pebble's commit pipeline is unusable
+	parked *pebblelog.Parked // Pebble's background work failed beyond repair
+
+	// testBeforeApply, if set, runs inside Commit just before Pebble's apply: the window
+	// in which a background job can park under a commit.
+	testBeforeApply func()
 }
 
 func (j *journal) Put(key string, value []byte, version int64, ephemeral bool) {
@@ -245,15 +246,26 @@ func (j *journal) Commit(rev int64) error {
 	if j.closed {
 		return metadata.ErrClosed
 	}
-	if p := j.parked.Load(); p != nil && j.failed == nil {
-		j.failed = fmt.Errorf("%w: Pebble's background work: %w", ErrFailed, *p)
+	if p := j.parked.Err(); p != nil && j.failed == nil {
+		j.failed = fmt.Errorf("%w: Pebble's background work: %w", ErrFailed, p)
 	}
 	if j.failed != nil {
 		j.batch.Reset()
 		return j.failed
 	}
 	_ = j.batch.Set(revKey, binary.BigEndian.AppendUint64(nil, uint64(rev)), nil)
-	err := applyRecovering(j.db, j.batch)
+	// A commit racing a background job that parks would wait for ever (under the store's
+	// lock, stalling every client): Apply stops waiting, and the stuck goroutine keeps
+	// the batch, so later Puts go to a fresh one.
+	if j.testBeforeApply != nil {
+		j.testBeforeApply()
+	}
+	abandoned, err := j.parked.Apply(j.db, j.batch)
+	if abandoned {
+		j.batch = j.db.NewBatch()
+		j.failed = fmt.Errorf("%w: Pebble's background work: %w", ErrFailed, err)
+		return j.failed
+	}
 	j.batch.Reset()
 	if err != nil {
 		j.failed = fmt.Errorf("%w: commit: %w", ErrFailed, err)
@@ -263,7 +275,7 @@ func (j *journal) Commit(rev int64) error {
 }
 
 // applyRecovering applies batch with sync, turning Pebble's Fatalf on a failed commit into
-// an error.
+// an error (the format key at open, before any background job runs).
 func applyRecovering(db *pebble.DB, batch *pebble.Batch) (err error) {
 	defer pebblelog.Recover(&err)
 	return db.Apply(batch, pebble.Sync)
@@ -277,7 +289,7 @@ func (j *journal) close() error {
 	}
 	j.closed = true
 	_ = j.batch.Close()
-	if j.parked.Load() != nil {
+	if j.parked.Err() != nil {
 		return nil // Close would wait for the parked job for ever; the failure was reported
 	}
 	err := closeRecovering(j.db)

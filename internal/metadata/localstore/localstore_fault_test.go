@@ -1,6 +1,7 @@
 package localstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -97,7 +98,7 @@ func TestBackgroundFailureRefusesWrites(t *testing.T) {
 	if _, err := s.j.db.AsyncFlush(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); s.j.parked.Load() == nil; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); s.j.parked.Err() == nil; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("Pebble's flush did not fail with the MANIFEST's fsync failing")
 		}
@@ -113,4 +114,59 @@ func TestBackgroundFailureRefusesWrites(t *testing.T) {
 		t.Fatalf("copy the database: %v: %s", err, out)
 	}
 	reopenAndCheck(t, restarted, "a", 20)
+}
+
+// TestCommitRacingAParkedJobReturns: a commit already on its way into Pebble when a
+// background job parks (holding Pebble's mutex for good) and needing a memtable rotation
+// used to wait for ever, under the store's lock, so every client of the metadata store
+// stalled and Close never returned. The writer gets ErrFailed, so does every later
+// request, and Close returns.
+func TestCommitRacingAParkedJobReturns(t *testing.T) {
+	fs, toggle := failingSyncs(func(base string) bool { return strings.HasPrefix(base, "MANIFEST") })
+	s, err := Open(t.TempDir(), Options{FS: fs}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	putAcked(t, s, "a", 20)
+	s.j.testBeforeApply = func() {
+		s.j.testBeforeApply = nil
+		// Above half of the 4 MiB memtable: the apply must rotate it, under Pebble's mutex.
+		v := make([]byte, headerLen+3<<20)
+		binary.BigEndian.PutUint64(v, 1)
+		_ = s.j.batch.Set(append([]byte{prefixKey}, "/pad"...), v, nil)
+		toggle.On()
+		if _, err := s.j.db.AsyncFlush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+		for deadline := time.Now().Add(time.Minute); s.j.parked.Err() == nil; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Error("Pebble's flush did not fail with the MANIFEST's fsync failing")
+				return
+			}
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(ctxFor(t), "/b", []byte("v"), metadata.AnyVersion)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrFailed) {
+			t.Fatalf("put racing the park: %v, want ErrFailed", err)
+		}
+	case <-time.After(2 * time.Minute): // a hang detector, not a speed assertion
+		t.Fatal("a commit racing a parked background job never returned")
+	}
+	if _, err := s.Put(ctxFor(t), "/c", []byte("v"), metadata.AnyVersion); !errors.Is(err, ErrFailed) {
+		t.Fatalf("put after the park: %v, want ErrFailed", err)
+	}
+	// memstore fails the whole store after a failed journal commit (until a restart), so
+	// a read answers with that error, at once.
+	if _, err := s.Get(ctxFor(t), "/a/7"); !errors.Is(err, ErrFailed) {
+		t.Fatalf("read after the park: %v, want ErrFailed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("close after the park: %v", err)
+	}
 }

@@ -82,10 +82,8 @@ type Index struct {
 	mu      sync.RWMutex // reads and commits share it; reopening takes it alone
 	db      *pebble.DB   // nil after a reopen failed
 	broken  atomic.Pointer[error]
-	parked  atomic.Pointer[error] // a background job's Fatalf: nothing is written again
-	parkCh  chan struct{}         // closed with the first park: commits in flight give up
-	park    sync.Once
-	opening atomic.Bool // inside pebble.Open: a Fatalf is the caller's to recover
+	parked  *pebblelog.Parked // a background job's Fatalf: nothing is written again
+	opening atomic.Bool       // inside pebble.Open: a Fatalf is the caller's to recover
 
 	// testBeforeApply, if set, runs inside Commit between the park check and Pebble's
 	// apply: the window in which a background job can park under a commit.
@@ -122,7 +120,7 @@ func Open(dir string, opts Options, log *slog.Logger) (*Index, error) {
 		opts.OnBackgroundError = func(error, bool) {}
 	}
 	ix := &Index{dir: dir, fs: opts.FS, cache: pebble.NewCache(opts.CacheBytes), log: log.With("component", "pebble"),
-		onBG: opts.OnBackgroundError, parkCh: make(chan struct{})}
+		onBG: opts.OnBackgroundError, parked: pebblelog.NewParked()}
 	db, err := ix.openDB()
 	if err != nil {
 		ix.cache.Unref()
@@ -146,8 +144,7 @@ func (ix *Index) options() *pebble.Options {
 		Cache:        ix.cache,
 		MemTableSize: 8 << 20,
 		Logger: &pebblelog.Logger{Printf: logging.Printf{Log: ix.log}, InCall: ix.opening.Load, OnFatal: func(err error) {
-			ix.parked.Store(&err)
-			ix.park.Do(func() { close(ix.parkCh) })
+			ix.parked.Set(err)
 			ix.onBG(err, true)
 		}},
 		// Pebble fills in the listener's defaults, with this logger: one per open.
@@ -157,11 +154,11 @@ func (ix *Index) options() *pebble.Options {
 
 // parkedErr is the error of every commit after a background job's Fatalf (nil before).
 func (ix *Index) parkedErr() error {
-	p := ix.parked.Load()
+	p := ix.parked.Err()
 	if p == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %s: Pebble's background work failed, restart the bookie: %w", ErrUnavailable, ix.dir, *p)
+	return fmt.Errorf("%w: %s: Pebble's background work failed, restart the bookie: %w", ErrUnavailable, ix.dir, p)
 }
 
 // Close closes the database.
@@ -172,9 +169,9 @@ func (ix *Index) Close() error {
 	if ix.db == nil {
 		return nil
 	}
-	if p := ix.parked.Load(); p != nil {
+	if p := ix.parked.Err(); p != nil {
 		// Closing would wait for the parked job for ever; the failure was reported.
-		ix.log.Warn("index left open: its background work failed", "err", *p)
+		ix.log.Warn("index left open: its background work failed", "err", p)
 		ix.db = nil
 		return nil
 	}
@@ -496,9 +493,9 @@ func (b *Batch) PutCheckpoint(c Checkpoint) {
 // A background job that parks (see Index) holds Pebble's mutex for good, and a commit
 // already past the park check that needs a fresh memtable waits on that mutex for ever;
 // with it the flusher, and behind the flusher the bookie's Close and its SIGTERM. So the
-// apply runs on its own goroutine and Commit stops waiting when the index parks: the
-// caller gets ErrUnavailable and the stuck goroutine keeps the batch (closing it under
-// Pebble would be unsafe). One goroutine per commit is cheap: commits are per flush.
+// apply runs on its own goroutine and Commit stops waiting when the index parks
+// (pebblelog.Parked.Apply): the caller gets ErrUnavailable and the stuck goroutine keeps
+// the batch. Commits are per flush, so the goroutine each costs is nothing.
 func (b *Batch) Commit() error {
 	ix := b.ix
 	if err := ix.parkedErr(); err != nil {
@@ -520,16 +517,9 @@ func (b *Batch) Commit() error {
 	if ix.testBeforeApply != nil {
 		ix.testBeforeApply()
 	}
-	done := make(chan error, 1)
-	go func() { done <- applyRecovering(db, b.b) }()
-	select {
-	case err = <-done:
-	case <-ix.parkCh:
-		select {
-		case err = <-done: // finished as the index parked: its answer stands
-		default:
-			return ix.parkedErr()
-		}
+	abandoned, err := ix.parked.Apply(db, b.b)
+	if abandoned {
+		return ix.parkedErr()
 	}
 	b.b.Close()
 	if err != nil {
@@ -537,13 +527,6 @@ func (b *Batch) Commit() error {
 		return fmt.Errorf("%w: commit: %w", ErrFailed, err)
 	}
 	return nil
-}
-
-// applyRecovering applies batch to db with sync, turning Pebble's Fatalf on a failed
-// commit into an error.
-func applyRecovering(db *pebble.DB, batch *pebble.Batch) (err error) {
-	defer pebblelog.Recover(&err)
-	return db.Apply(batch, pebble.Sync)
 }
 
 // FlushAsync starts a flush of Pebble's memtable into an sstable and returns without
