@@ -90,6 +90,8 @@ type Backend interface {
 	// the new version (metadata.ErrBadVersion, wrapped, when it changed).
 	TxnProducer(ctx context.Context, transactionalID string) (resources.KafkaTxnProducer, metadata.Version, error)
 	PutTxnProducer(ctx context.Context, transactionalID string, p resources.KafkaTxnProducer, ver metadata.Version) (metadata.Version, error)
+	// TxnProducers lists the transactional ids that have a record (ListTransactions).
+	TxnProducers(ctx context.Context) ([]string, error)
 
 	// SCRAM credentials (scram.go), by mechanism name, one record per user in the metadata
 	// store. ScramUser returns an empty map for a user without any.
@@ -139,6 +141,14 @@ type Log interface {
 	OffsetForTime(ctx context.Context, ms int64) (int64, error)
 	// Truncate removes every message before offset (DeleteRecords).
 	Truncate(ctx context.Context, offset int64) error
+	// TxnOpen tells whether transaction id is still open on this partition (it wrote
+	// here and no marker ended it yet): DescribeProducers' current transaction.
+	TxnOpen(id txn.ID) bool
+	// AbortTxn aborts transaction id (WriteTxnMarkers of kafka-transactions.sh abort):
+	// the whole transaction through its coordinator when that is loaded here and still
+	// knows it, so it stays atomic; else (a transaction no coordinator will end, which
+	// is what the tool is for) on this partition alone.
+	AbortTxn(ctx context.Context, id txn.ID) error
 }
 
 // Entry is one stored entry: offsets [Base, Base+Count).

@@ -335,3 +335,29 @@ func (l *topicLog) Close() {
 		}
 	}
 }
+
+// TxnOpen implements Log: the topic's transaction buffer still holds id open.
+func (l *topicLog) TxnOpen(id txn.ID) bool {
+	b := l.t.TxnBuffer()
+	if b == nil {
+		return false
+	}
+	_, aborted, ok := b.TxnStats(id)
+	return ok && !aborted
+}
+
+// AbortTxn implements Log.
+func (l *topicLog) AbortTxn(ctx context.Context, id txn.ID) error {
+	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)
+	if l.be.txns != nil {
+		if c, ok := l.be.txns.Loaded(id.Most); ok {
+			if _, known := c.Get(id); known {
+				if err := c.End(ctx, id, txn.Abort); !errors.Is(err, txn.ErrNotFound) {
+					return err
+				}
+			}
+		}
+	}
+	// Low water mark 0: this is no coordinator's statement about its other transactions.
+	return l.be.svc.EndTxnOnPartition(ctx, l.t.Name(), id, false, 0)
+}

@@ -395,6 +395,11 @@ func (b *TopicsBackend) PutTxnProducer(ctx context.Context, id string, p resourc
 	return b.res.PutKafkaTxnProducer(ctx, id, p, ver)
 }
 
+// TxnProducers implements Backend.
+func (b *TopicsBackend) TxnProducers(ctx context.Context) ([]string, error) {
+	return b.res.KafkaTxnProducers(ctx)
+}
+
 // NextProducerID implements Backend.
 func (b *TopicsBackend) NextProducerID(ctx context.Context) (int64, error) {
 	ctx = topics.Internal(ctx) // authorized by the front end (sasl.go)

@@ -357,11 +357,11 @@ func TestIdempotentProducerDuplicatesAndGaps(t *testing.T) {
 	}
 	results := make(chan [2]any, 3)
 	cb := func(base int64, err error) { results <- [2]any{base, err} }
-	p.append(&batch, entry, nil, cb)
-	p.append(&batch, entry, nil, cb)
+	p.append(&batch, entry, 0, nil, cb)
+	p.append(&batch, entry, 0, nil, cb)
 	gap := batch
 	gap.baseSequence = 5
-	p.append(&gap, entry, nil, cb)
+	p.append(&gap, entry, 0, nil, cb)
 	first, second, third := <-results, <-results, <-results
 	if first[1] != nil || second[1] != nil || first[0] != second[0] {
 		t.Fatalf("original %v, retry %v: the retry must get the original's offset", first, second)
@@ -379,14 +379,14 @@ func TestIdempotentProducerDuplicatesAndGaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2.append(&batch, entry, nil, cb)
+	p2.append(&batch, entry, 0, nil, cb)
 	if r := <-results; r[1] != nil || r[0] != first[0] {
 		t.Fatalf("retry after reopen: %v", r)
 	}
 	older := batch
 	older.producerEpoch = epoch - 1
 	if epoch > 0 {
-		p2.append(&older, entry, nil, cb)
+		p2.append(&older, entry, 0, nil, cb)
 		if r := <-results; !errors.Is(r[1].(error), ErrProducerFenced) {
 			t.Fatalf("older epoch: %v", r)
 		}

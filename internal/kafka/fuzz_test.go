@@ -71,6 +71,18 @@ func FuzzRequestDecoder(f *testing.F) {
 	tp.Acks, tp.TransactionID = -1, kmsg.StringPtr("tx")
 	tp.Topics = pr.Topics
 	seed(tp, 9)
+	lt := kmsg.NewPtrListTransactionsRequest()
+	lt.StateFilters, lt.ProducerIDFilters, lt.TransactionalIDPattern = []string{"Ongoing"}, []int64{7}, kmsg.StringPtr("tx.*")
+	seed(lt, 2)
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx", "other"}
+	seed(dt, 0)
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dp.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+	seed(dp, 0)
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 7, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}}}
+	seed(wm, 1)
 	sh := kmsg.NewPtrSASLHandshakeRequest()
 	sh.Mechanism = "SCRAM-SHA-256"
 	seed(sh, 1)

@@ -137,6 +137,8 @@ func (b *memBackend) PutTxnProducer(context.Context, string, resources.KafkaTxnP
 	return 0, errTxnsOff
 }
 
+func (b *memBackend) TxnProducers(context.Context) ([]string, error) { return nil, nil }
+
 func (b *memBackend) NextProducerID(context.Context) (int64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -325,6 +327,8 @@ func (l *memLog) Wait(offset int64) <-chan struct{} {
 func (l *memLog) HighWatermark() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.next }
 
 // LastStable: the in-memory twin has no transactions.
+func (l *memLog) TxnOpen(txn.ID) bool                       { return false }
+func (l *memLog) AbortTxn(context.Context, txn.ID) error    { return nil }
 func (l *memLog) LastStable(context.Context) (int64, error) { return l.HighWatermark(), nil }
 func (l *memLog) StartOffset() int64                        { l.mu.Lock(); defer l.mu.Unlock(); return l.start }
 

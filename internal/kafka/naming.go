@@ -89,6 +89,23 @@ func (n Namer) KafkaName(tenant, namespace, local string) string {
 	return tenant + "." + namespace + "." + local
 }
 
+// KafkaPartition is the Kafka topic (as KafkaName lists it) and partition of a Pulsar
+// partition name: t-partition-i is partition i of t, a non-partitioned topic partition 0.
+func (n Namer) KafkaPartition(full string) (topic string, partition int32, ok bool) {
+	rest, ok := strings.CutPrefix(full, "persistent://")
+	parts := strings.SplitN(rest, "/", 3)
+	if !ok || len(parts) != 3 {
+		return "", 0, false
+	}
+	local := parts[2]
+	if i := strings.LastIndex(local, partitionSuffix); i >= 0 {
+		if k, err := strconv.ParseInt(local[i+len(partitionSuffix):], 10, 32); err == nil {
+			local, partition = local[:i], int32(k)
+		}
+	}
+	return n.KafkaName(parts[0], parts[1], local), partition, true
+}
+
 // legalKafkaName applies Kafka's rule: 1-249 characters of [a-zA-Z0-9._-], not "." or "..".
 func legalKafkaName(s string) error {
 	if s == "" {

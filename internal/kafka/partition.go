@@ -51,6 +51,28 @@ type producerState struct {
 	lastSeq int32 // sequence of the newest record accepted, -1 before any
 	recent  [recentBatches]batchMeta
 	n       int // batches recorded (ring position = n % recentBatches)
+	// lastTime is the publish time (ms) of its newest stored batch (DescribeProducers'
+	// LastTimestamp: the broker's clock, which a restart rebuilds from the entries).
+	lastTime int64
+	// txn is the transaction of its newest transactional batch and txnStart the offset of
+	// that transaction's first batch here (-1: none). Whether it is still open is the
+	// topic's transaction buffer's to say (Log.TxnOpen), so nothing here tracks its end.
+	txn      txn.ID
+	txnStart int64
+}
+
+// newProducerState is the state of a producer first seen at epoch.
+func newProducerState(epoch int16) *producerState {
+	return &producerState{epoch: epoch, lastSeq: -1, lastTime: -1, txnStart: -1}
+}
+
+// stored records one of the producer's batches stored at base (publish time ms, its
+// transaction or nil).
+func (st *producerState) stored(base, publishMs int64, tx *txn.ID) {
+	st.lastTime = max(st.lastTime, publishMs)
+	if tx != nil && (st.txnStart < 0 || st.txn != *tx) {
+		st.txn, st.txnStart = *tx, base
+	}
 }
 
 type batchMeta struct {
@@ -165,13 +187,18 @@ func (p *partition) recordStored(e Entry) {
 	}
 	st := p.producers[id]
 	if st == nil || epoch > st.epoch {
-		st = &producerState{epoch: epoch, lastSeq: -1}
+		st = newProducerState(epoch)
 		p.producers[id] = st
 	} else if epoch < st.epoch {
 		return
 	}
 	first, last := int32(md.GetSequenceId()), int32(md.GetHighestSequenceId())
 	st.add(batchMeta{firstSeq: first, lastSeq: last, base: e.Base})
+	var tx *txn.ID
+	if info := txn.InfoOf(md); info.InTxn {
+		tx = &info.Txn
+	}
+	st.stored(e.Base, int64(md.GetPublishTime()), tx)
 }
 
 func (st *producerState) add(b batchMeta) *batchMeta {
@@ -189,9 +216,9 @@ var errInFlight = fmt.Errorf("%w: the original of this retried batch is still be
 
 // append stores one batch (entry, its records count) and calls done with its base offset.
 // Idempotent batches are checked against the producer's state first; a duplicate is
-// answered with the original's offset and not stored. tx is the transaction of a
-// transactional batch (nil otherwise).
-func (p *partition) append(b *producedBatch, entry []byte, tx *txn.ID, done func(int64, error)) {
+// answered with the original's offset and not stored. publishMs is the entry's publish
+// time, tx the transaction of a transactional batch (nil otherwise).
+func (p *partition) append(b *producedBatch, entry []byte, publishMs int64, tx *txn.ID, done func(int64, error)) {
 	p.appendMu.Lock()
 	defer p.appendMu.Unlock()
 	p.mu.Lock()
@@ -202,8 +229,9 @@ func (p *partition) append(b *producedBatch, entry []byte, tx *txn.ID, done func
 		return
 	}
 	var slot *batchMeta
+	var st *producerState
 	if b.producerID >= 0 {
-		st := p.producers[b.producerID]
+		st = p.producers[b.producerID]
 		first := b.baseSequence
 		last := first + int32(len(b.records)) - 1
 		switch {
@@ -215,7 +243,7 @@ func (p *partition) append(b *producedBatch, entry []byte, tx *txn.ID, done func
 				done(-1, fmt.Errorf("%w: producer %d epoch %d must start at sequence 0, not %d", ErrOutOfOrderSequence, b.producerID, b.producerEpoch, first))
 				return
 			}
-			st = &producerState{epoch: b.producerEpoch, lastSeq: -1}
+			st = newProducerState(b.producerEpoch)
 			p.producers[b.producerID] = st
 		case b.producerEpoch < st.epoch:
 			p.mu.Unlock()
@@ -264,6 +292,7 @@ func (p *partition) append(b *producedBatch, entry []byte, tx *txn.ID, done func
 			if slot.firstSeq == b.baseSequence && slot.base < 0 {
 				slot.base = base
 			}
+			st.stored(base, publishMs, tx)
 			p.mu.Unlock()
 		}
 		done(base, nil)

@@ -86,7 +86,7 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			for i := range batches {
 				wg.Add(1)
 				first := i == 0
-				p.append(&batches[i], entries[i], tx, func(base int64, err error) {
+				p.append(&batches[i], entries[i], now, tx, func(base int64, err error) {
 					defer wg.Done()
 					mu.Lock()
 					defer mu.Unlock()

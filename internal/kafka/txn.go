@@ -124,14 +124,22 @@ func (s *Server) settleTxn(ctx context.Context, r *txnRec) error {
 		}
 	}
 	s.log.Info("kafka transaction ended by its timeout", "transactionalId", r.id, "txn", r.txnID().String())
-	clearTxn(&r.p)
+	clearTxn(&r.p, txnAborted)
 	r.p.LastEpoch = r.p.Epoch
 	r.p.Epoch++
 	return s.saveTxn(ctx, r)
 }
 
-func clearTxn(p *resources.KafkaTxnProducer) {
+// How a transaction ended (KafkaTxnProducer.Completed).
+const (
+	txnCommitted = "commit"
+	txnAborted   = "abort"
+)
+
+// clearTxn forgets p's transaction, which ended with result.
+func clearTxn(p *resources.KafkaTxnProducer, result string) {
 	p.TxnOpen, p.TxnMost, p.TxnLeast, p.Partitions, p.Offsets, p.Committing = false, 0, 0, nil, nil, false
+	p.Completed = result
 }
 
 // finishCommit applies the committed transaction's offsets to their groups and clears it.
@@ -164,7 +172,7 @@ func (s *Server) finishCommit(ctx context.Context, r *txnRec) error {
 			return err
 		}
 	}
-	clearTxn(&r.p)
+	clearTxn(&r.p, txnCommitted)
 	return s.saveTxn(ctx, r)
 }
 
@@ -322,7 +330,7 @@ func (s *Server) initTxnProducer(ctx context.Context, c *conn, r *kmsg.InitProdu
 		if err := rec.c.End(ctx, rec.txnID(), txn.Abort); err != nil && !errors.Is(err, txn.ErrNotFound) {
 			return fmt.Errorf("kafka: aborting the open transaction of %q: %w", rec.id, err)
 		}
-		clearTxn(&rec.p)
+		clearTxn(&rec.p, txnAborted)
 	}
 	if !rec.exists() || rec.p.Epoch >= maxEpoch-1 {
 		id, err := s.be.NextProducerID(ctx)
@@ -334,6 +342,7 @@ func (s *Server) initTxnProducer(ctx context.Context, c *conn, r *kmsg.InitProdu
 		rec.p.Epoch++
 	}
 	rec.p.LastEpoch = rec.p.Epoch // nothing fenced by a timeout any more
+	rec.p.Completed = ""          // a new epoch starts Empty, as Kafka's
 	if rec.p.Owner == "" {
 		rec.p.Owner = c.principal.Role
 	}
@@ -639,7 +648,7 @@ func (s *Server) endTxn(c *conn, r *kmsg.EndTxnRequest) error {
 		if err := rec.c.End(ctx, rec.txnID(), txn.Abort); err != nil && !errors.Is(err, txn.ErrNotFound) {
 			return err
 		}
-		clearTxn(&rec.p)
+		clearTxn(&rec.p, txnAborted)
 		return s.saveTxn(ctx, rec)
 	}
 	rec.p.Committing = true
@@ -650,7 +659,7 @@ func (s *Server) endTxn(c *conn, r *kmsg.EndTxnRequest) error {
 	switch {
 	case errors.Is(err, txn.ErrNotFound), errors.Is(err, txn.ErrInvalidStatus):
 		// Its timeout aborted it between the check above and now: nothing commits.
-		clearTxn(&rec.p)
+		clearTxn(&rec.p, txnAborted)
 		rec.p.LastEpoch = rec.p.Epoch
 		rec.p.Epoch++
 		if serr := s.saveTxn(ctx, rec); serr != nil {

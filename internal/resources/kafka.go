@@ -292,6 +292,9 @@ type KafkaTxnProducer struct {
 	// Committing is set (durably) before the commit starts, so that a coordinator that
 	// takes over finishes applying Offsets.
 	Committing bool `json:"committing,omitempty"`
+	// Completed is how its last transaction ended ("commit" or "abort"; empty before the
+	// first): Kafka's CompleteCommit / CompleteAbort states in ListTransactions.
+	Completed string `json:"completed,omitempty"`
 }
 
 // KafkaTxnOffset is one offset commit held by a transaction.
@@ -311,6 +314,11 @@ func (r *Resources) KafkaTxnProducer(ctx context.Context, id string) (KafkaTxnPr
 	var p KafkaTxnProducer
 	ver, err := r.get(ctx, kafkaTxnKey(id), &p)
 	return p, ver, err
+}
+
+// KafkaTxnProducers lists the transactional ids that have a record, sorted.
+func (r *Resources) KafkaTxnProducers(ctx context.Context) ([]string, error) {
+	return r.escapedChildren(ctx, kafkaTxnPrefix)
 }
 
 // PutKafkaTxnProducer writes a transactional id's record if it is still at version ver
