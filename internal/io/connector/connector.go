@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/apache/pulsar-client-go/pulsar"
 )
 
 // Record is one message: emitted by a source (to be published) or read by a sink (to be
@@ -93,6 +95,14 @@ type SourceContext interface {
 	Emit(ctx context.Context, rec *Record) error
 	// SourceException counts an error the source recovered from (numSourceExceptions).
 	SourceException(err error)
+}
+
+// ClientProvider is implemented by the context a source runs with: a source that keeps
+// state of its own in topics (the MySQL source's schema history, as Pulsar's Debezium
+// sources do) reaches the broker with the instance's client (Pulsar's
+// SourceContext.getPulsarClient).
+type ClientProvider interface {
+	PulsarClient() pulsar.Client
 }
 
 // Sink writes records.

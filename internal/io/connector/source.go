@@ -75,6 +75,9 @@ func (in *Instance) runSource(ctx context.Context, client pulsar.Client) error {
 	return err
 }
 
+// PulsarClient is the instance's client (ClientProvider).
+func (r *sourceRun) PulsarClient() pulsar.Client { return r.client }
+
 func (r *sourceRun) fail(err error) {
 	r.in.stats.AddSystemException(err)
 	select {
