@@ -8,7 +8,8 @@
 // topic.prefix (or database.server.name), database.include.list / database.exclude.list /
 // table.include.list / table.exclude.list, snapshot.mode (initial, never, no_data,
 // initial_only, when_needed), tombstones.on.delete (true), decimal.handling.mode (string,
-// double), offset.flush.interval.ms (1000), topic.namespace.
+// double), offset.flush.interval.ms (1000), topic.namespace, and the schema history's
+// (below).
 //
 // The server must log rows: binlog_format=ROW and binlog_row_image=FULL;
 // binlog_row_metadata=FULL (MySQL 8, MariaDB 10.5+) lets the source check each event's
@@ -19,8 +20,20 @@
 // LOCK on MySQL; every row is a read event (op "r"), and streaming starts at that position.
 // Checkpoint: the binlog file and position after the last transaction whose changes the
 // broker acknowledged, saved every offset.flush.interval.ms, so a restart resumes there.
-// DDL: a schema change is read again from information_schema when the next rows event of the
-// table arrives; the table's topic gets a new schema version.
+// DDL and the schema history: each DDL statement (a QUERY event) that changes a captured
+// table is parsed and applied to the table's columns as they stood at that binlog position,
+// and the result recorded, with the position, in a history topic
+// (schema.history.internal.pulsar.topic, or Debezium 1.x's database.history.pulsar.topic;
+// default {tenant}/{namespace}/{name}-debezium-history-topic), as are the captured tables'
+// columns when the source first starts. The source keeps every table's column lists by
+// position and, on a restart, rebuilds them from the topic, so each rows event is decoded
+// with the columns it was written with, even one logged before a later ALTER TABLE that is
+// still to be read. schema.history.internal (database.history) names the class: Pulsar's
+// PulsarSchemaHistory / PulsarDatabaseHistory (the default; the topic) or Debezium's
+// MemorySchemaHistory (nothing survives a restart); schema.history.internal.pulsar.service.url
+// (database.history.pulsar.service.url) puts the topic on another cluster. DDL the parser
+// cannot read makes the source fall back to information_schema for the tables' next events.
+// A table's topic gets a new schema version when its columns change.
 package mysql
 
 import (
@@ -61,6 +74,9 @@ func Definitions() []*connector.Definition {
 				{Name: "database.include.list", TypeName: "String"},
 				{Name: "table.include.list", TypeName: "String"},
 				{Name: "snapshot.mode", TypeName: "String", Attributes: map[string]string{"defaultValue": "initial"}},
+				{Name: "schema.history.internal", TypeName: "String", Attributes: map[string]string{"defaultValue": historyPulsar}},
+				{Name: "schema.history.internal.pulsar.topic", TypeName: "String", Attributes: map[string]string{"defaultValue": "{tenant}/{namespace}/{name}" + historyTopicSuffix}},
+				{Name: "schema.history.internal.pulsar.service.url", TypeName: "String"},
 			},
 		}
 	}
@@ -76,6 +92,11 @@ type config struct {
 	serverID             uint32
 	common               debezium.Common
 	filter               *debezium.Filter
+	// The schema history: durable in historyTopic (through historyURL's cluster when set),
+	// or in memory only.
+	historyMemory bool
+	historyTopic  string
+	historyURL    string
 }
 
 func parse(c connector.Config, fqfn string) (*config, error) {
@@ -91,6 +112,19 @@ func parse(c connector.Config, fqfn string) (*config, error) {
 		serverID: uint32(c.IntRange("database.server.id", int64(5400+h.Sum32()%100000), 1, 1<<32-1)),
 		common:   debezium.ParseCommon(c, ns),
 	}
+	// Debezium 2.x names first, then the 1.x names Pulsar's older docs use.
+	key := func(v2, v1 string) string {
+		if !c.Has(v2) && c.Has(v1) {
+			return v1
+		}
+		return v2
+	}
+	switch c.OneOf(key("schema.history.internal", "database.history"), historyPulsar, historyPulsar, historyPulsarV1, historyMemory, historyMemoryV1) {
+	case historyMemory, historyMemoryV1:
+		cfg.historyMemory = true
+	}
+	cfg.historyTopic = c.String(key("schema.history.internal.pulsar.topic", "database.history.pulsar.topic"), fqfn+historyTopicSuffix)
+	cfg.historyURL = c.String(key("schema.history.internal.pulsar.service.url", "database.history.pulsar.service.url"), "")
 	var err error
 	if cfg.filter, err = debezium.NewFilter(c, "database"); err != nil {
 		return nil, err
@@ -109,7 +143,7 @@ type position struct {
 	pos  uint32
 }
 
-// table is a captured table with its columns.
+// table is a captured table with its columns, as one version of the schema history has them.
 type table struct {
 	t     *debezium.Table
 	cols  []*colInfo
@@ -122,7 +156,9 @@ type source struct {
 	db        *sql.DB
 	cp        checkpoint
 	tracker   connector.Tracker[position]
-	tables    map[string]*table // by db.table
+	hist      *versions
+	store     *historyStore // nil: schema.history.internal is in memory
+	stale     *position     // an unparsed DDL statement: tables older than it are read again
 	mariadb   bool
 	file      string
 	savedAt   time.Time
@@ -149,7 +185,7 @@ func (s *source) Run(ctx context.Context, sc connector.SourceContext) error {
 	if err != nil {
 		return err
 	}
-	s.cfg, s.tables = cfg, map[string]*table{}
+	s.cfg, s.hist = cfg, newVersions()
 	if b, err := sc.Offsets().Load(ctx); err != nil {
 		return err
 	} else if len(b) > 0 {
@@ -169,6 +205,11 @@ func (s *source) Run(ctx context.Context, sc connector.SourceContext) error {
 	if err := s.checkBinlog(ctx); err != nil {
 		return err
 	}
+	if !cfg.historyMemory {
+		if s.store, err = openHistory(ctx, sc, cfg, s.replay); err != nil {
+			return err
+		}
+	}
 	if !s.cp.SnapshotCompleted {
 		if cfg.common.SnapshotFirst() {
 			if err := s.snapshot(ctx); err != nil {
@@ -183,13 +224,76 @@ func (s *source) Run(ctx context.Context, sc connector.SourceContext) error {
 			if err != nil {
 				return err
 			}
+			if err := s.recordSchemas(ctx, position{file, pos}); err != nil {
+				return err
+			}
 			s.cp = checkpoint{File: file, Pos: pos, SnapshotCompleted: true}
 			if err := s.save(); err != nil {
 				return err
 			}
 		}
+	} else if len(s.hist.byTable) == 0 {
+		// A checkpoint from before the schema history: the tables' columns now are the best
+		// account of them at the checkpoint.
+		if err := s.recordSchemas(ctx, position{s.cp.File, s.cp.Pos}); err != nil {
+			return err
+		}
 	}
 	return s.stream(ctx)
+}
+
+// replay loads one schema history record.
+func (s *source) replay(b []byte) error {
+	entries, err := decodeHistory(b)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		s.hist.add(e.pos, e.id, e.cols)
+	}
+	return nil
+}
+
+// record puts changes logged at p in the history (the topic first, so the checkpoint never
+// passes a change the topic does not hold) and in the source's versions.
+func (s *source) record(ctx context.Context, p position, snapshot bool, db, ddl string, changes []ddlChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	if s.store != nil {
+		b := encodeHistory(s.cfg.common.Prefix, p, snapshot, time.Now().UnixMilli(), db, ddl, changes)
+		if err := s.store.append(ctx, b); err != nil {
+			return err
+		}
+	}
+	for _, c := range changes {
+		s.hist.add(p, c.id, c.cols)
+	}
+	return nil
+}
+
+// recordSchemas records the captured tables' columns as they are now, at p.
+func (s *source) recordSchemas(ctx context.Context, p position) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	names, err := s.capturedTables(ctx, conn)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		id := tableID{n[0], n[1]}
+		cols, err := s.describe(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := s.record(ctx, p, true, id.db, "", []ddlChange{{id: id, kind: changeCreate, cols: cols}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkBinlog fails clearly when the server does not log rows.
@@ -265,6 +369,7 @@ func (s *source) saveCommitted() error {
 }
 
 func (s *source) Close() error {
+	s.store.close()
 	if s.db == nil {
 		return nil
 	}
@@ -276,15 +381,15 @@ func (s *source) Close() error {
 }
 
 // describe reads a table's columns from information_schema.
-func (s *source) describe(ctx context.Context, db, name string) (*table, error) {
+func (s *source) describe(ctx context.Context, id tableID) ([]*colInfo, error) {
+	db, name := id.db, id.name
 	rows, err := s.db.QueryContext(ctx, `SELECT COLUMN_NAME, LOWER(DATA_TYPE), LOWER(COLUMN_TYPE), COALESCE(DATETIME_PRECISION, 0), COLUMN_KEY
 		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION`, db, name)
 	if err != nil {
 		return nil, fmt.Errorf("debezium-mysql: columns of %s.%s: %w", db, name, err)
 	}
 	defer rows.Close()
-	t := &table{}
-	var cols []debezium.Column
+	var cols []*colInfo
 	for rows.Next() {
 		c := &colInfo{}
 		var ct, key string
@@ -293,10 +398,7 @@ func (s *source) describe(ctx context.Context, db, name string) (*table, error) 
 		}
 		c.key = key == "PRI"
 		c.parseColumnType(ct)
-		c.classify(s.cfg.common.DecimalMode)
-		t.cols = append(t.cols, c)
-		t.names = append(t.names, c.name)
-		cols = append(cols, debezium.Column{Name: c.name, Type: c.connect, Logical: c.logical, Optional: true, Key: c.key})
+		cols = append(cols, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -304,9 +406,49 @@ func (s *source) describe(ctx context.Context, db, name string) (*table, error) 
 	if len(cols) == 0 {
 		return nil, fmt.Errorf("debezium-mysql: table %s.%s has no columns (dropped?)", db, name)
 	}
-	t.t = debezium.NewTable(debezium.TopicName(s.cfg.common.Namespace, s.cfg.common.Prefix, db, name), db, name, cols)
-	s.tables[db+"."+name] = t
-	return t, nil
+	return cols, nil
+}
+
+// build is the decoder and envelope of a table with columns cols.
+func (s *source) build(id tableID, cols []*colInfo) *table {
+	t := &table{}
+	dcols := make([]debezium.Column, 0, len(cols))
+	for _, c := range cols {
+		c := *c // versions share columns; the decimal mode is this source's
+		c.classify(s.cfg.common.DecimalMode)
+		t.cols = append(t.cols, &c)
+		t.names = append(t.names, c.name)
+		dcols = append(dcols, debezium.Column{Name: c.name, Type: c.connect, Logical: c.logical, Optional: true, Key: c.key})
+	}
+	t.t = debezium.NewTable(debezium.TopicName(s.cfg.common.Namespace, s.cfg.common.Prefix, id.db, id.name), id.db, id.name, dcols)
+	return t
+}
+
+// tableAt is id's table as of the rows event at p. A table the history does not know (or
+// one an unparsed DDL statement may have changed) is read from information_schema and
+// recorded.
+func (s *source) tableAt(ctx context.Context, id tableID, p position) (*table, error) {
+	v := s.hist.at(id, p, false)
+	if v == nil || v.cols == nil || (s.stale != nil && v.pos.before(*s.stale)) {
+		cols, err := s.describe(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		at := p
+		if s.stale != nil {
+			at = *s.stale
+		}
+		if err := s.record(ctx, at, false, id.db, "", []ddlChange{{id: id, kind: changeCreate, cols: cols}}); err != nil {
+			return nil, err
+		}
+		if v = s.hist.at(id, p, false); v == nil || v.cols == nil {
+			return nil, fmt.Errorf("debezium-mysql: no columns for %s at %s:%d", id, p.file, p.pos)
+		}
+	}
+	if v.tbl == nil {
+		v.tbl = s.build(id, v.cols)
+	}
+	return v.tbl, nil
 }
 
 func (s *source) row(t *table, text [][]byte, nulls []bool) []any {
@@ -419,10 +561,15 @@ func (s *source) snapshot(ctx context.Context) error {
 	s.sc.Logger().Info("debezium-mysql: snapshot", "tables", len(names), "file", file, "pos", pos)
 	var held *heldRow
 	for _, n := range names {
-		t, err := s.describe(ctx, n[0], n[1])
+		id := tableID{n[0], n[1]}
+		described, err := s.describe(ctx, id)
 		if err != nil {
 			return err
 		}
+		if err := s.record(ctx, position{file, pos}, true, id.db, "", []ddlChange{{id: id, kind: changeCreate, cols: described}}); err != nil {
+			return err
+		}
+		t := s.build(id, described)
 		rows, err := conn.QueryContext(ctx, "SELECT * FROM `"+strings.ReplaceAll(n[0], "`", "``")+"`.`"+strings.ReplaceAll(n[1], "`", "``")+"`")
 		if err != nil {
 			return fmt.Errorf("debezium-mysql: reading %s.%s: %w", n[0], n[1], err)
@@ -571,10 +718,12 @@ func (s *source) handle(ctx context.Context, ev *replication.BinlogEvent) error 
 		case q == "COMMIT":
 			s.tracker.Mark(position{s.file, h.LogPos})
 		default:
-			// DDL (or a statement logged as such): read the tables again when their next
-			// rows event arrives.
-			clear(s.tables)
-			s.tracker.Mark(position{s.file, h.LogPos})
+			// DDL (or another statement logged as a query).
+			p := position{s.file, h.LogPos}
+			if err := s.ddl(ctx, e, p); err != nil {
+				return err
+			}
+			s.tracker.Mark(p)
 		}
 	case *replication.RowsEvent:
 		return s.rows(ctx, e, position{s.file, h.LogPos})
@@ -587,18 +736,28 @@ func (s *source) rows(ctx context.Context, e *replication.RowsEvent, p position)
 	if systemSchemas[strings.ToLower(db)] || !s.cfg.filter.Includes(db, name) {
 		return nil
 	}
-	t := s.tables[db+"."+name]
-	binNames := e.Table.ColumnNameString()
-	if t == nil || (len(binNames) > 0 && !sameNames(binNames, t.names)) {
-		var err error
-		if t, err = s.describe(ctx, db, name); err != nil {
+	id := tableID{db, name}
+	t, err := s.tableAt(ctx, id, p)
+	if err != nil {
+		return err
+	}
+	// With binlog_row_metadata=FULL the event names its columns: a check on the history.
+	if binNames := e.Table.ColumnNameString(); len(binNames) > 0 && !sameNames(binNames, t.names) {
+		// The history missed a change (DDL it could not follow): the server's columns
+		// now are right for this event if they have its names.
+		cols, err := s.describe(ctx, id)
+		if err != nil {
 			return err
 		}
-		if len(binNames) > 0 && !sameNames(binNames, t.names) {
-			// The table changed again after this event was logged: the event's own
-			// columns are the truth for it.
-			return fmt.Errorf("debezium-mysql: %s.%s has columns %v now but the event at %s:%d has %v; a schema history is needed to replay it",
-				db, name, t.names, p.file, p.pos, binNames)
+		if !sameNames(binNames, colNames(cols)) {
+			return fmt.Errorf("debezium-mysql: the event at %s:%d has columns %v, but the schema history has %v for %s and the server %v now",
+				p.file, p.pos, binNames, t.names, id, colNames(cols))
+		}
+		if err := s.record(ctx, p, false, db, "", []ddlChange{{id: id, kind: changeAlter, cols: cols}}); err != nil {
+			return err
+		}
+		if t, err = s.tableAt(ctx, id, p); err != nil {
+			return err
 		}
 	}
 	conv := func(vals []any) []any {
@@ -645,6 +804,48 @@ func (s *source) rows(ctx context.Context, e *replication.RowsEvent, p position)
 		}
 	}
 	return nil
+}
+
+// ddl follows one DDL statement logged at p: the captured tables it changed get new
+// versions, recorded in the history. A statement replayed from an older checkpoint finds
+// its versions recorded already.
+func (s *source) ddl(ctx context.Context, e *replication.QueryEvent, p position) error {
+	query := string(e.Query)
+	if !isSchemaDDL(query) {
+		return nil
+	}
+	changes, err := parseDDL(query, string(e.Schema), s.hist.view(p), s.mariadb)
+	if err != nil {
+		// Not a statement the parser reads: every table is read again from the server at
+		// its next rows event (right unless the binlog is behind further DDL).
+		s.sc.Logger().Warn("debezium-mysql: DDL not understood; reading the tables' columns from the server", "file", p.file, "pos", p.pos, "err", err)
+		s.sc.SourceException(err)
+		at := p
+		s.stale = &at
+		return nil
+	}
+	var keep []ddlChange
+	for _, c := range changes {
+		if systemSchemas[strings.ToLower(c.id.db)] || !s.cfg.filter.Includes(c.id.db, c.id.name) || s.hist.has(c.id, p) {
+			continue
+		}
+		if c.unknown {
+			// The statement's effect depends on a table the history does not know.
+			if c.cols, err = s.describe(ctx, c.id); err != nil {
+				c.kind, c.cols = changeDrop, nil // gone since: read at its next rows event
+			}
+		}
+		keep = append(keep, c)
+	}
+	return s.record(ctx, p, false, string(e.Schema), query, keep)
+}
+
+func colNames(cols []*colInfo) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.name
+	}
+	return out
 }
 
 func sameNames(a, b []string) bool {
