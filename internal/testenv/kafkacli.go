@@ -19,6 +19,7 @@ const (
 	KafkaConsumerPerfMain    = "org.apache.kafka.tools.ConsumerPerformance"                 // kafka-consumer-perf-test.sh
 	ConnectStandaloneMain    = "org.apache.kafka.connect.cli.ConnectStandalone"             // connect-standalone.sh
 	KafkaConfigsMain         = "kafka.admin.ConfigCommand"                                  // kafka-configs.sh
+	KafkaTransactionsMain    = "org.apache.kafka.tools.TransactionsCommand"                 // kafka-transactions.sh
 )
 
 // KafkaCLI runs Kafka's tools.
