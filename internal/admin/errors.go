@@ -52,6 +52,8 @@ func statusFor(err error) int {
 		// Pulsar's answer when forceDeleteNamespaceAllowed is off, and to a skip or peek of
 		// a partitioned topic.
 		return http.StatusMethodNotAllowed
+	case errors.Is(err, errPackageTooLarge):
+		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrNotSupported):
 		return http.StatusNotImplemented
 	case errors.Is(err, ErrUnavailable):

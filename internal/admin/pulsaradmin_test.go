@@ -43,6 +43,8 @@ func TestMain(m *testing.M) {
 	cfg.Broker.WebServicePort = 0
 	cfg.Broker.Policies.PolicyCheckIntervalSeconds = 1 // TTL and backlog quota tests
 	cfg.Broker.ForceDeleteNamespaceAllowed = true      // TestForceDeleteNamespace
+	cfg.Broker.Packages.Enabled = true                 // TestPackagesAPI
+	cfg.Broker.Packages.MaxSizeMB = testPackagesMaxMB
 
 	cfg.Broker.Policies.BrokerServiceCompactionMonitorIntervalInSeconds = 1 // TestCompactionThresholdPolicy
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,7 +36,8 @@ import (
 //
 // The console's static files under /ui are open (its API calls are not). Functions, sources
 // and sinks (/admin/v3) need the namespace's functions, sources or sinks permission; the
-// functions worker's instance state service checks its own token.
+// functions worker's instance state service checks its own token. Packages (/admin/v3/packages)
+// need the namespace's packages permission.
 //
 // /metrics and /status.html stay open (the Go client's CI waits on /metrics) unless
 // authenticateMetricsEndpoint; health and readiness are superuser-only, as in Pulsar.
@@ -77,6 +79,10 @@ func Secure(next http.Handler, cfg SecureConfig) http.Handler {
 			pr.Original = orig
 		}
 		if err := rule.check(r, cfg.Authz, pr); err != nil {
+			if rule.deniedFmt != "" {
+				writeJSON(w, http.StatusUnauthorized, map[string]string{"reason": fmt.Sprintf(rule.deniedFmt, cmp.Or(pr.Original, pr.Role)), "detail": err.Error()})
+				return
+			}
 			writeJSON(w, http.StatusForbidden, map[string]string{"reason": err.Error()})
 			return
 		}
@@ -94,6 +100,9 @@ type rule struct {
 	topicOp    auth.TopicOp
 	nsOp       auth.NamespaceOp
 	sub        string
+	// deniedFmt, when set, is the 401 text a denied role gets (%s: the role) instead of
+	// the 403 other routes answer: Pulsar's packages API answers so.
+	deniedFmt string
 }
 
 func (ru rule) check(r *http.Request, a *auth.Authorizer, p auth.Principal) error {
@@ -135,8 +144,9 @@ func routeRule(method, p string) rule {
 	case at(0) == "topics" && (at(1) == "persistent" || at(1) == "non-persistent") && len(seg) >= 5 && method == http.MethodPost:
 		// The REST producer (produce.go): produce permission, as a PRODUCER command needs.
 		return topicRule(at(1), at(2), at(3), at(4), auth.TopicProduce, "")
-	case at(0) == "admin" && (at(1) == "v3" || (at(1) == "v2" && slices.Contains([]string{"functions", "sources", "sinks"}, at(2)))):
-		// The functions worker serves its API under v2 too (pulsaradmin's default version).
+	case at(0) == "admin" && (at(1) == "v3" || (at(1) == "v2" && slices.Contains([]string{"functions", "sources", "sinks", "packages"}, at(2)))):
+		// The functions worker and the packages API serve under v2 too (pulsaradmin's
+		// default version).
 		return v3Rule(method, seg)
 	case at(0) == "iceberg" && at(1) == "v1":
 		return icebergRule(seg)
@@ -211,6 +221,15 @@ func v3Rule(method string, seg []string) rule {
 		case slices.Contains([]string{"coordinatorStats", "transactionMetadata", "slowTransactions"}, seg[3]):
 			return rule{kind: "authenticated"}
 		}
+	}
+	if seg[2] == "packages" {
+		// /admin/v3/packages/{type}/{tenant}/{namespace}/...: the namespace's packages
+		// permission (PackagesBase.checkPermissions), a 401 with Pulsar's text when missing.
+		if len(seg) >= 6 {
+			return rule{kind: "namespace", tenant: seg[4], ns: seg[5], nsOp: auth.NamespacePackages,
+				deniedFmt: "Role %s has not the 'package' permission to do the packages operations."}
+		}
+		return rule{kind: "super"}
 	}
 	if seg[2] == "functions-state" {
 		// The functions worker's state service for its own instances: it takes only the

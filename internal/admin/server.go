@@ -70,6 +70,10 @@ type Config struct {
 	// HTTPClient calls the broker that serves a topic in a cluster (nsdelete.go), with this
 	// broker's credentials; nil: http.DefaultClient.
 	HTTPClient *http.Client
+	// Packages keeps the packages API's bytes (packages.go; enablePackagesManagement); nil
+	// answers it 503. PackagesMaxBytes bounds one upload (packagesMaxSizeMB; 0: 256 MiB).
+	Packages         PackageBlobs
+	PackagesMaxBytes int64
 }
 
 // Handler returns the HTTP handler for the admin API, metrics and status page.
@@ -77,7 +81,8 @@ func Handler(cfg Config) http.Handler {
 	s := &server{res: cfg.Resources, log: cfg.Logger, ready: cfg.Ready, storage: cfg.Storage,
 		cluster: cfg.Cluster, webServiceAddr: cfg.WebServiceAddr, webServiceAddrTLS: cfg.WebServiceAddrTLS,
 		serviceURLTLS: cfg.ServiceURLTLS, schemas: cfg.Schemas, dynamic: cfg.Dynamic, txn: cfg.Transactions,
-		forceDeleteNamespace: cfg.ForceDeleteNamespaceAllowed, forceDeleteTenant: cfg.ForceDeleteTenantAllowed, httpc: cmp.Or(cfg.HTTPClient, http.DefaultClient)}
+		forceDeleteNamespace: cfg.ForceDeleteNamespaceAllowed, forceDeleteTenant: cfg.ForceDeleteTenantAllowed, httpc: cmp.Or(cfg.HTTPClient, http.DefaultClient),
+		packages: cfg.Packages, packagesMaxBytes: cmp.Or(cfg.PackagesMaxBytes, 256<<20)}
 	if cfg.Topics != nil {
 		s.own = cfg.Topics.Ownership()
 	}
@@ -133,6 +138,7 @@ func Handler(cfg Config) http.Handler {
 	s.registerClusters(mux)
 	s.registerNamespaceSubscriptions(mux)
 	s.registerTransactions(mux) // transactions.go
+	s.registerPackages(mux)     // packages.go
 	return cleanPath(mux)
 }
 
@@ -199,6 +205,9 @@ type server struct {
 	forceDeleteTenant    bool
 	own                  topics.Ownership
 	httpc                *http.Client
+	// packages stores the packages API's bytes (nil: off) and packagesMaxBytes bounds one.
+	packages         PackageBlobs
+	packagesMaxBytes int64
 }
 
 // bodyWriter is a handler result that writes its own body (raw messages, plain text).

@@ -21,6 +21,7 @@ import (
 	"github.com/magnetar-io/magnetar/internal/clock"
 	"github.com/magnetar-io/magnetar/internal/config"
 	"github.com/magnetar-io/magnetar/internal/console"
+	"github.com/magnetar-io/magnetar/internal/functions/pkgstore"
 	"github.com/magnetar-io/magnetar/internal/kafka"
 	"github.com/magnetar-io/magnetar/internal/lakehouse"
 	"github.com/magnetar-io/magnetar/internal/ledger"
@@ -236,7 +237,7 @@ func StartServices(ctx context.Context, o ServicesOptions) (_ *Services, err err
 		Schemas: s.Topics.Schemas(), Dynamic: s.Topics.DynamicConfig(),
 		MaxMessageSize: o.Broker.MaxMessageSize, Transactions: s.Broker.Coordinators(),
 		ForceDeleteNamespaceAllowed: o.Broker.ForceDeleteNamespaceAllowed, ForceDeleteTenantAllowed: o.Broker.ForceDeleteTenantAllowed,
-		HTTPClient: o.HTTPClient,
+		HTTPClient: o.HTTPClient, Packages: packagesOf(o.Broker.Packages, s.ledgers), PackagesMaxBytes: o.Broker.Packages.MaxSizeMB << 20,
 	})
 	if o.Broker.Console.Enabled {
 		h = console.Mount(h, console.Options{ReadOnly: o.Broker.Console.ReadOnly})
@@ -364,4 +365,13 @@ func ignoreClosed(err error) error {
 		return nil
 	}
 	return err
+}
+
+// packagesOf is the packages API's storage: the function packages' ledger format, with
+// packagesReplicas copies; nil (the API answers 503) without enablePackagesManagement.
+func packagesOf(c config.PackagesConfig, lc ledger.Client) admin.PackageBlobs {
+	if !c.Enabled {
+		return nil
+	}
+	return &pkgstore.Ledgers{Client: lc, Replicas: c.Replicas}
 }

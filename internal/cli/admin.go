@@ -44,6 +44,7 @@ func (a *app) adminCmd() *cobra.Command {
 	cmd.AddCommand(ac.functionsCmd())                                      // functions.go
 	cmd.AddCommand(ac.connectorCmd(sourcesCLI), ac.connectorCmd(sinksCLI)) // admin_connectors.go
 	cmd.AddCommand(ac.transactionsCmd())                                   // admin_transactions.go
+	cmd.AddCommand(ac.packagesCmd())                                       // admin_packages.go
 	return cmd
 }
 

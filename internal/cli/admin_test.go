@@ -56,6 +56,7 @@ func adminSetup(t *testing.T) (binary, adminURL string) {
 		cfg.Broker.BindAddress = "127.0.0.1"
 		cfg.Broker.ServicePort = 0
 		cfg.Broker.WebServicePort = 0
+		cfg.Broker.Packages.Enabled = true // TestAdminPackagesCLI
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		shared.sa, shared.err = standalone.Start(ctx, cfg, nil)

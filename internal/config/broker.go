@@ -141,6 +141,8 @@ type BrokerConfig struct {
 	Offload OffloadConfig
 	// Console is the web console under /ui (console.go).
 	Console ConsoleConfig
+	// Packages is the packages management API (packages.go).
+	Packages PackagesConfig
 	// Transaction is Pulsar transactions (transaction.go: transactionCoordinatorEnabled, ...).
 	Transaction TransactionConfig
 	// Iceberg is the lakehouse: topics as Iceberg tables, the REST catalog (iceberg.go).
@@ -182,6 +184,7 @@ func DefaultBrokerConfig() BrokerConfig {
 		Kafka:                                     DefaultKafkaConfig(),
 		Security:                                  DefaultSecurityConfig(),
 		Console:                                   DefaultConsoleConfig(),
+		Packages:                                  DefaultPackagesConfig(),
 		Offload:                                   DefaultOffloadConfig(),
 		Transaction:                               DefaultTransactionConfig(),
 		Iceberg:                                   DefaultIcebergConfig(),
@@ -225,5 +228,6 @@ func (c *BrokerConfig) Validate() error {
 		c.Offload.Validate(),
 		c.Transaction.Validate(),
 		c.Iceberg.Validate(),
+		c.Packages.Validate(),
 	)
 }

@@ -61,6 +61,11 @@ const (
 	// package references. Owner: internal/functions (functions/meta.go has the formats).
 	FunctionsRoot = "/functions/"
 
+	// PackagesRoot + type/tenant/namespace/name/version: PackageRecord, the packages API's
+	// metadata of a package version (its bytes are in ledgers). Owner: resources
+	// (packages.go), for internal/admin and internal/functions (function:// URLs).
+	PackagesRoot = "/packages/"
+
 	// KafkaRoot + groups/{group}, producer-ids, log-start/{partition},
 	// offsets/{group}/{partition}: the Kafka front end's group records, producer-id counter,
 	// DeleteRecords low watermarks and offsets committed for partitions owned elsewhere. Owner:

@@ -46,6 +46,7 @@ func setupMatrix(t *testing.T) *matrix {
 	f := startSecure(t, func(c *config_) {
 		c.Broker.Security.Authz.SuperUserRoles = []string{"root", "admin"}
 		c.Broker.Transaction.CoordinatorEnabled = true // END_TXN_ON_* are in the matrix
+		c.Broker.Packages.Enabled = true
 	})
 	m := &matrix{f: f, tokens: map[string]string{}}
 	for _, r := range matrixRoles {
@@ -324,6 +325,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"GET", "/admin/v3/functions/connectors", "", everyoneRoles}, // as clusters: anonymousUserRole is set
 		{"POST", "/admin/v3/functions/upload", "", onlyRoot},
 		{"GET", "/admin/v2/worker/cluster", "", onlyRoot},
+		// Packages: the namespace's packages permission (401 otherwise, as Pulsar).
+		{"GET", "/admin/v3/packages/function/acme/app", "", acmeAdmins},
+		{"GET", "/admin/v3/packages/sink/acme/app/ghost", "", acmeAdmins},
+		{"GET", "/admin/v3/packages/function/acme/app/ghost/v1/metadata", "", acmeAdmins},
+		{"DELETE", "/admin/v3/packages/source/acme/app/ghost/v1", "", acmeAdmins},
+		{"GET", "/admin/v2/packages/function/acme/app", "", acmeAdmins},
 		// Open.
 		{"GET", "/ui/", "", everyoneRoles},
 		{"GET", "/metrics", "", everyoneRoles},
