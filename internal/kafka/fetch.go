@@ -175,7 +175,7 @@ func (s *Server) readPartition(ctx context.Context, p *partition, offset int64, 
 		var nb []byte
 		switch {
 		case e.Kind == EntryCommitMarker || e.Kind == EntryAbortMarker:
-			nb = appendControlBatch(buf, e, e.Kind == EntryCommitMarker)
+			nb = appendControlBatch(buf, e, e.Kind == EntryCommitMarker, p.owners.get)
 		case e.Kind == EntryAborted && committed:
 			nb = appendEmptyBatch(buf, e.Base, e.Count)
 		default:

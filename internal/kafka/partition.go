@@ -36,6 +36,52 @@ type partition struct {
 	mu        sync.Mutex
 	producers map[int64]*producerState
 	broken    error // an append failed: the log's state is unknown; reopen
+	owners    txnOwners
+}
+
+// txnOwners remembers which Kafka producer (id, epoch) wrote each of the partition's recent
+// transactions, from its appends and the log's tail read at open: internal/txn writes a
+// transaction's markers without one, and a control batch names it. Bounded (oldest
+// forgotten first); a marker of a transaction not remembered goes out with producer id -1.
+type txnOwners struct {
+	mu   sync.Mutex
+	m    map[txn.ID]txnOwner
+	ring [txnOwnersKept]txn.ID
+	n    int
+}
+
+type txnOwner struct {
+	pid   int64
+	epoch int16
+}
+
+// txnOwnersKept is how many transactions a partition remembers the producers of: enough
+// for a consumer a few thousand transactions behind the log's end.
+const txnOwnersKept = 4096
+
+func (o *txnOwners) put(id txn.ID, pid int64, epoch int16) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[txn.ID]txnOwner{}
+	}
+	if _, ok := o.m[id]; !ok {
+		slot := &o.ring[o.n%txnOwnersKept]
+		if o.n >= txnOwnersKept {
+			delete(o.m, *slot)
+		}
+		*slot = id
+		o.n++
+	}
+	o.m[id] = txnOwner{pid, epoch}
+}
+
+// get is the producer of transaction id, ok false if it is not remembered.
+func (o *txnOwners) get(id txn.ID) (pid int64, epoch int16, ok bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.m[id]
+	return w.pid, w.epoch, ok
 }
 
 // producerStateWindow is how many trailing messages a partition open reads to rebuild
@@ -197,6 +243,7 @@ func (p *partition) recordStored(e Entry) {
 	var tx *txn.ID
 	if info := txn.InfoOf(md); info.InTxn {
 		tx = &info.Txn
+		p.owners.put(info.Txn, id, epoch)
 	}
 	st.stored(e.Base, int64(md.GetPublishTime()), tx)
 }
@@ -294,6 +341,9 @@ func (p *partition) append(b *producedBatch, entry []byte, publishMs int64, tx *
 			}
 			st.stored(base, publishMs, tx)
 			p.mu.Unlock()
+			if tx != nil {
+				p.owners.put(*tx, b.producerID, b.producerEpoch)
+			}
 		}
 		done(base, nil)
 	})

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/magnetar-io/magnetar/internal/txn"
 	"github.com/magnetar-io/magnetar/internal/wire"
 	"github.com/magnetar-io/magnetar/internal/wire/compression"
 	"github.com/magnetar-io/magnetar/internal/wire/pb"
@@ -468,14 +469,21 @@ func (bh batchHead) put(h []byte) {
 
 // appendControlBatch appends the control batch Kafka writes for a transaction marker: one
 // control record whose key is (version 0, type 1 commit / 0 abort) and value (version 0,
-// coordinator epoch 0), at the marker's offset. The producer id is the marker's Kafka
-// producer when known, else -1 (consumers use it only to match AbortedTransactions, which
-// Magnetar leaves empty).
-func appendControlBatch(dst []byte, e Entry, commit bool) []byte {
+// coordinator epoch 0), at the marker's offset. The producer id and epoch are those of
+// the Kafka producer that wrote the marker's transaction, as owner (partition.txnOwners)
+// tells, else -1 (consumers use them only to match AbortedTransactions, which Magnetar
+// leaves empty; tools show them).
+func appendControlBatch(dst []byte, e Entry, commit bool, owner func(txn.ID) (int64, int16, bool)) []byte {
 	var ts int64 = -1
+	pid, epoch := int64(-1), int16(-1)
 	if pe, err := wire.ParseEntry(e.Data, false); err == nil {
 		if md, err := wire.ParseMetadata(pe.Metadata); err == nil {
 			ts = int64(md.GetPublishTime())
+			if info := txn.InfoOf(md); info.InTxn && owner != nil {
+				if id, ep, ok := owner(info.Txn); ok {
+					pid, epoch = id, ep
+				}
+			}
 		}
 	}
 	typ := byte(0)
@@ -488,7 +496,7 @@ func appendControlBatch(dst []byte, e Entry, commit bool) []byte {
 	value := []byte{0, 0, 0, 0, 0, 0}
 	dst = appendRecord(dst, 0, 0, key, value, nil)
 	batchHead{base: e.Base, lastDelta: int32(e.Count - 1), firstTS: ts, maxTS: ts,
-		attrs: attrTxn | attrControl, pid: -1, epoch: -1, count: 1}.put(dst[start:])
+		attrs: attrTxn | attrControl, pid: pid, epoch: epoch, count: 1}.put(dst[start:])
 	return dst
 }
 

@@ -403,7 +403,7 @@ func TestKafkaTxnTimeoutAborts(t *testing.T) {
 func TestTxnBatchEncodings(t *testing.T) {
 	marker := pulsarEntry(t, "", []byte("x"), nil, 1234)
 	var buf []byte
-	buf = appendControlBatch(buf, Entry{Base: 7, Count: 1, Data: marker, Kind: EntryCommitMarker}, true)
+	buf = appendControlBatch(buf, Entry{Base: 7, Count: 1, Data: marker, Kind: EntryCommitMarker}, true, nil)
 	buf = appendEmptyBatch(buf, 8, 3)
 	var got []kmsg.RecordBatch
 	for len(buf) > 0 {
@@ -477,4 +477,69 @@ func TestKafkaTxnIDOwnedByItsPrincipal(t *testing.T) {
 	if fmt.Sprint(got) != "[alice-1 alice-2]" {
 		t.Fatalf("read %v", got)
 	}
+}
+
+// Control batches name the producer whose transaction the marker ends (its id and epoch,
+// as Kafka writes them), also once the partition is opened again after a restart.
+func TestKafkaControlBatchesNameTheirProducer(t *testing.T) {
+	st := newTxnStack(t)
+	addr, stop := st.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(newKgo(t, addr)).CreateTopic(ctx, 1, 1, nil, "tctl"); err != nil {
+		t.Fatal(err)
+	}
+	prod := newKgo(t, addr, kgo.TransactionalID("tx-ctl"))
+	produceTxn(ctx, t, prod, "tctl", true, "c1")
+	produceTxn(ctx, t, prod, "tctl", false, "a1")
+	pid, epoch, err := prod.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod.Close()
+	// controls fetches the partition from offset 0 (read_uncommitted) and returns its
+	// control batches.
+	controls := func(addr string) []kmsg.RecordBatch {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.MaxBytes, req.SessionEpoch = 12, 100, 1<<20, -1
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		req.Topics = []kmsg.FetchRequestTopic{{Topic: "tctl", Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
+		resp, err := req.RequestWith(ctx, newKgo(t, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 {
+			t.Fatalf("fetch: error %d", p.ErrorCode)
+		}
+		var out []kmsg.RecordBatch
+		for buf := p.RecordBatches; len(buf) > 0; {
+			var b kmsg.RecordBatch
+			if err := b.ReadFrom(buf); err != nil {
+				t.Fatal(err)
+			}
+			if b.Attributes&0x20 != 0 {
+				out = append(out, b)
+			}
+			buf = buf[12+int(b.Length):]
+		}
+		return out
+	}
+	check := func(when string, bs []kmsg.RecordBatch) {
+		t.Helper()
+		if len(bs) != 2 {
+			t.Fatalf("%s: %d control batches, want 2", when, len(bs))
+		}
+		for _, b := range bs {
+			if b.ProducerID != pid || b.ProducerEpoch != epoch {
+				t.Errorf("%s: control batch at %d names producer %d epoch %d, want %d epoch %d", when, b.FirstOffset, b.ProducerID, b.ProducerEpoch, pid, epoch)
+			}
+		}
+	}
+	check("live", controls(addr))
+	stop()
+	addr, _ = st.start(t)
+	check("after a restart", controls(addr))
 }
