@@ -2,6 +2,7 @@ package admin
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -305,4 +306,13 @@ func topicRule(domain, tenant, ns, local string, op auth.TopicOp, sub string) ru
 		name = n
 	}
 	return rule{kind: "topic", topic: auth.Topic{Tenant: tenant, Namespace: ns, Name: name.Base().String()}, topicOp: op, sub: sub}
+}
+
+// PackageUse is the check a front end other than the packages API applies before it reads a
+// package for a request's caller (the functions worker's function:// URLs): the packages
+// permission on the package's namespace, as the packages API asks (v3Rule).
+func PackageUse(a *auth.Authorizer) func(ctx context.Context, tenant, namespace string) error {
+	return func(ctx context.Context, tenant, namespace string) error {
+		return a.Namespace(ctx, topics.PrincipalFrom(ctx), tenant, namespace, auth.NamespacePackages)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/magnetar-io/magnetar/internal/admin"
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/broker"
 	"github.com/magnetar-io/magnetar/internal/config"
@@ -132,7 +133,7 @@ func Start(ctx context.Context, cfg config.BrokerRoleConfig, logger *slog.Logger
 			Config: cfg.Functions, Store: b.store, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			Packages:         &pkgstore.Ledgers{Client: b.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas},
 			BrokerServiceURL: brokerURL, WebServiceURL: webURL, DataDir: cfg.FunctionsDataDir, Logger: logger, Registerer: reg,
-			BrokerWebServiceURL: webURL, HTTPClient: httpc,
+			BrokerWebServiceURL: webURL, HTTPClient: httpc, AuthorizePackage: admin.PackageUse(b.svc.Security.Authz),
 			// Instances connect with the broker's own client credentials (brokerClient*).
 			InstanceAuthPlugin: cfg.Broker.Security.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Broker.Security.Client.AuthenticationParameters,
 			InstanceTLSTrustCertsFile: cfg.Broker.Security.Client.TrustCertsFilePath, InstanceTLSVerifyHostname: cfg.Broker.Security.Client.HostnameVerification,

@@ -113,7 +113,7 @@ func (a *app) functionsWorkerCmd() *cobra.Command {
 			BrokerWebServiceURL: cfg.Functions.PulsarWebServiceURL, HTTPClient: httpc,
 			InstanceAuthPlugin: cfg.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Client.AuthenticationParameters,
 			InstanceTLSTrustCertsFile: cfg.Client.TrustCertsFilePath, InstanceTLSVerifyHostname: cfg.Client.HostnameVerification,
-			DataDir: cfg.DataDir, Logger: logger,
+			DataDir: cfg.DataDir, Logger: logger, AuthorizePackage: admin.PackageUse(sec.Authz),
 		})
 		if err != nil {
 			_ = srv.Close()

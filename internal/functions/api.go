@@ -19,6 +19,7 @@ import (
 
 	"github.com/magnetar-io/magnetar/internal/functions/wasm"
 	"github.com/magnetar-io/magnetar/internal/metadata"
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // localHeader marks a request one worker forwards to another for that worker's own
@@ -415,8 +416,12 @@ func (w *Worker) storePackage(ctx context.Context, cfg *FunctionConfig, u *uploa
 	return ref, nil
 }
 
-// fetchURL opens a package given by URL: http(s)://, or file:// (a path on the worker).
+// fetchURL opens a package given by URL: http(s)://, file:// (a path on the worker), or
+// function:// (the packages API's, packages.go:packageURL).
 func (w *Worker) fetchURL(ctx context.Context, raw string) (io.ReadCloser, string, error) {
+	if resources.IsPackageURL(raw) {
+		return w.packageURL(ctx, raw)
+	}
 	pu, err := url.Parse(raw)
 	if err != nil {
 		return nil, "", badField("url", "%q: %v", raw, err)
@@ -443,7 +448,7 @@ func (w *Worker) fetchURL(ctx context.Context, raw string) (io.ReadCloser, strin
 		}
 		return f, filepath.Base(pu.Path), nil
 	}
-	return nil, "", badField("url", "%q: want http://, https:// or file://", raw)
+	return nil, "", badField("url", "%q: want function://, http://, https:// or file://", raw)
 }
 
 func (w *Worker) update(r *http.Request) (any, error) {

@@ -57,6 +57,7 @@ func TestMain(m *testing.M) {
 	cfg.Broker.ServicePort = 0
 	cfg.Broker.WebServicePort = 0
 	cfg.Functions = testWorkerConfig()
+	cfg.Broker.Packages.Enabled = true // TestFunctionFromPackageURL
 	flag.Parse()
 	if f := flag.Lookup("test.bench"); f != nil && f.Value.String() != "" {
 		cfg.Functions.WasmCompiler = true // benchmarks measure compiled WASM

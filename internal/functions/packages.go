@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
 // Blobs stores package bytes durably; pkgstore.Ledgers keeps them in ledgers. The
@@ -98,4 +100,42 @@ func (p *packageStore) remove(ctx context.Context, ref PackageRef) error {
 		return nil
 	}
 	return p.blobs.Delete(ctx, ref.Ledgers)
+}
+
+// packageURL opens a package of the packages API (function://tenant/namespace/name@version,
+// Pulsar's package URLs for functions) straight from its ledgers. The caller needs the
+// packages permission on the package's namespace (Options.AuthorizePackage): Pulsar's
+// worker downloads it with its own credentials and checks nothing, which would let anyone
+// who may create a function read any tenant's packages. The function gets a copy of its
+// own (storePackage), so deleting the package later leaves the function running.
+func (w *Worker) packageURL(ctx context.Context, raw string) (io.ReadCloser, string, error) {
+	n, err := resources.ParsePackageName(raw)
+	if err != nil {
+		return nil, "", badField("url", "%v", err)
+	}
+	if n.Type != "function" {
+		return nil, "", badField("url", "%q: a function runs a function:// package", raw)
+	}
+	if w.opts.Resources == nil || w.pkgs.blobs == nil {
+		return nil, "", badField("url", "%q: no packages on this worker", raw)
+	}
+	if w.opts.AuthorizePackage != nil {
+		if err := w.opts.AuthorizePackage(ctx, n.Tenant, n.Namespace); err != nil {
+			return nil, "", fmt.Errorf("%w: package %s: %w", ErrForbidden, n, err)
+		}
+	}
+	rec, err := w.opts.Resources.Package(ctx, n)
+	if errors.Is(err, resources.ErrNotFound) {
+		return nil, "", badField("url", "package %s does not exist", n)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(w.pkgs.blobs.WriteTo(ctx, rec.Ledgers, pw)) }()
+	name := rec.FileName
+	if name == "" {
+		name = n.Name
+	}
+	return pr, filepath.Base(name), nil
 }

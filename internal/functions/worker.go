@@ -67,6 +67,10 @@ type Options struct {
 	// compositions (standalone, brokerd, `magnetar functions-worker`) leave it nil and put
 	// admin.Secure in front of the handler instead, which applies the broker's rules.
 	Authorize func(r *http.Request, tenant, namespace string) error
+	// AuthorizePackage, when set, admits a function:// package URL at create or update: the
+	// request's caller (in ctx) needs the packages permission on tenant/namespace. It
+	// returns an error to refuse (403); nil admits every one.
+	AuthorizePackage func(ctx context.Context, tenant, namespace string) error
 	// Registerer, when set, gets the instances' metrics under Pulsar's names
 	// (pulsar_function_*, pulsar_source_*, pulsar_sink_*; metrics.go).
 	Registerer prometheus.Registerer

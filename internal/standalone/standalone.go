@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/magnetar-io/magnetar/internal/admin"
 	"github.com/magnetar-io/magnetar/internal/auth"
 	"github.com/magnetar-io/magnetar/internal/bookie"
 	"github.com/magnetar-io/magnetar/internal/bookie/storage"
@@ -117,7 +118,7 @@ func Start(ctx context.Context, cfg config.StandaloneConfig, logger *slog.Logger
 		if s.fnw, err = functions.Start(ctx, functions.Options{
 			Config: cfg.Functions, Store: s.store, Packages: &pkgstore.Ledgers{Client: s.svc.Ledgers(), Replicas: cfg.Functions.NumFunctionPackageReplicas}, Resources: res, ClusterName: cfg.Broker.ClusterName,
 			BrokerServiceURL: "pulsar://" + s.svc.BrokerAddr(), WebServiceURL: "http://" + s.svc.HTTPAddr(),
-			BrokerWebServiceURL: "http://" + s.svc.HTTPAddr(), HTTPClient: httpc,
+			BrokerWebServiceURL: "http://" + s.svc.HTTPAddr(), HTTPClient: httpc, AuthorizePackage: admin.PackageUse(s.svc.Security.Authz),
 			DataDir: cfg.DataDir, Logger: logger, Registerer: s.registry,
 			// Instances connect with the broker's own client credentials (brokerClient*).
 			InstanceAuthPlugin: cfg.Broker.Security.Client.AuthenticationPlugin, InstanceAuthParams: cfg.Broker.Security.Client.AuthenticationParameters,
