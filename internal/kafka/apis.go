@@ -60,6 +60,7 @@ func init() {
 		kmsg.SASLHandshake.Int16():                {1, 1, handleSASLHandshake},
 		kmsg.SASLAuthenticate.Int16():             {0, 2, handleSASLAuthenticate},
 		kmsg.DescribeClientQuotas.Int16():         {0, 1, handleDescribeClientQuotas},
+		kmsg.AlterClientQuotas.Int16():            {0, 1, handleAlterClientQuotas},
 		kmsg.DescribeUserSCRAMCredentials.Int16(): {0, 0, handleDescribeUserSCRAMCredentials},
 		kmsg.AlterUserSCRAMCredentials.Int16():    {0, 0, handleAlterUserSCRAMCredentials},
 	}

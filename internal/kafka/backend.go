@@ -101,6 +101,12 @@ type Backend interface {
 	// UpdateScramUser changes one user's credentials atomically: modify edits the map (empty
 	// for a new user) and its error aborts the change.
 	UpdateScramUser(ctx context.Context, user string, modify func(map[string]resources.KafkaScramCredential) error) error
+
+	// Client quotas (quotas.go), one record per entity in the metadata store.
+	ClientQuotas(ctx context.Context) ([]resources.KafkaQuota, error)
+	// UpdateClientQuota changes the record of the entity called key atomically (modify
+	// sees an empty one for a new entity; one left without values is removed).
+	UpdateClientQuota(ctx context.Context, key string, modify func(*resources.KafkaQuota) error) error
 }
 
 // Node is one broker as Kafka's Metadata lists it.

@@ -395,6 +395,16 @@ func (b *TopicsBackend) PutTxnProducer(ctx context.Context, id string, p resourc
 	return b.res.PutKafkaTxnProducer(ctx, id, p, ver)
 }
 
+// ClientQuotas implements Backend.
+func (b *TopicsBackend) ClientQuotas(ctx context.Context) ([]resources.KafkaQuota, error) {
+	return b.res.KafkaQuotas(ctx)
+}
+
+// UpdateClientQuota implements Backend.
+func (b *TopicsBackend) UpdateClientQuota(ctx context.Context, key string, modify func(*resources.KafkaQuota) error) error {
+	return b.res.UpdateKafkaQuota(ctx, key, modify)
+}
+
 // TxnProducers implements Backend.
 func (b *TopicsBackend) TxnProducers(ctx context.Context) ([]string, error) {
 	return b.res.KafkaTxnProducers(ctx)

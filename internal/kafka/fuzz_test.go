@@ -83,6 +83,10 @@ func FuzzRequestDecoder(f *testing.F) {
 	wm := kmsg.NewPtrWriteTxnMarkersRequest()
 	wm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 7, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}}}
 	seed(wm, 1)
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	aq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: kmsg.StringPtr("u")}},
+		Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1024}}}}
+	seed(aq, 1)
 	sh := kmsg.NewPtrSASLHandshakeRequest()
 	sh.Mechanism = "SCRAM-SHA-256"
 	seed(sh, 1)

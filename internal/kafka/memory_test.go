@@ -137,6 +137,12 @@ func (b *memBackend) PutTxnProducer(context.Context, string, resources.KafkaTxnP
 	return 0, errTxnsOff
 }
 
+// The in-memory twin keeps no quotas (quotas_test.go runs on the topic service).
+func (b *memBackend) ClientQuotas(context.Context) ([]resources.KafkaQuota, error) { return nil, nil }
+func (b *memBackend) UpdateClientQuota(context.Context, string, func(*resources.KafkaQuota) error) error {
+	return nil
+}
+
 func (b *memBackend) TxnProducers(context.Context) ([]string, error) { return nil, nil }
 
 func (b *memBackend) NextProducerID(context.Context) (int64, error) {

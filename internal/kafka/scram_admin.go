@@ -161,30 +161,3 @@ func (s *Server) alterScramUser(ctx context.Context, user string, chs []scramCha
 		return nil
 	})
 }
-
-// handleDescribeClientQuotas answers that no Kafka client quota is set, which is true:
-// Magnetar's rate limits are Pulsar's (publish/dispatch rates on namespaces and topics),
-// not Kafka's per-user or per-client-id quotas. kafka-configs asks for quotas whenever it
-// describes users, so without this answer it cannot show their SCRAM credentials.
-// Superusers only, like the credentials themselves.
-func handleDescribeClientQuotas(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
-	r := req.(*kmsg.DescribeClientQuotasRequest)
-	resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
-	err := c.superUser("describe client quotas of")
-	for _, comp := range r.Components {
-		if err != nil {
-			break
-		}
-		switch {
-		case comp.EntityType != "user" && comp.EntityType != "client-id" && comp.EntityType != "ip":
-			err = fmt.Errorf("%w: unknown quota entity type %q", ErrInvalidRequest, comp.EntityType)
-		case comp.MatchType < 0 || comp.MatchType > 2:
-			err = fmt.Errorf("%w: unknown quota match type %d", ErrInvalidRequest, comp.MatchType)
-		}
-	}
-	resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
-	if err == nil {
-		resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
-	}
-	reply(resp)
-}

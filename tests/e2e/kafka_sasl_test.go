@@ -147,6 +147,32 @@ func TestKafkaSCRAMJavaToolsOnStandalone(t *testing.T) {
 	if !strings.Contains(out, "SCRAM-SHA-256=iterations=8192") || !strings.Contains(out, "SCRAM-SHA-512=iterations=4096") {
 		t.Fatalf("kafka-configs --describe: %s", out)
 	}
+	// Client quotas: stored (Magnetar does not throttle by them) and described, by user,
+	// by client id and for the default user.
+	must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", "alice",
+		"--add-config", "producer_byte_rate=1048576,consumer_byte_rate=2097152"))
+	must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--alter", "--entity-type", "clients", "--entity-name", "app",
+		"--add-config", "request_percentage=25"))
+	must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--alter", "--entity-type", "users", "--entity-default",
+		"--add-config", "producer_byte_rate=4096"))
+	out = must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--describe", "--entity-type", "users", "--entity-name", "alice"))
+	if !strings.Contains(out, "producer_byte_rate=1048576") || !strings.Contains(out, "consumer_byte_rate=2097152") || !strings.Contains(out, "SCRAM-SHA-256=iterations=8192") {
+		t.Fatalf("kafka-configs --describe of alice's quotas: %s", out)
+	}
+	out = must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--describe", "--entity-type", "clients"))
+	if !strings.Contains(out, "'app'") || !strings.Contains(out, "request_percentage=25") {
+		t.Fatalf("kafka-configs --describe of the clients' quotas: %s", out)
+	}
+	out = must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--describe", "--entity-type", "users", "--entity-default"))
+	if !strings.Contains(out, "producer_byte_rate=4096") {
+		t.Fatalf("kafka-configs --describe of the default user's quotas: %s", out)
+	}
+	must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--alter", "--entity-type", "users", "--entity-name", "alice",
+		"--delete-config", "producer_byte_rate,consumer_byte_rate"))
+	out = must(run(testenv.KafkaConfigsMain, "", "--command-config", admin, "--describe", "--entity-type", "users", "--entity-name", "alice"))
+	if strings.Contains(out, "producer_byte_rate") {
+		t.Fatalf("alice's quotas after --delete-config: %s", out)
+	}
 	must(run(testenv.KafkaTopicsMain, "", "--command-config", admin, "--create", "--topic", "scram", "--partitions", "2", "--replication-factor", "1"))
 
 	lines := []string{"one", "two", "three"}
