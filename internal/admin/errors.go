@@ -48,9 +48,9 @@ func statusFor(err error) int {
 	case errors.Is(err, resources.ErrInvalid), errors.Is(err, ErrBadRequest), errors.Is(err, topics.ErrInvalidTopicName),
 		errors.Is(err, topics.ErrInvalidPosition), errors.Is(err, topics.ErrBadDynamicValue):
 		return http.StatusBadRequest
-	case errors.Is(err, errForceDeleteOff), errors.Is(err, errPartitioned):
-		// Pulsar's answer when forceDeleteNamespaceAllowed is off, and to a skip or peek of
-		// a partitioned topic.
+	case errors.Is(err, errForceDeleteOff), errors.Is(err, errPartitioned), errors.Is(err, errNotPartitioned):
+		// Pulsar's answer when forceDeleteNamespaceAllowed is off, to a skip or peek of a
+		// partitioned topic, and to partitioned-terminate of one that is not.
 		return http.StatusMethodNotAllowed
 	case errors.Is(err, errPackageTooLarge):
 		return http.StatusRequestEntityTooLarge

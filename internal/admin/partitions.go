@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -209,4 +210,42 @@ func (s *server) refusePartitioned(ctx context.Context, t topicRef, reason strin
 		return err
 	}
 	return withReason(reason, fmt.Errorf("%w: %s has %d partitions", errPartitioned, t, n))
+}
+
+// errNotPartitioned is Pulsar's 405 for a partitioned-only operation on a topic that is not
+// partitioned.
+var errNotPartitioned = errors.New("admin: not a partitioned topic")
+
+// terminatePartitioned terminates every partition of a partitioned topic, each at its
+// owner (Pulsar's POST T/terminate/partitions), and answers Pulsar's map of partition index
+// to each partition's last message id. A topic that is not partitioned is Pulsar's 405.
+func (s *server) terminatePartitioned(ctx context.Context, r *http.Request) (any, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, withReason("Termination of a non-partitioned topic is not allowed using partitioned-terminate, please use terminate commands.",
+			fmt.Errorf("%w: %s", errNotPartitioned, t))
+	}
+	ids := make([]MessageID, n)
+	err = forPartitions(n, func(i int) error {
+		p := t.partition(i)
+		return s.whereServed(ctx, p, func() (err error) {
+			ids[i], err = s.broker.Terminate(ctx, p)
+			return err
+		}, ownerCall{method: http.MethodPost, rest: "/terminate", query: r.URL.Query(), out: &ids[i]})
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]MessageID, n)
+	for i, id := range ids {
+		out[strconv.Itoa(i)] = id
+	}
+	return out, nil
 }

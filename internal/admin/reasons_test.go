@@ -51,6 +51,7 @@ func TestPulsarReasons(t *testing.T) {
 		{"POST", "/admin/v2/persistent/reasons/ns/p/subscription/s/skip/1", "", 405, "Skip messages on a partitioned topic is not allowed"},
 		{"GET", "/admin/v2/persistent/reasons/ns/p/subscription/s/position/1", "", 405, "Peek messages on a partitioned topic is not allowed"},
 		{"DELETE", "/admin/v2/tenants/reasons?force=true", "", 405, "Broker doesn't allow forced deletion of tenants"},
+		{"POST", topic + "/terminate/partitions", "", 405, "Termination of a non-partitioned topic is not allowed using partitioned-terminate, please use terminate commands."},
 		{"GET", "/admin/v3/packages/jar/reasons/ns", "", 412, "Invalid package domain: 'jar'"},
 		{"GET", "/admin/v3/packages/function/reasons/ns/nosuch/1/metadata", "", 404, "Package 'function://reasons/ns/nosuch@1' metadata does not exist"},
 		{"GET", "/admin/v3/packages/function/reasons/ns/nosuch/1", "", 404, "Package 'function://reasons/ns/nosuch@1' does not exist"},

@@ -56,6 +56,7 @@ func (s *server) registerTopics(mux *http.ServeMux) {
 			{"GET " + t + "/compaction", s.compactionStatus},
 			{"GET " + t + "/lastMessageId", s.lastMessageID},
 			{"POST " + t + "/terminate", s.terminate},
+			{"POST " + t + "/terminate/partitions", s.terminatePartitioned}, // partitions.go
 			{"PUT " + t + "/unload", s.unload},
 			{"GET " + t + "/properties", s.getProperties},
 			{"PUT " + t + "/properties", s.putProperties},

@@ -135,6 +135,12 @@ func TestAdminCLI(t *testing.T) {
 	if out := ok("topics", "list", "acme/app"); !strings.Contains(out, "persistent://acme/app/events\n") || !strings.Contains(out, "orders-partition-1") {
 		t.Fatalf("topics list: %q", out)
 	}
+	if out := ok("topics", "partitioned-terminate", "acme/app/orders", "-o", "json"); !strings.Contains(out, `"0": {`) || !strings.Contains(out, `"1": {`) {
+		t.Fatalf("partitioned-terminate: %q", out)
+	}
+	if code, _, errOut := magnetarAdmin(t, "topics", "partitioned-terminate", "acme/app/events"); code != 1 || !strings.Contains(errOut, "405") {
+		t.Fatalf("partitioned-terminate of a non-partitioned topic: exit %d %q", code, errOut)
+	}
 	ok("topics", "create-subscription", "acme/app/events", "-s", "audit", "-m", "earliest")
 	if out := ok("topics", "subscriptions", "acme/app/events"); strings.TrimSpace(out) != "audit" {
 		t.Fatalf("subscriptions: %q", out)

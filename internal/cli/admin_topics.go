@@ -362,6 +362,9 @@ func (ac *adminCLI) topicsCmd() *cobra.Command {
 		tVerb("terminate", "Terminate a topic (no more writes)", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodPost, p+"/terminate", nil)
 		}),
+		tVerb("partitioned-terminate", "Terminate every partition of a partitioned topic", func(ctx context.Context, p string) ([]byte, error) {
+			return ac.send(ctx, http.MethodPost, p+"/terminate/partitions", nil)
+		}),
 		tVerb("unload", "Unload a topic (clients reconnect)", func(ctx context.Context, p string) ([]byte, error) {
 			return ac.send(ctx, http.MethodPut, p+"/unload", nil)
 		}),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
@@ -16,8 +17,9 @@ import (
 // TestClusterPartitionedTopicVerbsReachEveryPartition: with the partitions of a
 // partitioned topic owned by both brokers, the subscription verbs on the partitioned topic
 // (create, clear-backlog, reset-cursor, expire, delete), its subscription list, stats,
-// internal stats and unload act on every partition whichever broker takes the request: each partition's
-// owner runs it. Skip and peek are refused on the partitioned topic with Pulsar's 405.
+// internal stats, unload and partitioned-terminate act on every partition whichever broker takes the
+// request: each partition's owner runs it. Skip and peek are refused on the partitioned topic with
+// Pulsar's 405.
 func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 	c := startClusterWith(t, 2)
 	admins := clusterAdmins(t, c)
@@ -146,6 +148,31 @@ func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 		pn, _ := utils.GetTopicName(name)
 		if subs, err := admins[0].Subscriptions().List(*pn); err != nil || len(subs) != 0 {
 			t.Fatalf("%s after deleting the subscription: %v %v, want none", name, subs, err)
+		}
+	}
+
+	// partitioned-terminate through either broker terminates every partition at its owner
+	// and answers each partition's last message id.
+	resp, err := http.Post("http://"+c.Brokers[1].HTTP+"/admin/v2/persistent/"+ns+"/p/terminate/partitions", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last map[string]struct{ LedgerID, EntryID int64 }
+	err = json.NewDecoder(resp.Body).Decode(&last)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || len(last) != partitions {
+		t.Fatalf("partitioned-terminate: %d %v %v, want the %d partitions' last ids", resp.StatusCode, last, err, partitions)
+	}
+	for i := range partitions {
+		name := fmt.Sprintf("%s-partition-%d", topic, i)
+		if id, ok := last[fmt.Sprint(i)]; !ok || id.LedgerID <= 0 {
+			t.Fatalf("partitioned-terminate: partition %d's id %+v", i, id)
+		}
+		if p, err := cl.CreateProducer(pulsar.ProducerOptions{Topic: name}); err == nil {
+			p.Close()
+			t.Fatalf("%s: a producer after partitioned-terminate", name)
+		} else if !strings.Contains(err.Error(), "erminated") {
+			t.Fatalf("%s: producer after partitioned-terminate: %v, want TopicTerminated", name, err)
 		}
 	}
 }
