@@ -128,6 +128,21 @@ func encodeParquet(rec arrow.RecordBatch) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Bounds on what a Parquet file's metadata may declare before arrow-go acts on it: its
+// reader reserves a row group's declared row count for every column at once, so a corrupt
+// footer of a few bytes could ask for terabytes.
+const (
+	// maxDataFileRows bounds a file's rows: a full writer buffer (16 MB by default) or
+	// a compaction output (128 MB) holds a few million rows of this package's tables.
+	maxDataFileRows = 1 << 24
+	// maxDataFileValues bounds the bytes of fixed-width values (rows × value width, all
+	// columns) reading a file reserves.
+	maxDataFileValues = 2 << 30
+	// maxParquetPage bounds one page's body; the writer's pages are 1 MB (arrow-go's
+	// default), arrow-go's own reader limit is 256 MB.
+	maxParquetPage = 64 << 20
+)
+
 // decodeParquet reads a whole Parquet file.
 func decodeParquet(ctx context.Context, b []byte) (tbl arrow.Table, err error) {
 	defer func() {
@@ -135,11 +150,17 @@ func decodeParquet(ctx context.Context, b []byte) (tbl arrow.Table, err error) {
 			tbl, err = nil, fmt.Errorf("lakehouse: reading parquet: malformed file: %v", r)
 		}
 	}()
-	pr, err := file.NewParquetReader(bytes.NewReader(b))
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.MaxUncompressedPageSize = maxParquetPage
+	props.MaxCompressedPageSize = min(maxParquetPage, int64(len(b))) // a page lies within the file
+	pr, err := file.NewParquetReader(bytes.NewReader(b), file.WithReadProps(props))
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
 	}
 	defer pr.Close()
+	if err := checkParquetSizes(pr); err != nil {
+		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
+	}
 	fr, err := pqarrow.NewFileReader(pr, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
@@ -149,6 +170,40 @@ func decodeParquet(ctx context.Context, b []byte) (tbl arrow.Table, err error) {
 		return nil, fmt.Errorf("lakehouse: reading parquet: %w", err)
 	}
 	return tbl, nil
+}
+
+// checkParquetSizes holds a file's declared row counts against maxDataFileRows and
+// maxDataFileValues.
+func checkParquetSizes(pr *file.Reader) error {
+	md := pr.MetaData()
+	var rows, values int64
+	for i := range md.NumRowGroups() {
+		rg := md.RowGroup(i)
+		n := rg.NumRows()
+		if n < 0 || n > maxDataFileRows-rows {
+			return fmt.Errorf("%d rows in row group %d after %d (limit %d)", n, i, rows, maxDataFileRows)
+		}
+		rows += n
+		for j := range rg.NumColumns() {
+			w := int64(4) // byte arrays: an offset per value, their bytes bounded by the pages
+			if d := md.Schema.Column(j); d != nil {
+				switch d.PhysicalType() {
+				case parquet.Types.Boolean:
+					w = 1
+				case parquet.Types.Int64, parquet.Types.Double:
+					w = 8
+				case parquet.Types.Int96:
+					w = 12
+				case parquet.Types.FixedLenByteArray:
+					w = max(int64(d.TypeLength()), 1)
+				}
+			}
+			if values += n * w; values > maxDataFileValues {
+				return fmt.Errorf("%d rows of %d columns: more than %d bytes of values", rows, rg.NumColumns(), maxDataFileValues)
+			}
+		}
+	}
+	return nil
 }
 
 // writeDataFiles writes the buffered rows of each partition as a data file under the table

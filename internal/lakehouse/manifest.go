@@ -187,36 +187,44 @@ func encodeOCF[T any](schema string, meta map[string]string, rows []T) ([]byte, 
 	return buf.Bytes(), nil
 }
 
-// maxManifestRows bounds what one manifest or manifest list may hold when read (a guard
-// against a corrupt count, far beyond what tables reach between compactions).
-const maxManifestRows = 10_000_000
+// maxManifestRows bounds what one manifest or manifest list may hold when read: a file of
+// 1M rows is ~100 MB decoded, far beyond the 8 MB files Iceberg's writers aim for (and
+// Magnetar merges manifests).
+const maxManifestRows = 1_000_000
 
 // decodeOCF reads the rows of an Avro object container file by field name (the file's own
-// schema resolves against T; fields T lacks are skipped).
+// schema resolves against T; fields T lacks are skipped). readOCF has bounded every length
+// and count before hamba/avro decodes the values.
 func decodeOCF[T any](b []byte) (rows []T, meta map[string][]byte, err error) {
 	defer func() {
 		if r := recover(); r != nil { // the Avro decoder panics on some malformed input
 			rows, meta, err = nil, nil, fmt.Errorf("%w: %v", errManifest, r)
 		}
 	}()
-	dec, err := ocf.NewDecoder(bytes.NewReader(b), ocf.WithDecoderSchemaCache(&avro.SchemaCache{}))
+	f, err := readOCF(b)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errManifest, err)
 	}
-	for dec.HasNext() {
-		if len(rows) >= maxManifestRows {
+	var n int64
+	for _, blk := range f.blocks {
+		if n += blk.count; n > maxManifestRows {
 			return nil, nil, fmt.Errorf("%w: more than %d rows", errManifest, maxManifestRows)
 		}
-		var r T
-		if err := dec.Decode(&r); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", errManifest, err)
+	}
+	// A config per file: its decoder cache would otherwise keep every schema ever read.
+	api := avro.Config{MaxByteSliceSize: maxAvroBlock, MaxSliceAllocSize: maxAvroBlock}.Freeze()
+	rows = make([]T, 0, n)
+	for _, blk := range f.blocks {
+		dec := api.NewDecoder(f.schema, bytes.NewReader(blk.data))
+		for range blk.count {
+			var r T
+			if err := dec.Decode(&r); err != nil {
+				return nil, nil, fmt.Errorf("%w: %w", errManifest, err)
+			}
+			rows = append(rows, r)
 		}
-		rows = append(rows, r)
 	}
-	if err := dec.Error(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errManifest, err)
-	}
-	return rows, dec.Metadata(), nil
+	return rows, f.meta, nil
 }
 
 // encodeManifest is a manifest of entries for a table schema and partition spec.
