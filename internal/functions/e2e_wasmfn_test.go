@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 )
 
@@ -92,5 +94,51 @@ func TestWasmFunctions(t *testing.T) {
 		if err := admin.Functions().DeleteFunction("public", "default", name); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestWasmFunctionHostAPI drives every host import of the ABI the other WASM tests do not
+// (state get/put/delete, counters, the current record's topic, key and id, publish, log)
+// through the Go guest SDK, each answer reported in the function's output.
+func TestWasmFunctionHostAPI(t *testing.T) {
+	admin := adminClient(t)
+	client := pulsarClient(t)
+	in, out, side := "persistent://public/default/wasm-api-in", "persistent://public/default/wasm-api-out", "persistent://public/default/wasm-api-side"
+	cfg := &utils.FunctionConfig{
+		Tenant: "public", Namespace: "default", Name: "wasm-api", Inputs: []string{in}, Output: out,
+		Runtime: "WASM", Parallelism: 1, SubscriptionPosition: "Earliest", RetainOrdering: true,
+		UserConfig: map[string]any{"mode": "api", "publishTo": side},
+	}
+	if err := admin.Functions().CreateFunc(cfg, wasmFunction(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Functions().DeleteFunction("public", "default", "wasm-api") }()
+	waitRunning(t, admin, "wasm-api", 1)
+	p, err := client.CreateProducer(pulsar.ProducerOptions{Topic: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, v := range []string{"x", "y"} {
+		if _, err := p.Send(context.Background(), &pulsar.ProducerMessage{Payload: []byte(v), Key: "k-" + v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := consumeN(t, client, out, 2)
+	want := []string{
+		"x got=v-x del=<nil> after=true again=true n=3 key=k-x topic=true id=true",
+		"y got=v-y del=<nil> after=true again=true n=6 key=k-y topic=true id=true",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("output\n%q\nwant\n%q", got, want)
+	}
+	sides := consumeN(t, client, side, 2)
+	sort.Strings(sides)
+	if fmt.Sprint(sides) != "[side-x side-y]" {
+		t.Fatalf("published %v", sides)
+	}
+	st, err := admin.Functions().GetFunctionState("public", "default", "wasm-api", "n")
+	if err != nil || st.NumValue != 6 {
+		t.Fatalf("querystate n: %+v %v", st, err)
 	}
 }

@@ -117,6 +117,13 @@ func finish(out []byte, err error) int32 {
 	return 0
 }
 
+// pfAllocReusable tells the host that pf_alloc's buffer stays valid for every later input
+// up to the size it was asked for (inbuf only grows, and Go's collector does not move it):
+// the host then calls pf_alloc only for a larger input, one guest call less per record.
+//
+//go:wasmexport pf_alloc_reusable
+func pfAllocReusable() int32 { return 1 }
+
 //go:wasmexport pf_process
 func pfProcess(ptr, n uint32) int32 {
 	if handler == nil {

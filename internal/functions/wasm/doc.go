@@ -15,6 +15,10 @@
 //	                                     u32le count, then per record u32le length + payload
 //	_initialize                          (optional) run once at instantiation (Go's c-shared
 //	                                     reactor, WASI reactors)
+//	pf_alloc_reusable() -> i32           (optional) 1: the buffer of a pf_alloc(size) stays
+//	                                     valid for every later input of at most size bytes
+//	                                     until the next pf_alloc; the host then calls pf_alloc
+//	                                     only for a larger input (pkg/pfwasm exports it)
 //
 // and may import, from module "magnetar" (all lengths i32, pointers into guest memory):
 //

@@ -56,6 +56,10 @@ type Function struct {
 	alloc    api.Function
 	process  api.Function
 	window   api.Function
+	// reusable: the module exports pf_alloc_reusable returning 1, so inPtr (the last
+	// pf_alloc's buffer, of inCap bytes) takes any input that fits without a new pf_alloc.
+	reusable     bool
+	inPtr, inCap uint32
 
 	mu      sync.Mutex // one call at a time (the instance loop is sequential anyway)
 	output  []byte
@@ -63,7 +67,30 @@ type Function struct {
 	pending []byte
 	fc      *pf.FunctionContext
 	ctx     context.Context
+	config  map[string][]byte // userConfig values as JSON, by key: fixed for an instance's life
 }
+
+// userConfigJSON is the JSON of userConfig[key]; marshalled once per key, as guests tend to
+// ask for their settings on every record.
+func (f *Function) userConfigJSON(key string) ([]byte, bool) {
+	if j, ok := f.config[key]; ok {
+		return j, j != nil
+	}
+	var j []byte
+	if v, ok := f.fc.UserConfigValue(key); ok {
+		j, _ = json.Marshal(v)
+	}
+	if f.config == nil {
+		f.config = map[string][]byte{}
+	}
+	if len(f.config) < maxConfigKeys {
+		f.config[key] = j
+	}
+	return j, j != nil
+}
+
+// maxConfigKeys bounds the cache of userConfigJSON (a guest asking for ever new keys).
+const maxConfigKeys = 1024
 
 // Validate checks that code is a module with the exports a function needs.
 func Validate(ctx context.Context, code []byte) error {
@@ -140,6 +167,14 @@ func (f *Function) instantiate(ctx context.Context) error {
 	if f.alloc == nil || (f.process == nil && f.window == nil) {
 		return fmt.Errorf("%w: it must export pf_alloc and pf_process or pf_process_window", ErrBadModule)
 	}
+	f.reusable, f.inPtr, f.inCap = false, 0, 0
+	if r := mod.ExportedFunction("pf_alloc_reusable"); r != nil {
+		res, err := r.Call(ictx)
+		if err != nil {
+			return fmt.Errorf("%w: pf_alloc_reusable: %v", ErrBadModule, err)
+		}
+		f.reusable = len(res) == 1 && api.DecodeI32(res[0]) == 1
+	}
 	return nil
 }
 
@@ -192,15 +227,14 @@ func (f *Function) call(ctx context.Context, fn api.Function, input []byte) ([]b
 	defer cancel()
 	f.output, f.errMsg, f.pending, f.fc, f.ctx = nil, "", nil, fc, cctx
 	defer func() { f.fc, f.ctx = nil, nil }()
-	res, err := f.alloc.Call(cctx, uint64(len(input)))
+	ptr, err := f.inputBuffer(cctx, uint32(len(input)))
 	if err != nil {
-		return nil, f.trapped(cctx, err)
+		return nil, err
 	}
-	ptr := uint32(res[0])
 	if len(input) > 0 && !f.mod.Memory().Write(ptr, input) {
 		return nil, fmt.Errorf("wasm: pf_alloc(%d) returned %d, outside memory", len(input), ptr)
 	}
-	res, err = fn.Call(cctx, uint64(ptr), uint64(len(input)))
+	res, err := fn.Call(cctx, uint64(ptr), uint64(len(input)))
 	if err != nil {
 		return nil, f.trapped(cctx, err)
 	}
@@ -214,6 +248,20 @@ func (f *Function) call(ctx context.Context, fn api.Function, input []byte) ([]b
 	return f.output, nil
 }
 
+// inputBuffer is a guest buffer for n bytes of input: the last one when the module lets
+// it be reused and n fits, else a new pf_alloc.
+func (f *Function) inputBuffer(ctx context.Context, n uint32) (uint32, error) {
+	if f.reusable && f.inPtr != 0 && n <= f.inCap {
+		return f.inPtr, nil
+	}
+	res, err := f.alloc.Call(ctx, uint64(n))
+	if err != nil {
+		return 0, f.trapped(ctx, err)
+	}
+	f.inPtr, f.inCap = api.DecodeU32(res[0]), n
+	return f.inPtr, nil
+}
+
 func (f *Function) trapped(ctx context.Context, err error) error {
 	if f.mod != nil {
 		_ = f.mod.Close(context.Background())
@@ -224,131 +272,156 @@ func (f *Function) trapped(ctx context.Context, err error) error {
 	return fmt.Errorf("wasm: trap (module reset): %w", err)
 }
 
+// read copies [ptr, ptr+n) out of the guest's memory.
 func (f *Function) read(m api.Module, ptr, n uint32) []byte {
+	return append([]byte(nil), f.view(m, ptr, n)...)
+}
+
+// view is [ptr, ptr+n) of the guest's memory itself, valid until the guest runs again.
+func (f *Function) view(m api.Module, ptr, n uint32) []byte {
 	b, ok := m.Memory().Read(ptr, n)
 	if !ok {
 		panic(fmt.Errorf("wasm: guest passed [%d, +%d) outside its memory", ptr, n))
 	}
-	return append([]byte(nil), b...)
+	return b
 }
 
-// hostModule defines the "magnetar" imports.
+// hostModule defines the "magnetar" imports. They are GoModuleFuncs on the raw stack:
+// wazero calls a func given to WithFunc through reflection, which cost more than half of
+// an invocation (three host calls per record at least).
 func (f *Function) hostModule(ctx context.Context) error {
-	pend := func(b []byte) int64 {
+	pend := func(b []byte) uint64 {
 		f.pending = b
-		return int64(len(b))
+		return uint64(len(b))
 	}
 	b := f.rt.NewHostModuleBuilder("magnetar")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, ptr, n uint32) {
-		f.output = f.read(m, ptr, n)
-	}).Export("set_output")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, ptr, n uint32) {
-		f.errMsg = string(f.read(m, ptr, n))
-	}).Export("set_error")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, level int32, ptr, n uint32) {
-		msg := string(f.read(m, ptr, n))
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	def := func(name string, params, results []api.ValueType, fn api.GoModuleFunc) {
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, params, results).Export(name)
+	}
+	// arg reads the i32 parameter i (a pointer or a length).
+	arg := func(stack []uint64, i int) uint32 { return api.DecodeU32(stack[i]) }
+	str := func(m api.Module, stack []uint64, i int) string {
+		return string(f.view(m, arg(stack, i), arg(stack, i+1)))
+	}
+	def("set_output", []api.ValueType{i32, i32}, nil, func(_ context.Context, m api.Module, stack []uint64) {
+		f.output = f.read(m, arg(stack, 0), arg(stack, 1))
+	})
+	def("set_error", []api.ValueType{i32, i32}, nil, func(_ context.Context, m api.Module, stack []uint64) {
+		f.errMsg = str(m, stack, 0)
+	})
+	def("log", []api.ValueType{i32, i32, i32}, nil, func(_ context.Context, m api.Module, stack []uint64) {
+		msg := str(m, stack, 1)
 		lg := f.e.log
 		if f.fc != nil {
 			lg = f.fc.Logger()
 		}
-		lg.Log(context.Background(), slog.Level(level), msg)
-	}).Export("log")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, ptr uint32) {
-		if !m.Memory().Write(ptr, f.pending) {
+		lg.Log(context.Background(), slog.Level(api.DecodeI32(stack[0])), msg)
+	})
+	def("take", []api.ValueType{i32}, nil, func(_ context.Context, m api.Module, stack []uint64) {
+		if !m.Memory().Write(arg(stack, 0), f.pending) {
 			panic(errors.New("wasm: take: buffer outside memory"))
 		}
 		f.pending = nil
-	}).Export("take")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, kp, kn uint32) int64 {
+	})
+	def("state_get", []api.ValueType{i32, i32}, []api.ValueType{i64}, func(_ context.Context, m api.Module, stack []uint64) {
 		if f.fc == nil {
-			return -2
+			stack[0] = api.EncodeI64(-2)
+			return
 		}
-		v, err := f.fc.GetState(f.ctx, string(f.read(m, kp, kn)))
+		v, err := f.fc.GetState(f.ctx, str(m, stack, 0))
 		switch {
 		case errors.Is(err, pf.ErrNoState):
-			return -1
+			stack[0] = api.EncodeI64(-1)
 		case err != nil:
-			return -2
+			stack[0] = api.EncodeI64(-2)
+		default:
+			stack[0] = pend(v)
 		}
-		return pend(v)
-	}).Export("state_get")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, kp, kn, vp, vn uint32) int32 {
-		if f.fc == nil || f.fc.PutState(f.ctx, string(f.read(m, kp, kn)), f.read(m, vp, vn)) != nil {
-			return 1
+	})
+	def("state_put", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}, func(_ context.Context, m api.Module, stack []uint64) {
+		if f.fc == nil || f.fc.PutState(f.ctx, str(m, stack, 0), f.read(m, arg(stack, 2), arg(stack, 3))) != nil {
+			stack[0] = api.EncodeI32(1)
+			return
 		}
-		return 0
-	}).Export("state_put")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, kp, kn uint32) int32 {
+		stack[0] = api.EncodeI32(0)
+	})
+	def("state_del", []api.ValueType{i32, i32}, []api.ValueType{i32}, func(_ context.Context, m api.Module, stack []uint64) {
 		if f.fc == nil {
-			return 2
+			stack[0] = api.EncodeI32(2)
+			return
 		}
-		err := f.fc.DeleteState(f.ctx, string(f.read(m, kp, kn)))
+		err := f.fc.DeleteState(f.ctx, str(m, stack, 0))
 		switch {
 		case err == nil:
-			return 0
+			stack[0] = api.EncodeI32(0)
 		case errors.Is(err, pf.ErrNoState):
-			return 1
+			stack[0] = api.EncodeI32(1)
+		default:
+			stack[0] = api.EncodeI32(2)
 		}
-		return 2
-	}).Export("state_del")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, kp, kn uint32, by int64) int64 {
+	})
+	def("counter_incr", []api.ValueType{i32, i32, i64}, []api.ValueType{i64}, func(_ context.Context, m api.Module, stack []uint64) {
 		if f.fc == nil {
-			return math.MinInt64
+			stack[0] = api.EncodeI64(math.MinInt64)
+			return
 		}
-		v, err := f.fc.IncrCounter(f.ctx, string(f.read(m, kp, kn)), by)
+		v, err := f.fc.IncrCounter(f.ctx, str(m, stack, 0), int64(stack[2]))
 		if err != nil {
-			return math.MinInt64
+			v = math.MinInt64
 		}
-		return v
-	}).Export("counter_incr")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, kp, kn uint32) int64 {
+		stack[0] = api.EncodeI64(v)
+	})
+	def("counter_get", []api.ValueType{i32, i32}, []api.ValueType{i64}, func(_ context.Context, m api.Module, stack []uint64) {
 		if f.fc == nil {
-			return math.MinInt64
+			stack[0] = api.EncodeI64(math.MinInt64)
+			return
 		}
-		v, err := f.fc.GetCounter(f.ctx, string(f.read(m, kp, kn)))
+		v, err := f.fc.GetCounter(f.ctx, str(m, stack, 0))
 		switch {
 		case errors.Is(err, pf.ErrNoState):
-			return 0
+			v = 0
 		case err != nil:
-			return math.MinInt64
+			v = math.MinInt64
 		}
-		return v
-	}).Export("counter_get")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, kp, kn uint32) int64 {
+		stack[0] = api.EncodeI64(v)
+	})
+	def("user_config", []api.ValueType{i32, i32}, []api.ValueType{i64}, func(_ context.Context, m api.Module, stack []uint64) {
+		key := str(m, stack, 0) // before stack[0] is overwritten with the result
+		stack[0] = api.EncodeI64(-1)
 		if f.fc == nil {
-			return -1
+			return
 		}
-		v, ok := f.fc.UserConfigValue(string(f.read(m, kp, kn)))
-		if !ok {
-			return -1
+		if j, ok := f.userConfigJSON(key); ok {
+			stack[0] = pend(j)
 		}
-		j, _ := json.Marshal(v)
-		return pend(j)
-	}).Export("user_config")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, _ api.Module, field int32) int64 {
+	})
+	def("current", []api.ValueType{i32}, []api.ValueType{i64}, func(_ context.Context, _ api.Module, stack []uint64) {
+		field := api.DecodeI32(stack[0])
+		stack[0] = api.EncodeI64(-1)
 		if f.fc == nil || f.fc.CurrentRecord() == nil {
-			return -1
+			return
 		}
 		r := f.fc.CurrentRecord()
 		switch field {
 		case 0:
-			return pend([]byte(r.Topic))
+			stack[0] = pend([]byte(r.Topic))
 		case 1:
-			return pend([]byte(r.Key))
+			stack[0] = pend([]byte(r.Key))
 		case 2:
-			return pend([]byte(r.MessageID))
+			stack[0] = pend([]byte(r.MessageID))
 		case 3:
 			j, _ := json.Marshal(r.Properties)
-			return pend(j)
+			stack[0] = pend(j)
 		}
-		return -1
-	}).Export("current")
-	b.NewFunctionBuilder().WithFunc(func(_ context.Context, m api.Module, tp, tn, vp, vn uint32) int32 {
-		if f.fc == nil || f.fc.Publish(f.ctx, string(f.read(m, tp, tn)), f.read(m, vp, vn)) != nil {
-			return 1
+	})
+	def("publish", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}, func(_ context.Context, m api.Module, stack []uint64) {
+		if f.fc == nil || f.fc.Publish(f.ctx, str(m, stack, 0), f.read(m, arg(stack, 2), arg(stack, 3))) != nil {
+			stack[0] = api.EncodeI32(1)
+			return
 		}
-		return 0
-	}).Export("publish")
+		stack[0] = api.EncodeI32(0)
+	})
 	_, err := b.Instantiate(ctx)
 	return err
 }
