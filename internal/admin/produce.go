@@ -16,6 +16,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/magnetar-io/magnetar/internal/resources"
 	"github.com/magnetar-io/magnetar/internal/schema"
 	"github.com/magnetar-io/magnetar/internal/topics"
 )
@@ -27,7 +28,8 @@ import (
 //
 // with Pulsar's ProducerMessages body and ProducerAcks answer. As in Pulsar, the topic must
 // exist (nothing is auto-created); a partitioned topic's messages go to the partition of
-// their key's hash, or round robin without a key. Payloads are text: STRING and BYTES (and
+// their key's hash, or round robin without a key, over the partitions this broker owns (in a
+// cluster; servedPartitions). Payloads are text: STRING and BYTES (and
 // no schema) store it as UTF-8 bytes, JSON stores the JSON text, AVRO encodes the JSON text
 // with the Avro schema. The console's "produce a message" uses it.
 
@@ -104,6 +106,20 @@ func (s *server) produce(ctx context.Context, r *http.Request) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: the REST producer needs a broker in this process", ErrNotSupported)
 	}
+	n, err := s.partitionsOf(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	var served []int // nil: every partition
+	if n > 0 && r.PathValue("partition") == "" {
+		var elsewhere string
+		if served, elsewhere, err = s.servedPartitions(ctx, r, t, n); err != nil {
+			return nil, err
+		}
+		if served != nil && len(served) == 0 {
+			return redirectTo(r, elsewhere), nil
+		}
+	}
 	var req producerMessages
 	// The body carries messages up to maxMessageSize, plus their JSON framing.
 	if err := decodeBodyUpTo(r, &req, s.maxMessageSize+64<<10); err != nil {
@@ -129,11 +145,7 @@ func (s *server) produce(ctx context.Context, r *http.Request) (any, error) {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
 	}
-	n, err := s.partitionsOf(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := restTargets(r, t, n, specs)
+	targets, err := restTargets(r, t, n, served, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +295,9 @@ type restTarget struct {
 var roundRobin atomic.Uint64
 
 // restTargets routes specs: to the path's partition, to the topic itself when it is not
-// partitioned, or by key hash (keyless: round robin) over the partitions.
-func restTargets(r *http.Request, t topicRef, partitions int, specs []topics.MessageSpec) ([]restTarget, error) {
+// partitioned, or by key hash (keyless: round robin) over the partitions served here
+// (served; nil: all of them).
+func restTargets(r *http.Request, t topicRef, partitions int, served []int, specs []topics.MessageSpec) ([]restTarget, error) {
 	all := func() []int {
 		idx := make([]int, len(specs))
 		for i := range idx {
@@ -302,18 +315,24 @@ func restTargets(r *http.Request, t topicRef, partitions int, specs []topics.Mes
 	if partitions == 0 {
 		return []restTarget{{topic: t.String(), partition: -1, idx: all()}}, nil
 	}
-	out := make([]restTarget, partitions)
-	for i := range out {
-		out[i] = restTarget{topic: t.partition(i), partition: i}
+	if served == nil {
+		served = make([]int, partitions)
+		for i := range served {
+			served[i] = i
+		}
+	}
+	out := make([]restTarget, len(served))
+	for i, p := range served {
+		out[i] = restTarget{topic: t.partition(p), partition: p}
 	}
 	for i, sp := range specs {
 		var n int
 		if sp.Key != "" {
 			h := fnv.New32a()
 			h.Write([]byte(sp.Key))
-			n = int(h.Sum32() % uint32(partitions))
+			n = int(h.Sum32() % uint32(len(served)))
 		} else {
-			n = int(roundRobin.Add(1) % uint64(partitions))
+			n = int(roundRobin.Add(1) % uint64(len(served)))
 		}
 		out[n].idx = append(out[n].idx, i)
 	}
@@ -385,3 +404,58 @@ func (restClient) Refuse(error)             {}
 func (restClient) Alive() bool              { return true }
 func (restClient) Address() string          { return "REST" }
 func (restClient) Version() string          { return "Pulsar REST" }
+
+// servedPartitions is, in a cluster, the partitions of t (n of them) this broker serves, as
+// Pulsar's TopicsBase.findOwnerBrokerForTopic: a REST produce to a partitioned topic without
+// a partition publishes only to the partitions the receiving broker owns, and a broker that
+// owns none sends the client to one that owns some (elsewhere). Every partition is looked
+// up, with the request's authoritative flag; a failed lookup only leaves its partition out.
+// Without a cluster every partition is served here (nil).
+func (s *server) servedPartitions(ctx context.Context, r *http.Request, t topicRef, n int) (served []int, elsewhere string, err error) {
+	if s.own == nil {
+		return nil, "", nil
+	}
+	authoritative := r.URL.Query().Get("authoritative") == "true"
+	self, urls := make([]bool, n), make([]string, n)
+	_ = forPartitions(n, func(i int) error {
+		res, err := s.own.Lookup(ctx, t.partition(i), authoritative)
+		switch {
+		case err != nil:
+		case res.Self:
+			self[i] = true
+		case r.TLS != nil && res.HTTPURLTLS != "":
+			urls[i] = res.HTTPURLTLS
+		default:
+			urls[i] = res.HTTPURL
+		}
+		return nil
+	})
+	served = []int{}
+	for i := range n {
+		if self[i] {
+			served = append(served, i)
+		} else if elsewhere == "" {
+			elsewhere = urls[i]
+		}
+	}
+	if len(served) == 0 && elsewhere == "" {
+		return nil, "", withReason("Can't find owner of given topic.", fmt.Errorf("%w: no owner found for a partition of %s", resources.ErrNotFound, t))
+	}
+	return served, elsewhere, nil
+}
+
+// redirectTo is a 307 to the same request on the broker at httpURL, authoritative (it serves
+// it, as the ownership layer's redirects).
+func redirectTo(r *http.Request, httpURL string) bodyWriter {
+	q := r.URL.Query()
+	q.Set("authoritative", "true")
+	return redirect(strings.TrimSuffix(httpURL, "/") + r.URL.EscapedPath() + "?" + q.Encode())
+}
+
+// redirect is a 307 answer to its URL.
+type redirect string
+
+func (u redirect) writeTo(w http.ResponseWriter) {
+	w.Header().Set("Location", string(u))
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}

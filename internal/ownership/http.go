@@ -82,12 +82,17 @@ func (m *Manager) topicRoute(next http.Handler, domain string) http.HandlerFunc 
 }
 
 // restProduceRoute sends a REST produce (POST /topics/..., admin/produce.go) to the owner of
-// its topic or of the partition in its path.
+// its topic or of the partition in its path. A partitioned topic without a partition is
+// served where it arrives: the admin layer publishes to the partitions this broker owns, or
+// redirects to a broker that owns some (Pulsar's TopicsBase).
 func (m *Manager) restProduceRoute(next http.Handler, domain string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		topic := domain + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic")
 		if p := r.PathValue("partition"); p != "" {
 			topic += "-partition-" + p
+		} else if pm, err := m.res.PartitionedTopic(r.Context(), domain, r.PathValue("tenant"), r.PathValue("namespace"), r.PathValue("topic")); err == nil && pm.Partitions > 0 {
+			next.ServeHTTP(w, r)
+			return
 		}
 		m.toOwner(next, w, r, topic)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/pulsar-client-go/pulsar"
 	"github.com/apache/pulsar-client-go/pulsaradmin/pkg/utils"
 
+	"github.com/magnetar-io/magnetar/internal/devcluster"
 	"github.com/magnetar-io/magnetar/internal/resources"
 )
 
@@ -31,28 +32,7 @@ func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The partitions' bundles go to the brokers in turn: an authoritative lookup at a broker
-	// takes a bundle nobody owns.
-	taker := map[resources.Bundle]int{}
-	for i := range partitions {
-		name := fmt.Sprintf("%s-partition-%d", topic, i)
-		b := resources.FindBundle(ns, bounds, resources.TopicHash(name))
-		if _, seen := taker[b]; !seen {
-			taker[b] = len(taker) % len(c.Brokers)
-		}
-		resp, err := http.Get("http://" + c.Brokers[taker[b]].HTTP + "/lookup/v2/topic/" + strings.Replace(name, "://", "/", 1) + "?authoritative=true")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	served := map[string]int{}
-	for i := range partitions {
-		served[ownerOf(t, c, fmt.Sprintf("%s-partition-%d", topic, i)).Name]++
-	}
-	if len(served) != len(c.Brokers) {
-		t.Fatalf("partitions by owner %v: want partitions on both brokers", served)
-	}
+	spreadPartitions(t, c, ns, bounds, topic, partitions)
 
 	cl := newClient(t, "pulsar://"+c.Brokers[0].Addr)
 	// backlogs checks the subscription's backlog on every partition through the partitioned
@@ -174,5 +154,32 @@ func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "erminated") {
 			t.Fatalf("%s: producer after partitioned-terminate: %v, want TopicTerminated", name, err)
 		}
+	}
+}
+
+// spreadPartitions gives the bundles of topic's partitions to the brokers in turn (an
+// authoritative lookup at a broker takes a bundle nobody owns) and checks that both brokers
+// own some.
+func spreadPartitions(t *testing.T, c *devcluster.Cluster, ns string, bounds []uint32, topic string, partitions int) {
+	t.Helper()
+	taker := map[resources.Bundle]int{}
+	for i := range partitions {
+		name := fmt.Sprintf("%s-partition-%d", topic, i)
+		b := resources.FindBundle(ns, bounds, resources.TopicHash(name))
+		if _, seen := taker[b]; !seen {
+			taker[b] = len(taker) % len(c.Brokers)
+		}
+		resp, err := http.Get("http://" + c.Brokers[taker[b]].HTTP + "/lookup/v2/topic/" + strings.Replace(name, "://", "/", 1) + "?authoritative=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	served := map[string]int{}
+	for i := range partitions {
+		served[ownerOf(t, c, fmt.Sprintf("%s-partition-%d", topic, i)).Name]++
+	}
+	if len(served) != len(c.Brokers) {
+		t.Fatalf("partitions by owner %v: want partitions on both brokers", served)
 	}
 }
