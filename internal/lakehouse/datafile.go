@@ -212,6 +212,8 @@ func writeDataFiles(ctx context.Context, io fileIO, loc string, spec *PartitionS
 	var out []dataFile
 	for _, p := range parts {
 		b, err := encodeParquet(p.rec)
+		var metrics dataFile
+		columnMetrics(&metrics, p.rec)
 		p.rec.Release()
 		if err != nil {
 			return nil, err
@@ -226,11 +228,8 @@ func writeDataFiles(ctx context.Context, io fileIO, loc string, spec *PartitionS
 		if err := io.write(ctx, path, b); err != nil {
 			return nil, err
 		}
-		df := dataFile{Path: path, Format: "PARQUET", Partition: partition, RecordCount: p.rows, SizeBytes: int64(len(b))}
-		if p.boundsID > 0 {
-			df.LowerBounds = &[]boundKV{{Key: int32(p.boundsID), Value: longBound(p.lo)}}
-			df.UpperBounds = &[]boundKV{{Key: int32(p.boundsID), Value: longBound(p.hi)}}
-		}
+		df := metrics
+		df.Path, df.Format, df.Partition, df.RecordCount, df.SizeBytes = path, "PARQUET", partition, p.rows, int64(len(b))
 		out = append(out, df)
 	}
 	return out, nil

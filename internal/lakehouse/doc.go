@@ -64,7 +64,8 @@
 // issue 24; internal/archtest forbids importing github.com/apache/iceberg-go outside tests):
 // tablemeta.go the metadata JSON, manifest.go manifests and manifest lists (Avro container
 // files through hamba/avro, with the spec's field ids), datafile.go Parquet data files
-// (arrow-go's pqarrow, field ids on the columns, __publish_time__ bounds in the manifest),
+// (arrow-go's pqarrow, field ids on the columns; colstats.go every column's counts and
+// bounds in the manifest),
 // fileio.go the warehouse (S3 through gocloud.dev, or local files), snapshots.go the
 // snapshots: an append adds one manifest in front of the previous snapshot's; compaction,
 // retention and manifest merging write the whole table state as one manifest; expiry drops

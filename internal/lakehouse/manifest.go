@@ -39,8 +39,12 @@ type dataFile struct {
 	Partition   map[string]any `avro:"partition"`
 	RecordCount int64          `avro:"record_count"`
 	SizeBytes   int64          `avro:"file_size_in_bytes"`
-	LowerBounds *[]boundKV     `avro:"lower_bounds"`
-	UpperBounds *[]boundKV     `avro:"upper_bounds"`
+	// Column metrics by field id (colstats.go); nil when the writer recorded none.
+	ValueCounts *[]countKV `avro:"value_counts"`
+	NullCounts  *[]countKV `avro:"null_value_counts"`
+	NaNCounts   *[]countKV `avro:"nan_value_counts"`
+	LowerBounds *[]boundKV `avro:"lower_bounds"`
+	UpperBounds *[]boundKV `avro:"upper_bounds"`
 }
 
 // boundKV is an entry of a bounds map (Avro arrays of key/value records, since the keys
@@ -128,6 +132,9 @@ func manifestSchema(spec PartitionSpec) string {
 	b.WriteString(`]}},
 {"name":"record_count","type":"long","field-id":103},
 {"name":"file_size_in_bytes","type":"long","field-id":104},
+{"name":"value_counts","type":["null",{"type":"array","logicalType":"map","items":{"type":"record","name":"k119_v120","fields":[{"name":"key","type":"int","field-id":119},{"name":"value","type":"long","field-id":120}]}}],"default":null,"field-id":109},
+{"name":"null_value_counts","type":["null",{"type":"array","logicalType":"map","items":{"type":"record","name":"k121_v122","fields":[{"name":"key","type":"int","field-id":121},{"name":"value","type":"long","field-id":122}]}}],"default":null,"field-id":110},
+{"name":"nan_value_counts","type":["null",{"type":"array","logicalType":"map","items":{"type":"record","name":"k138_v139","fields":[{"name":"key","type":"int","field-id":138},{"name":"value","type":"long","field-id":139}]}}],"default":null,"field-id":137},
 {"name":"lower_bounds","type":["null",{"type":"array","logicalType":"map","items":{"type":"record","name":"k126_v127","fields":[{"name":"key","type":"int","field-id":126},{"name":"value","type":"bytes","field-id":127}]}}],"default":null,"field-id":125},
 {"name":"upper_bounds","type":["null",{"type":"array","logicalType":"map","items":{"type":"record","name":"k129_v130","fields":[{"name":"key","type":"int","field-id":129},{"name":"value","type":"bytes","field-id":130}]}}],"default":null,"field-id":128}
 ]}}]}`)

@@ -29,25 +29,21 @@ type rowBuffer struct {
 
 	transform string // the spec's transform of srcSlot's column; "" unpartitioned
 	srcSlot   int
-	// boundsSlot is __publish_time__'s column, whose bounds each data file records (for
-	// retention and engines' pruning); boundsID its field id, 0 when absent.
-	boundsSlot, boundsID int
+	// boundsSlot is __publish_time__'s column (retention keeps rows by it), -1 if absent.
+	boundsSlot int
 }
 
 // partBuilder holds one partition's rows.
 type partBuilder struct {
-	b      *array.RecordBuilder
-	rows   int64
-	lo, hi int64 // bounds of the bounds column, microseconds
+	b    *array.RecordBuilder
+	rows int64
 }
 
 // partRows are the rows of one partition taken from a buffer.
 type partRows struct {
-	key      int32
-	rec      arrow.RecordBatch
-	rows     int64
-	boundsID int
-	lo, hi   int64
+	key  int32
+	rec  arrow.RecordBatch
+	rows int64
 }
 
 func newRowBuffer(sc *Schema, spec *PartitionSpec) (*rowBuffer, error) {
@@ -66,7 +62,7 @@ func newRowBuffer(sc *Schema, spec *PartitionSpec) (*rowBuffer, error) {
 		}
 	}
 	if f, ok := sc.field(columns.ColPublishTime); ok {
-		rb.boundsSlot, rb.boundsID = rb.index[f.Name], f.ID
+		rb.boundsSlot = rb.index[f.Name]
 	}
 	return rb, nil
 }
@@ -85,12 +81,7 @@ func (rb *rowBuffer) appendRow(slots []int, vals []any) {
 		rb.filled = make([]bool, len(rb.schema.Fields()))
 	}
 	var key int32
-	var ts time.Time
-	hasTS := false
 	for i, s := range slots {
-		if t, ok := vals[i].(time.Time); ok && s >= 0 && s == rb.boundsSlot {
-			ts, hasTS = t, true
-		}
 		if t, ok := vals[i].(time.Time); ok && s >= 0 && s == rb.srcSlot && rb.transform != "" {
 			key, _ = transformTime(rb.transform, t)
 		}
@@ -100,15 +91,6 @@ func (rb *rowBuffer) appendRow(slots []int, vals []any) {
 		pb = &partBuilder{b: array.NewRecordBuilder(memory.DefaultAllocator, rb.schema)}
 		rb.parts[key] = pb
 		rb.order = append(rb.order, key)
-	}
-	if hasTS {
-		us := ts.UnixMicro()
-		if pb.rows == 0 || us < pb.lo {
-			pb.lo = us
-		}
-		if pb.rows == 0 || us > pb.hi {
-			pb.hi = us
-		}
 	}
 	filled := rb.filled
 	clear(filled)
@@ -256,7 +238,7 @@ func (rb *rowBuffer) take() []partRows {
 	var out []partRows
 	for _, k := range rb.order {
 		pb := rb.parts[k]
-		out = append(out, partRows{key: k, rec: pb.b.NewRecordBatch(), rows: pb.rows, boundsID: rb.boundsID, lo: pb.lo, hi: pb.hi})
+		out = append(out, partRows{key: k, rec: pb.b.NewRecordBatch(), rows: pb.rows})
 		pb.b.Release()
 	}
 	clear(rb.parts)
