@@ -266,4 +266,4 @@ bench-txn:
 # (PyPI, into ~/.cache/magnetar-pyiceberg) through the REST catalog from a real S3 server.
 .PHONY: lakehouse-e2e
 lakehouse-e2e:
-	MAGNETAR_LAKEHOUSE_E2E=1 $(GO) test -tags $(TAGS) -count=1 -v -timeout 30m -run '^TestLakehouse' ./tests/e2e/
+	MAGNETAR_LAKEHOUSE_E2E=1 $(GO) test -tags $(TAGS) -count=1 -v -timeout 30m -run '^TestLakehouse|^TestPyIceberg' ./tests/e2e/ ./internal/lakehouse/

@@ -3,8 +3,12 @@ package lakehouse
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/magnetar-io/magnetar/internal/columns"
+	"github.com/magnetar-io/magnetar/internal/testenv"
 )
 
 // metricsSchema has a column of every primitive type this package writes.
@@ -122,10 +127,9 @@ func TestColumnMetrics(t *testing.T) {
 	}
 }
 
-// TestScanPrunesByColumn: a table of three data files with disjoint ranges of non-time
-// columns, read back with iceberg-go: a row filter on such a column plans only the files
-// whose bounds can match, and the rows read are the filter's.
-func TestScanPrunesByColumn(t *testing.T) {
+// prunableTable writes a table of three data files, file k with i in [10k, 10k+4], s
+// "k-" and 20 to 24 x's, l all NULL, all in one hour; it returns the metadata location.
+func prunableTable(t *testing.T) string {
 	ctx := context.Background()
 	sc := metricsSchema()
 	spec, err := partitionSpec(sc, "hour")
@@ -136,7 +140,7 @@ func TestScanPrunesByColumn(t *testing.T) {
 	md := newMetadata(*sc, spec, loc, nil)
 	cat := &Catalog{io: localIO{}}
 	t0 := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)
-	for k := range 3 { // file k: i in [10k, 10k+4], s "k-…", all in one hour
+	for k := range 3 {
 		rb, err := newRowBuffer(sc, &spec)
 		if err != nil {
 			t.Fatal(err)
@@ -157,6 +161,15 @@ func TestScanPrunesByColumn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mloc
+}
+
+// TestScanPrunesByColumn: prunableTable read back with iceberg-go: a row filter on a
+// non-time column plans only the files whose metrics can match, and the rows read are the
+// filter's.
+func TestScanPrunesByColumn(t *testing.T) {
+	ctx := context.Background()
+	mloc := prunableTable(t)
 	tbl, err := table.NewFromLocation(ctx, table.Identifier{"ns", "t"}, mloc,
 		func(context.Context) (iceio.IO, error) { return iceio.LocalFS{}, nil }, nil)
 	if err != nil {
@@ -192,5 +205,45 @@ func TestScanPrunesByColumn(t *testing.T) {
 			t.Errorf("%v: %d rows, want %d", c.filter, at.NumRows(), c.rows)
 		}
 		at.Release()
+	}
+}
+
+// TestPyIcebergPrunesByColumn: the same pruning seen by PyIceberg (from PyPI, the venv of
+// tests/e2e's lakehouse suite), reading the table's metadata file without a catalog.
+func TestPyIcebergPrunesByColumn(t *testing.T) {
+	if os.Getenv("MAGNETAR_LAKEHOUSE_E2E") == "" {
+		t.Skip("runs with `make lakehouse-e2e` (MAGNETAR_LAKEHOUSE_E2E=1): it needs PyIceberg from PyPI")
+	}
+	const pyicebergVersion = "0.12.0" // tests/e2e/lakehouse_test.go's: one venv for both
+	python := testenv.PythonVenv(t, "pyiceberg", "venv-"+pyicebergVersion, "pyiceberg[pyarrow]=="+pyicebergVersion)
+	mloc := prunableTable(t)
+	filters := map[string][2]int{ // files planned, rows read
+		"i >= 20": {1, 5}, "i < 12": {2, 7}, "i = 7": {0, 0},
+		"s = '1-" + strings.Repeat("x", 22) + "'": {1, 1}, "s >= '2-'": {1, 5},
+		"l IS NULL": {3, 15}, "l IS NOT NULL": {0, 0},
+	}
+	args := []string{"testdata/pyiceberg_plan.py", mloc}
+	for f := range filters {
+		args = append(args, f)
+	}
+	out, err := exec.Command(python, args...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("%v\n%s", err, ee.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var got []struct {
+		Filter      string
+		Files, Rows int
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(filters) {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, g := range got {
+		if w := filters[g.Filter]; g.Files != w[0] || g.Rows != w[1] {
+			t.Errorf("%s: %d files planned, %d rows; want %d, %d", g.Filter, g.Files, g.Rows, w[0], w[1])
+		}
 	}
 }
