@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"os"
@@ -77,12 +76,7 @@ func (ac *adminCLI) packagesCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(path)
-			if err != nil {
-				return usageError(err)
-			}
-			defer f.Close()
-			if err := ac.uploadMultipart(cmd.Context(), p, metadata(), f); err != nil {
+			if _, err := ac.multipart(cmd.Context(), http.MethodPost, p, nil, map[string]any{"metadata": metadata()}, path, "file"); err != nil {
 				return err
 			}
 			return say(cmd, "The package '%s' uploaded from path '%s' successfully", args[0], path)
@@ -182,42 +176,6 @@ func (ac *adminCLI) stream(ctx context.Context, method, path, contentType string
 		return nil, nil, fmt.Errorf("%w: %d %s: %s", errREST, resp.StatusCode, http.StatusText(resp.StatusCode), r.Reason)
 	}
 	return resp, cancel, nil
-}
-
-// uploadMultipart POSTs a package upload: the "metadata" JSON part, then the "file" part
-// copied from f while the request is sent.
-func (ac *adminCLI) uploadMultipart(ctx context.Context, path string, meta resources.PackageMetadata, f *os.File) error {
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		err := func() error {
-			h := make(map[string][]string)
-			h["Content-Disposition"] = []string{`form-data; name="metadata"`}
-			h["Content-Type"] = []string{"application/json"}
-			w, err := mw.CreatePart(h)
-			if err != nil {
-				return err
-			}
-			if err := json.NewEncoder(w).Encode(meta); err != nil {
-				return err
-			}
-			if w, err = mw.CreateFormFile("file", filepath.Base(f.Name())); err != nil {
-				return err
-			}
-			if _, err := io.Copy(w, f); err != nil {
-				return err
-			}
-			return mw.Close()
-		}()
-		pw.CloseWithError(err)
-	}()
-	resp, cancel, err := ac.stream(ctx, http.MethodPost, path, mw.FormDataContentType(), pr)
-	pr.Close() // the writer stops if the answer came before the whole file was sent
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return resp.Body.Close()
 }
 
 // download writes the package at path to the file dest (its directory made if needed),

@@ -50,6 +50,24 @@ func TestAdminAuthFlagsAndClientConf(t *testing.T) {
 	if w := <-got; w != "Bearer abc.def.ghi" {
 		t.Fatalf("server saw %q", w)
 	}
+	// Multipart uploads (packages, functions) carry the same credentials and TLS settings.
+	pkg := filepath.Join(dir, "fn.bin")
+	if err := os.WriteFile(pkg, []byte("\x7fELF package"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"packages", "upload", "function://public/default/fn@1", "--path", pkg, "--description", "d"},
+		{"functions", "create", "--name", "fn", "--inputs", "persistent://public/default/in", "--go", pkg},
+	} {
+		code, _, errOut := run(t, nil, append([]string{"admin", "--admin-url", url, "--tls-trust-cert-path", ca.CertFile,
+			"--auth-plugin", "token", "--auth-params", "token:abc.def.ghi"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: %d %q", args[:2], code, errOut)
+		}
+		if w := <-got; w != "Bearer abc.def.ghi" {
+			t.Fatalf("%v: server saw %q", args[:2], w)
+		}
+	}
 	// Without trusting the CA the server is refused before anything is sent.
 	if code, _, _ := run(t, nil, "admin", "--admin-url", url, "--auth-plugin", "token", "--auth-params", "token:secret", "tenants", "list"); code == 0 {
 		t.Fatal("untrusted server accepted")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -373,71 +372,58 @@ func (f *fnFlags) config(cmd *cobra.Command) (*functions.FunctionConfig, string,
 	return c, pkg, nil
 }
 
-// multipart sends a multipart request to the admin API.
+// multipart sends a multipart request to the admin API, with the CLI's credentials and TLS
+// settings (adminCLI.stream), the file streamed from disk while the request is sent.
 func (ac *adminCLI) multipart(ctx context.Context, method, path string, fields map[string]string, jsonFields map[string]any, file, fileField string) ([]byte, error) {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	for k, v := range jsonFields {
-		h := make(map[string][]string)
-		h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="%s"`, k)}
-		h["Content-Type"] = []string{"application/json"}
-		w, err := mw.CreatePart(h)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.NewEncoder(w).Encode(v); err != nil {
-			return nil, err
-		}
-	}
-	for k, v := range fields {
-		if err := mw.WriteField(k, v); err != nil {
-			return nil, err
-		}
-	}
+	var f *os.File
 	if file != "" {
-		f, err := os.Open(file)
-		if err != nil {
+		var err error
+		if f, err = os.Open(file); err != nil {
 			return nil, usageError(err)
 		}
 		defer f.Close()
-		w, err := mw.CreateFormFile(fileField, filepath.Base(file))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := io.Copy(w, f); err != nil {
-			return nil, err
-		}
 	}
-	if err := mw.Close(); err != nil {
-		return nil, err
-	}
-	base, err := ac.baseURL()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		pw.CloseWithError(func() error {
+			for k, v := range jsonFields {
+				h := make(map[string][]string)
+				h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="%s"`, k)}
+				h["Content-Type"] = []string{"application/json"}
+				w, err := mw.CreatePart(h)
+				if err != nil {
+					return err
+				}
+				if err := json.NewEncoder(w).Encode(v); err != nil {
+					return err
+				}
+			}
+			for k, v := range fields {
+				if err := mw.WriteField(k, v); err != nil {
+					return err
+				}
+			}
+			if f != nil {
+				w, err := mw.CreateFormFile(fileField, filepath.Base(file))
+				if err != nil {
+					return err
+				}
+				if _, err := io.Copy(w, f); err != nil {
+					return err
+				}
+			}
+			return mw.Close()
+		}())
+	}()
+	resp, cancel, err := ac.stream(ctx, method, path, mw.FormDataContentType(), pr)
+	pr.Close() // the writer stops if the answer came before the whole body was sent
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, max(ac.timeout, 5*time.Minute))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, &buf)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if resp.StatusCode >= 300 {
-		var r struct {
-			Reason string `json:"reason"`
-		}
-		if json.Unmarshal(b, &r) != nil || r.Reason == "" {
-			r.Reason = strings.TrimSpace(string(b))
-		}
-		return nil, fmt.Errorf("%w: %d %s: %s", errREST, resp.StatusCode, http.StatusText(resp.StatusCode), r.Reason)
-	}
-	return b, nil
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
 
 const functionsBase = "/admin/v3/functions"
