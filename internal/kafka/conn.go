@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,6 +47,10 @@ type conn struct {
 	principal     auth.Principal
 	authzMu       sync.Mutex
 	authzCache    map[authzKey]authzDecision
+
+	// throttleUntil (unix ns) mutes the connection: the read loop reads no request
+	// before it (a client over its quota, quota_enforce.go).
+	throttleUntil atomic.Int64
 
 	queue chan *inflight
 	wg    sync.WaitGroup // the write loop
@@ -99,6 +104,9 @@ func (c *conn) serve() {
 func (c *conn) readLoop() error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
+		if err := c.waitThrottle(); err != nil {
+			return err
+		}
 		body, err := readRequest(br, c.s.cfg.MaxRequestSize)
 		if err != nil {
 			return err

@@ -53,6 +53,7 @@ func handleFetch(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			res, total, waits, errored := s.readFetch(c.ctx, parts, r, denied)
 			if total >= int(r.MinBytes) || errored || !time.Now().Before(deadline) || c.ctx.Err() != nil || len(waits) == 0 {
 				resp.Topics = sess.report(res, incremental)
+				resp.ThrottleMillis = c.throttle(quotaConsume, total)
 				reply(resp)
 				return
 			}

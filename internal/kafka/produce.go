@@ -104,6 +104,13 @@ func handleProduce(c *conn, req kmsg.Request, reply func(kmsg.Response)) {
 			}
 		}
 	}
+	size := 0
+	for ti := range r.Topics {
+		for pi := range r.Topics[ti].Partitions {
+			size += len(r.Topics[ti].Partitions[pi].Records)
+		}
+	}
+	resp.ThrottleMillis = c.throttle(quotaProduce, size)
 	if r.Acks == 0 {
 		reply(nil)
 		return

@@ -17,9 +17,9 @@ import (
 // Kafka client quotas (KIP-546: DescribeClientQuotas, AlterClientQuotas; kafka-configs
 // --entity-type users/clients/ips). Each entity (a user, a client id, a user and client
 // id, or an ip; any name may be the type's default) has one record in the metadata store
-// holding its settings, so every broker and a restart see the same. Stored and described
-// only: Magnetar's enforced rate limits are Pulsar's (publish and dispatch rates on
-// namespaces and topics), and no Produce or Fetch is throttled by these (docs/kafka.md).
+// holding its settings, so every broker and a restart see the same. producer_byte_rate
+// and consumer_byte_rate are enforced (quota_enforce.go); request_percentage,
+// controller_mutation_rate and connection_creation_rate are stored and described only.
 // Both APIs are for superusers, as Kafka asks for DESCRIBE_CONFIGS / ALTER_CONFIGS on the
 // cluster.
 
@@ -218,7 +218,7 @@ func (s *Server) alterQuota(ctx context.Context, entity []resources.KafkaQuotaEn
 	if validateOnly {
 		return nil
 	}
-	return s.be.UpdateClientQuota(ctx, key, func(q *resources.KafkaQuota) error {
+	err = s.be.UpdateClientQuota(ctx, key, func(q *resources.KafkaQuota) error {
 		q.Entity = sorted
 		for _, op := range ops {
 			if op.Remove {
@@ -229,4 +229,13 @@ func (s *Server) alterQuota(ctx context.Context, entity []resources.KafkaQuotaEn
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// This broker enforces the change at once (others within quotaRefresh, as this one
+	// if the reload fails: the change itself is stored).
+	if err := s.reloadQuotas(ctx); err != nil {
+		s.log.Warn("kafka client quotas could not be read again after an alter", "err", err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,4 +172,91 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// throttleHook records the largest throttle time brokers sent a client.
+type throttleHook struct {
+	mu  sync.Mutex
+	max time.Duration
+}
+
+func (h *throttleHook) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.max = max(h.max, d)
+}
+
+func (h *throttleHook) get() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.max
+}
+
+// The byte-rate quotas are enforced: a client id over its producer_byte_rate and
+// consumer_byte_rate gets throttle times (and its data goes through: franz-go waits them
+// out), another client id without a quota none; a /users/<default> quota reaches an
+// unauthenticated connection (Kafka's ANONYMOUS user).
+func TestKafkaClientQuotasThrottle(t *testing.T) {
+	st := newTopicsStack(t)
+	addr, _ := st.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgo(t, addr))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "tq"); err != nil {
+		t.Fatal(err)
+	}
+	const rate = 20_000
+	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id", Name: strPtr("slow")}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}, {Key: "consumer_byte_rate", Value: rate}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	value := make([]byte, 10_000)
+	produce := func(clientID string, n int) time.Duration {
+		t.Helper()
+		h := &throttleHook{}
+		cl := newKgo(t, addr, kgo.ClientID(clientID), kgo.WithHooks(h), kgo.ProducerBatchCompression(kgo.NoCompression()))
+		defer cl.Close()
+		for i := 0; i < n; i++ {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "tq", Value: value}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return h.get()
+	}
+	// Two seconds' worth (four records of 10 kB at 20 kB/s) is over the one second a
+	// quota lets through at once.
+	if d := produce("slow", 4); d <= 0 || d > maxThrottle {
+		t.Fatalf("slow producer throttled for %v, want some, at most %v", d, maxThrottle)
+	}
+	if d := produce("fast", 4); d != 0 {
+		t.Fatalf("a client id without a quota was throttled for %v", d)
+	}
+	h := &throttleHook{}
+	cons := newKgo(t, addr, kgo.ClientID("slow"), kgo.WithHooks(h), kgo.ConsumeTopics("tq"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := 0
+	for got < 8 {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		got += fs.NumRecords()
+	}
+	if d := h.get(); d <= 0 {
+		t.Fatalf("a consumer over its consumer_byte_rate was not throttled (read %d records)", got)
+	}
+
+	res, err = adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "user"}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: rate}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	if d := produce("fast", 4); d <= 0 {
+		t.Fatal("the default user's quota did not reach an unauthenticated producer")
+	}
 }

@@ -57,6 +57,7 @@ type Server struct {
 	metrics  *metrics
 	txnLocks txnLocks
 	txnCache txnCache
+	quotas   quotaEnforcer
 
 	ctx    context.Context
 	cancel context.CancelFunc
