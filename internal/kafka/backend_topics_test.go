@@ -33,6 +33,9 @@ type topicsStack struct {
 	// authn and authz, when set, secure the listener (SASL and authorization).
 	authn *auth.Service
 	authz *auth.Authorizer
+	// endFails, when set, makes the coordinators' end of a transaction on a topic fail
+	// with its error (txn_admin_test.go: a transaction left hanging).
+	endFails func(topic string) error
 }
 
 func newTopicsStack(t *testing.T) *topicsStack {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/magnetar-io/magnetar/internal/auth"
+	"github.com/magnetar-io/magnetar/internal/wire"
 )
 
 // The transaction admin APIs (txn_admin.go) through kadm, on the topic service and the
@@ -263,5 +266,79 @@ func TestKafkaTxnAdminAuthorization(t *testing.T) {
 		if want == nil && perr != nil || want != nil && !errors.Is(perr, want) {
 			t.Errorf("%s writes an abort marker: %v, want %v", role, perr, want)
 		}
+	}
+}
+
+// A hanging transaction: the coordinator gave up ending it on a partition (the
+// participant refused for good), so the partition holds it open while no coordinator
+// knows it. DescribeProducers shows it, ListTransactions no longer has it Ongoing, and
+// WriteTxnMarkers aborts it on that partition: the last stable offset moves on.
+func TestKafkaTxnAdminAbortsHangingTransaction(t *testing.T) {
+	st := newTxnStack(t)
+	var refuse atomic.Bool
+	st.endFails = func(topic string) error {
+		if refuse.Load() && strings.Contains(topic, "/thang") {
+			return fmt.Errorf("%w: refused by the test", wire.ErrProducerFenced)
+		}
+		return nil
+	}
+	addr, _ := st.start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(newKgo(t, addr))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "thang"); err != nil {
+		t.Fatal(err)
+	}
+	prod := newKgo(t, addr, kgo.TransactionalID("tx-hang"))
+	produceTxn(ctx, t, prod, "thang", true, "c1")
+	pid, epoch, _ := prod.ProducerID(ctx)
+	refuse.Store(true)
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "thang", Value: []byte("hung")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The abort is decided and the coordinator forgets the transaction, but the
+	// partition never got its marker.
+	_ = prod.EndTransaction(ctx, kgo.TryAbort)
+	refuse.Store(false)
+	stable := func() int64 {
+		t.Helper()
+		lso, err := adm.ListCommittedOffsets(ctx, "thang")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := lso.Lookup("thang", 0)
+		return o.Offset
+	}
+	if o := stable(); o != 2 {
+		t.Fatalf("last stable offset %d with the transaction hanging, want 2", o)
+	}
+	dp, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"thang": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := dp.SortedProducers()
+	if len(ps) != 1 || ps[0].CurrentTxnStartOffset != 2 {
+		t.Fatalf("producers of the hanging partition: %+v", ps)
+	}
+	if l, err := adm.ListTransactions(ctx, nil, []string{stateOngoing}); err != nil || len(l) != 0 {
+		t.Fatalf("Ongoing transactions: %v %v, want none (the coordinator forgot it)", l, err)
+	}
+	rs, err := adm.WriteTxnMarkers(ctx, kadm.TxnMarkers{ProducerID: pid, ProducerEpoch: epoch, Topics: kadm.TopicsSet{"thang": {0: {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs.EachPartition(func(p kadm.TxnMarkersPartitionResponse) {
+		if p.Err != nil {
+			t.Fatalf("abort of the hanging transaction: %v", p.Err)
+		}
+	})
+	if o := stable(); o != 4 {
+		t.Fatalf("last stable offset %d after the abort, want 4 (c1, marker, hung, abort marker)", o)
+	}
+	if got := consumeAll(ctx, t, addr, "thang", 1, kgo.FetchIsolationLevel(kgo.ReadCommitted())); fmt.Sprint(got) != "[c1]" {
+		t.Fatalf("read_committed read %v", got)
 	}
 }

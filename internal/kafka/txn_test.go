@@ -25,9 +25,17 @@ import (
 
 // localParticipants ends transactions on this process's topic service (the broker's
 // participants also reach other brokers).
-type localParticipants struct{ svc *topics.Service }
+type localParticipants struct {
+	svc  *topics.Service
+	fail func(topic string) error // when set and not nil for topic: EndPartition fails so
+}
 
 func (p localParticipants) EndPartition(ctx context.Context, topic string, id txn.ID, a txn.Action, low uint64) error {
+	if p.fail != nil {
+		if err := p.fail(topic); err != nil {
+			return err
+		}
+	}
 	n, err := topics.ParseName(topic)
 	if err != nil {
 		return err
@@ -49,7 +57,7 @@ func (st *topicsStack) startTxn(t *testing.T, svc *topics.Service, f *managedled
 	if !st.txn.CoordinatorEnabled {
 		return nil
 	}
-	cs, err := txn.StartCoordinators(txn.CoordinatorsOptions{Count: 2, Ledgers: f, Participants: localParticipants{svc}, Config: st.txn})
+	cs, err := txn.StartCoordinators(txn.CoordinatorsOptions{Count: 2, Ledgers: f, Participants: localParticipants{svc, st.endFails}, Config: st.txn})
 	if err != nil {
 		t.Fatal(err)
 	}
