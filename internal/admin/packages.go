@@ -226,6 +226,8 @@ func (s *server) uploadPackage(ctx context.Context, r *http.Request) (any, error
 			switch {
 			case body.over:
 				return nil, fmt.Errorf("%w: over %d bytes (packagesMaxSizeMB)", errPackageTooLarge, s.packagesMaxBytes)
+			case body.failed != nil: // the client's side: a torn or oversized body
+				return nil, fmt.Errorf("%w: reading the upload: %v", ErrBadRequest, body.failed)
 			case err != nil && body.eof && body.read == 0:
 				return nil, fmt.Errorf("%w: the package file is empty", ErrBadRequest)
 			case err != nil:
@@ -251,11 +253,12 @@ func (s *server) uploadPackage(ctx context.Context, r *http.Request) (any, error
 }
 
 // boundedReader fails a read past left bytes (so Put stops at the bound) and remembers it,
-// and whether it reached the end.
+// whether it reached the end, and a failure reading the request.
 type boundedReader struct {
 	r          io.Reader
 	left, read int64
 	over, eof  bool
+	failed     error
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -270,6 +273,9 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	b.left -= int64(n)
 	b.eof = b.eof || errors.Is(err, io.EOF)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.failed = err
+	}
 	return n, err
 }
 
@@ -292,10 +298,34 @@ func (s *server) downloadPackage(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(rec.Size, 10))
-	if err := s.packages.WriteTo(ctx, rec.Ledgers, w); err != nil {
+	out := &startedWriter{w: w, size: rec.Size}
+	if err := s.packages.WriteTo(ctx, rec.Ledgers, out); err != nil {
+		if !out.started { // nothing sent yet: a proper error answer
+			s.log.Error("package download failed", "package", n.String(), "err", err)
+			writeError(w, r, err)
+			return
+		}
 		s.log.Warn("package download cut off", "package", n.String(), "err", err)
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// startedWriter sends a download's headers with its first bytes, so a failure before any
+// byte can still be answered with an error status.
+type startedWriter struct {
+	w       http.ResponseWriter
+	size    int64
+	started bool
+}
+
+func (s *startedWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil // an empty write would send the headers (and a 200) already
+	}
+	if !s.started {
+		s.started = true
+		s.w.Header().Set("Content-Type", "application/octet-stream")
+		s.w.Header().Set("Content-Length", strconv.FormatInt(s.size, 10))
+	}
+	return s.w.Write(p)
 }
