@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -57,6 +58,59 @@ func TestKafkaTxnOnCluster(t *testing.T) {
 			t.Errorf("aborted %s read %d times", v, seen[v])
 		}
 	}
+
+	// The admin APIs on two brokers: each broker lists the ids it coordinates, so the id
+	// is listed exactly once; it is described by its coordinator; the partitions it wrote
+	// to (the partitioner chose them), on either broker, know it and that nothing is open.
+	pid, _, err := prod.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := kafkaClient(t, seed)
+	listed := 0
+	for _, b := range meta.Brokers {
+		resp, err := kmsg.NewPtrListTransactionsRequest().RequestWith(ctx, raw.Broker(int(b.NodeID)))
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("ListTransactions on node %d: %v %+v", b.NodeID, err, resp)
+		}
+		for _, st := range resp.TransactionStates {
+			if st.TransactionalID == "cluster-tx" {
+				listed++
+			}
+		}
+	}
+	if listed != 1 {
+		t.Fatalf("cluster-tx listed %d times by the brokers, want once", listed)
+	}
+	ds, err := adm.DescribeTransactions(ctx, "cluster-tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := ds["cluster-tx"]; d.Err != nil || d.State != "CompleteCommit" || d.ProducerID != pid {
+		t.Fatalf("cluster-tx described as %+v, want CompleteCommit of producer %d", d, pid)
+	}
+	dp, err := adm.DescribeProducers(ctx, kadm.TopicsSet{"ctx": {0: {}, 1: {}, 2: {}, 3: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "ctx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp.EachPartition(func(p kadm.DescribedProducersPartition) {
+		ps := p.ActiveProducers.Sorted()
+		want := 0
+		if o, _ := ends.Lookup("ctx", p.Partition); o.Offset > 0 {
+			want = 1
+		}
+		if p.Err != nil || len(ps) != want || want == 1 && (ps[0].ProducerID != pid || ps[0].CurrentTxnStartOffset != -1) {
+			t.Errorf("producers of ctx/%d (leader %d): %+v %v", p.Partition, p.Leader, ps, p.Err)
+		}
+	})
 
 	const n = 80
 	src := kafkaClient(t, seed, kgo.DefaultProduceTopic("cin"))
