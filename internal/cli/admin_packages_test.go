@@ -13,14 +13,7 @@ import (
 // the shared standalone (packages management on): every pulsar-admin verb, with its flags
 // and messages, and the errors of a missing package and a bad name.
 func TestAdminPackagesCLI(t *testing.T) {
-	ok := func(args ...string) string {
-		t.Helper()
-		code, out, errOut := magnetarAdmin(t, args...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut)
-		}
-		return out
-	}
+	ok := func(args ...string) string { t.Helper(); return adminOK(t, args...) }
 	dir := t.TempDir()
 	data := make([]byte, 1<<20+123) // more than one ledger entry
 	if _, err := rand.Read(data); err != nil {

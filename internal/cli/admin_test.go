@@ -67,6 +67,16 @@ func adminSetup(t *testing.T) (binary, adminURL string) {
 	return shared.binary, "http://" + shared.sa.HTTPAddr()
 }
 
+// adminOK runs magnetarAdmin and fails the test unless it exits 0; it returns stdout.
+func adminOK(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := magnetarAdmin(t, args...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
 // magnetarAdmin runs `magnetar admin --admin-url URL args...` and returns exit code, stdout
 // and stderr.
 func magnetarAdmin(t *testing.T, args ...string) (int, string, string) {
