@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/magnetar-io/magnetar/internal/resources"
@@ -37,11 +38,15 @@ const (
 )
 
 type quotaEnforcer struct {
-	mu       sync.Mutex
-	values   map[string]map[string]float64 // by entity record name (quotaEntityKey)
-	loadedAt time.Time
-	loading  bool
-	buckets  map[string]*quotaBucket
+	// set and loadedAt let a request skip the lock while no quota is set (the common
+	// case, on the produce and fetch paths of every connection).
+	set      atomic.Bool
+	loadedAt atomic.Int64 // unix ns
+	loading  atomic.Bool
+
+	mu      sync.Mutex
+	values  map[string]map[string]float64 // by entity record name (quotaEntityKey)
+	buckets map[string]*quotaBucket
 }
 
 type quotaBucket struct {
@@ -63,27 +68,25 @@ func (s *Server) reloadQuotas(ctx context.Context) error {
 	}
 	e := &s.quotas
 	e.mu.Lock()
-	e.values, e.loadedAt = values, time.Now()
+	e.values = values
+	e.set.Store(len(values) > 0)
 	e.mu.Unlock()
+	e.loadedAt.Store(time.Now().UnixNano())
 	return nil
 }
 
-// refreshLocked starts a reload when the records are older than quotaRefresh.
-func (s *Server) refreshQuotasLocked() {
+// refreshQuotas starts a reload when the records are older than quotaRefresh.
+func (s *Server) refreshQuotas(now time.Time) {
 	e := &s.quotas
-	if e.loading || time.Since(e.loadedAt) < quotaRefresh {
+	if now.UnixNano()-e.loadedAt.Load() < int64(quotaRefresh) || !e.loading.CompareAndSwap(false, true) {
 		return
 	}
-	e.loading = true
 	go func() {
+		defer e.loading.Store(false)
 		ctx, cancel := context.WithTimeout(s.ctx, adminTimeout)
 		defer cancel()
-		err := s.reloadQuotas(ctx)
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.loading = false
-		if err != nil {
-			e.loadedAt = time.Now() // keep what we had; try again later
+		if err := s.reloadQuotas(ctx); err != nil {
+			e.loadedAt.Store(time.Now().UnixNano()) // keep what we had; try again later
 			if s.ctx.Err() == nil {
 				s.log.Warn("kafka client quotas could not be read", "err", err)
 			}
@@ -120,12 +123,12 @@ func (c *conn) throttle(key string, n int) int32 {
 		user = anonymousUser
 	}
 	now := time.Now()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	c.s.refreshQuotasLocked()
-	if len(e.values) == 0 {
+	c.s.refreshQuotas(now)
+	if !e.set.Load() {
 		return 0
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	for _, l := range quotaLevels {
 		var entity []resources.KafkaQuotaEntity
 		if l.user {
