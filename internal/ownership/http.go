@@ -66,13 +66,27 @@ func (m *Manager) Handler(next http.Handler) http.Handler {
 // notRedirected are topic sub-resources that any broker serves (metadata only).
 var notRedirected = map[string]bool{"partitions": true, "partitioned-stats": true, "partitioned-internalStats": true}
 
+// fannedOut are the topic sub-resources the admin layer runs on each partition of a
+// partitioned topic where that partition is served (admin/partitions.go), never on the
+// partitioned name itself: for a partitioned topic they are served where they arrive, as
+// Pulsar's brokers do, rather than at the owner of the partitioned name's bundle (which a
+// lookup would assign for nothing).
+var fannedOut = map[string]bool{"subscription": true, "subscriptions": true, "all_subscription": true, "unload": true}
+
+// partitioned tells whether the topic in r's path is a partitioned topic.
+func (m *Manager) partitioned(r *http.Request, domain string) bool {
+	pm, err := m.res.PartitionedTopic(r.Context(), domain, r.PathValue("tenant"), r.PathValue("namespace"), r.PathValue("topic"))
+	return err == nil && pm.Partitions > 0
+}
+
 func (m *Manager) topicRoute(next http.Handler, domain string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sub := strings.TrimPrefix(r.URL.Path, "/admin/v2/"+domain+"/"+r.PathValue("tenant")+"/"+r.PathValue("namespace")+"/"+r.PathValue("topic"))
 		first, _, _ := strings.Cut(strings.TrimPrefix(sub, "/"), "/")
 		if domain != "persistent" && domain != "non-persistent" || notRedirected[first] ||
 			(r.Method == http.MethodPut && sub == "") ||
-			(r.Method == http.MethodGet && sub == "" && r.PathValue("topic") == "partitioned") { // list partitioned topics
+			(r.Method == http.MethodGet && sub == "" && r.PathValue("topic") == "partitioned") || // list partitioned topics
+			(fannedOut[first] || sub == "/terminate/partitions") && m.partitioned(r, domain) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -90,7 +104,7 @@ func (m *Manager) restProduceRoute(next http.Handler, domain string) http.Handle
 		topic := domain + "://" + r.PathValue("tenant") + "/" + r.PathValue("namespace") + "/" + r.PathValue("topic")
 		if p := r.PathValue("partition"); p != "" {
 			topic += "-partition-" + p
-		} else if pm, err := m.res.PartitionedTopic(r.Context(), domain, r.PathValue("tenant"), r.PathValue("namespace"), r.PathValue("topic")); err == nil && pm.Partitions > 0 {
+		} else if m.partitioned(r, domain) {
 			next.ServeHTTP(w, r)
 			return
 		}

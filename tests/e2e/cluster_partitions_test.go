@@ -131,6 +131,23 @@ func TestClusterPartitionedTopicVerbsReachEveryPartition(t *testing.T) {
 		}
 	}
 
+	// Each broker serves these verbs of the partitioned topic itself (no redirect to the
+	// owner of the partitioned name's bundle), as Pulsar's brokers do.
+	direct := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, b := range c.Brokers {
+		for _, m := range []string{http.MethodPut, http.MethodDelete} {
+			req, _ := http.NewRequest(m, fmt.Sprintf("http://%s/admin/v2/persistent/%s/p/subscription/direct-%d", b.HTTP, ns, i), nil)
+			resp, err := direct.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("%s subscription via %s: %d, want 204 served there", m, b.Name, resp.StatusCode)
+			}
+		}
+	}
+
 	// partitioned-terminate through either broker terminates every partition at its owner
 	// and answers each partition's last message id.
 	resp, err := http.Post("http://"+c.Brokers[1].HTTP+"/admin/v2/persistent/"+ns+"/p/terminate/partitions", "application/json", nil)
