@@ -140,9 +140,13 @@ func TestMySQLSchemaHistory(t *testing.T) {
 	expect(c3, in, backlog...)
 	m.Exec(t, "hsrc", "INSERT INTO hist VALUES (6, 'a6', 'c6')")
 	expect(c3, in, "c - {a:a6,c:c6,id:6}")
+	// DDL the parser does not read (ALTER TABLE ... ORDER BY): the table's next event takes
+	// the server's columns, and they are recorded at the statement.
+	m.Exec(t, "hsrc", "ALTER TABLE hist ADD COLUMN e varchar(10), ORDER BY id", "INSERT INTO hist VALUES (7, 'a7', 'c7', 'e7')")
+	expect(c3, in, "c - {a:a7,c:c7,e:e7,id:7}")
 	stop(in)
 
-	// The history holds the snapshot's columns and the ALTER, once each.
+	// The history holds the snapshot's columns and each ALTER, once.
 	r, err := cl.CreateReader(pulsar.ReaderOptions{Topic: historyTopic, StartMessageID: pulsar.EarliestMessageID()})
 	if err != nil {
 		t.Fatal(err)
@@ -182,6 +186,7 @@ func TestMySQLSchemaHistory(t *testing.T) {
 	want := []string{
 		`snapshot=true ddl="" CREATE "hsrc"."hist" [id a b]`,
 		`snapshot=false ddl="ALTER TABLE hist ADD COLUMN c varchar(10) NULL, DROP COLUMN b" ALTER "hsrc"."hist" [id a c]`,
+		`snapshot=false ddl="ALTER TABLE hist ADD COLUMN e varchar(10), ORDER BY id" ALTER "hsrc"."hist" [id a c e]`,
 	}
 	if strings.Join(records, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("history:\n%s\nwant:\n%s", strings.Join(records, "\n"), strings.Join(want, "\n"))

@@ -45,7 +45,54 @@ var (
 	reColumnIfExists = regexp.MustCompile(`(?i)\b(ADD|DROP|MODIFY|CHANGE)(\s+COLUMN)?\s+IF\s+(NOT\s+)?EXISTS\b`)
 	reCreateReplace  = regexp.MustCompile(`(?i)^CREATE\s+OR\s+REPLACE\s+TABLE\b`)
 	reAlterOnline    = regexp.MustCompile(`(?i)^ALTER\s+(ONLINE\s+|IGNORE\s+)+TABLE\b`)
+	reAddColumns     = regexp.MustCompile(`(?i)\bADD(\s+COLUMN)?\s*\(`)
+	reAlterWait      = regexp.MustCompile("(?i)^(ALTER\\s+TABLE\\s+(?:`[^`]*`|[\\w$]+)(?:\\.(?:`[^`]*`|[\\w$]+))?)\\s+(?:WAIT\\s+\\d+|NOWAIT)\\b")
 )
+
+// splitAddColumns rewrites ALTER TABLE's ADD [COLUMN] (a ..., b ...), which the parser does
+// not take, as ADD COLUMN a ..., ADD COLUMN b .... Quoted text and nested parentheses (a
+// type's length, an enum's members) are kept whole.
+func splitAddColumns(q string) string {
+	for from := 0; ; {
+		loc := reAddColumns.FindStringIndex(q[from:])
+		if loc == nil {
+			return q
+		}
+		start, open := from+loc[0], from+loc[1]-1
+		var defs []string
+		depth, last, end := 0, open+1, -1
+		var quote byte
+		for i := open; i < len(q) && end < 0; i++ {
+			switch c := q[i]; {
+			case quote != 0:
+				if c == '\\' && quote != '`' {
+					i++
+				} else if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"' || c == '`':
+				quote = c
+			case c == '(':
+				depth++
+			case c == ')':
+				if depth--; depth == 0 {
+					defs, end = append(defs, q[last:i]), i
+				}
+			case c == ',' && depth == 1:
+				defs, last = append(defs, q[last:i]), i+1
+			}
+		}
+		if end < 0 {
+			return q // unbalanced: the parser will say so
+		}
+		for i, d := range defs {
+			defs[i] = "ADD COLUMN " + strings.TrimSpace(d)
+		}
+		repl := strings.Join(defs, ", ")
+		q = q[:start] + repl + q[end+1:]
+		from = start + len(repl)
+	}
+}
 
 // stripLeadingComments drops the whitespace and /* */ or -- comments before a statement.
 func stripLeadingComments(q string) string {
@@ -98,6 +145,10 @@ func parseDDL(q, defaultDB string, at schemaAt, mariadb bool) ([]ddlChange, erro
 	replace := reCreateReplace.MatchString(q)
 	q = reCreateReplace.ReplaceAllString(q, "CREATE TABLE")
 	q = reAlterOnline.ReplaceAllString(q, "ALTER TABLE")
+	q = reAlterWait.ReplaceAllString(q, "$1")
+	if strings.HasPrefix(strings.ToUpper(q), "ALTER") {
+		q = splitAddColumns(q)
+	}
 	stmt, err := sqlparser.Parse(q)
 	if err != nil {
 		return nil, fmt.Errorf("debezium-mysql: parsing DDL: %w", err)

@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,7 @@ func (m mapSchema) tablesIn(db string) []string {
 			out = append(out, id.name)
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -107,6 +109,10 @@ func TestParseDDL(t *testing.T) {
 		{q: "CREATE DATABASE x", want: ""},
 		{q: "GRANT ALL ON *.* TO 'u'@'%'", want: ""},
 		{q: "TRUNCATE TABLE customers", want: ""},
+		{q: "ALTER TABLE src.`customers` WAIT 5 ADD COLUMN e int", mariadb: true, want: "ALTER src.customers [id:int* name:varchar note:varchar e:int]"},
+		{q: "ALTER TABLE customers NOWAIT DROP note", mariadb: true, want: "ALTER src.customers [id:int* name:varchar]"},
+		{q: "ALTER TABLE customers ADD COLUMN (x int, y enum('a,b','c)'), z decimal(5,2)), ADD (w bit(2)), DROP note",
+			want: "ALTER src.customers [id:int* name:varchar x:int y:enum{a,b,c)} z:decimal w:bit(2)]"},
 		{q: "ALTER\tTABLE customers\nDROP note", want: "ALTER src.customers [id:int* name:varchar]"},
 		{q: "-- why\nDROP TABLE customers", want: "DROP src.customers"},
 		{q: "CREATED TABLE x (a int)", want: ""},

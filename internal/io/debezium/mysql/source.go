@@ -150,6 +150,12 @@ type table struct {
 	names []string // column names as information_schema lists them
 }
 
+// staleDDL is a DDL statement the parser did not read, logged at pos.
+type staleDDL struct {
+	pos     position
+	db, ddl string
+}
+
 type source struct {
 	cfg       *config
 	sc        connector.SourceContext
@@ -158,7 +164,7 @@ type source struct {
 	tracker   connector.Tracker[position]
 	hist      *versions
 	store     *historyStore // nil: schema.history.internal is in memory
-	stale     *position     // an unparsed DDL statement: tables older than it are read again
+	stale     *staleDDL     // the last DDL statement not parsed: tables older than it are read again
 	mariadb   bool
 	file      string
 	savedAt   time.Time
@@ -429,16 +435,19 @@ func (s *source) build(id tableID, cols []*colInfo) *table {
 // recorded.
 func (s *source) tableAt(ctx context.Context, id tableID, p position) (*table, error) {
 	v := s.hist.at(id, p, false)
-	if v == nil || v.cols == nil || (s.stale != nil && v.pos.before(*s.stale)) {
+	if v == nil || v.cols == nil || (s.stale != nil && v.pos.before(s.stale.pos)) {
 		cols, err := s.describe(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		at := p
+		at, db, ddl, kind := p, id.db, "", changeCreate
 		if s.stale != nil {
-			at = *s.stale
+			at, db, ddl = s.stale.pos, s.stale.db, s.stale.ddl
 		}
-		if err := s.record(ctx, at, false, id.db, "", []ddlChange{{id: id, kind: changeCreate, cols: cols}}); err != nil {
+		if v != nil && v.cols != nil {
+			kind = changeAlter
+		}
+		if err := s.record(ctx, at, false, db, ddl, []ddlChange{{id: id, kind: kind, cols: cols}}); err != nil {
 			return nil, err
 		}
 		if v = s.hist.at(id, p, false); v == nil || v.cols == nil {
@@ -820,8 +829,7 @@ func (s *source) ddl(ctx context.Context, e *replication.QueryEvent, p position)
 		// its next rows event (right unless the binlog is behind further DDL).
 		s.sc.Logger().Warn("debezium-mysql: DDL not understood; reading the tables' columns from the server", "file", p.file, "pos", p.pos, "err", err)
 		s.sc.SourceException(err)
-		at := p
-		s.stale = &at
+		s.stale = &staleDDL{pos: p, db: string(e.Schema), ddl: query}
 		return nil
 	}
 	var keep []ddlChange
