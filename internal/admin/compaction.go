@@ -28,11 +28,7 @@ func (s *server) compactionTarget(ctx context.Context, r *http.Request) (Compact
 	if !ok {
 		return nil, topicRef{}, 0, fmt.Errorf("%w: compaction", ErrNotSupported)
 	}
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, t, 0, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	return c, t, n, err
 }
 

@@ -220,11 +220,7 @@ var errNotPartitioned = errors.New("admin: not a partitioned topic")
 // owner (Pulsar's POST T/terminate/partitions), and answers Pulsar's map of partition index
 // to each partition's last message id. A topic that is not partitioned is Pulsar's 405.
 func (s *server) terminatePartitioned(ctx context.Context, r *http.Request) (any, error) {
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	if err != nil {
 		return nil, err
 	}

@@ -13,11 +13,7 @@ import (
 // Pulsar does); without a partition index the request is refused. handled is false for a
 // topic that is not partitioned.
 func (s *server) resetPartitionToID(ctx context.Context, r *http.Request, id MessageID) (handled bool, err error) {
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return true, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	if err != nil || n == 0 {
 		return err != nil, err
 	}

@@ -125,6 +125,17 @@ func (s *server) partitionsOf(ctx context.Context, t topicRef) (int, error) {
 	return m.Partitions, err
 }
 
+// topicWithPartitions is the topic in the path and its partition count (0: not
+// partitioned), the preamble of every route that treats a partitioned topic differently.
+func (s *server) topicWithPartitions(ctx context.Context, r *http.Request) (topicRef, int, error) {
+	t, err := s.topicOf(ctx, r)
+	if err != nil {
+		return t, 0, err
+	}
+	n, err := s.partitionsOf(ctx, t)
+	return t, n, err
+}
+
 func boolParam(r *http.Request, name string) bool {
 	v, _ := strconv.ParseBool(r.URL.Query().Get(name))
 	return v
@@ -442,11 +453,7 @@ func excludeStats(r *http.Request, st *topics.TopicStats) {
 // partitionedTopicOf is the partitioned topic in the path and its partition count; a topic
 // that is not partitioned is 404 (Pulsar's "Partitioned Topic ... not found").
 func (s *server) partitionedTopicOf(ctx context.Context, r *http.Request) (topicRef, int, error) {
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return t, 0, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	if err == nil && n == 0 {
 		err = fmt.Errorf("partitioned topic %s does not exist: %w", t, resources.ErrNotFound)
 	}
@@ -556,11 +563,7 @@ func (s *server) terminate(ctx context.Context, r *http.Request) (any, error) {
 }
 
 func (s *server) unload(ctx context.Context, r *http.Request) (any, error) {
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -607,11 +610,7 @@ func (s *server) modifyProperties(ctx context.Context, t topicRef, modify func(m
 }
 
 func (s *server) getProperties(ctx context.Context, r *http.Request) (any, error) {
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -671,11 +670,7 @@ func (s *server) deleteProperty(ctx context.Context, r *http.Request) (any, erro
 }
 
 func (s *server) listSubscriptions(ctx context.Context, r *http.Request) (any, error) {
-	t, err := s.topicOf(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	n, err := s.partitionsOf(ctx, t)
+	t, n, err := s.topicWithPartitions(ctx, r)
 	if err != nil || n == 0 {
 		if err != nil {
 			return nil, err
