@@ -111,26 +111,15 @@ func (ac *adminCLI) call(ctx context.Context, method, path string, body any) ([]
 	}
 	ctx, cancel := context.WithTimeout(ctx, ac.timeout)
 	defer cancel()
-	base, err := ac.baseURL()
+	req, err := ac.newRequest(ctx, method, path, rd)
 	if err != nil {
 		return nil, nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, rd)
-	if err != nil {
-		return nil, nil, usageError(fmt.Errorf("--admin-url: %w", err))
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	hc, authn, err := ac.client()
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := authn.SetHTTP(req); err != nil {
-		return nil, nil, err
-	}
-	resp, err := hc.Do(req)
+	resp, err := ac.do(req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,16 +128,48 @@ func (ac *adminCLI) call(ctx context.Context, method, path string, body any) ([]
 	if err != nil {
 		return nil, nil, err
 	}
-	if resp.StatusCode >= 300 {
-		var r struct {
-			Reason string `json:"reason"`
-		}
-		if json.Unmarshal(b, &r) != nil || r.Reason == "" {
-			r.Reason = strings.TrimSpace(string(b))
-		}
-		return nil, nil, fmt.Errorf("%w: %d %s: %s", errREST, resp.StatusCode, http.StatusText(resp.StatusCode), r.Reason)
-	}
 	return b, resp.Header, nil
+}
+
+// newRequest is a request to path on the admin URL.
+func (ac *adminCLI) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	base, err := ac.baseURL()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, body)
+	if err != nil {
+		return nil, usageError(fmt.Errorf("--admin-url: %w", err))
+	}
+	return req, nil
+}
+
+// do sends req with the CLI's credentials and TLS settings and returns the open response
+// of a success; a status of 300 or more is errREST with the server's reason.
+func (ac *adminCLI) do(req *http.Request) (*http.Response, error) {
+	hc, authn, err := ac.client()
+	if err != nil {
+		return nil, err
+	}
+	if err := authn.SetHTTP(req); err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var r struct {
+		Reason string `json:"reason"`
+	}
+	if json.Unmarshal(b, &r) != nil || r.Reason == "" {
+		r.Reason = strings.TrimSpace(string(b))
+	}
+	return nil, fmt.Errorf("%w: %d %s: %s", errREST, resp.StatusCode, http.StatusText(resp.StatusCode), r.Reason)
 }
 
 // show prints a JSON answer: as indented JSON with -o json, else as a table (lists one item

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -137,43 +136,19 @@ func (ac *adminCLI) packagesCmd() *cobra.Command {
 // response of a success (the caller closes it); a failure is errREST with the reason. It
 // allows max(--timeout, 5m): packages are large.
 func (ac *adminCLI) stream(ctx context.Context, method, path, contentType string, body io.Reader) (*http.Response, context.CancelFunc, error) {
-	base, err := ac.baseURL()
-	if err != nil {
-		return nil, nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, max(ac.timeout, 5*time.Minute))
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base, "/")+path, body)
+	req, err := ac.newRequest(ctx, method, path, body)
 	if err != nil {
 		cancel()
-		return nil, nil, usageError(fmt.Errorf("--admin-url: %w", err))
+		return nil, nil, err
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	hc, authn, err := ac.client()
-	if err == nil {
-		err = authn.SetHTTP(req)
-	}
+	resp, err := ac.do(req)
 	if err != nil {
 		cancel()
 		return nil, nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	if resp.StatusCode >= 300 {
-		defer cancel()
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var r struct {
-			Reason string `json:"reason"`
-		}
-		if json.Unmarshal(b, &r) != nil || r.Reason == "" {
-			r.Reason = strings.TrimSpace(string(b))
-		}
-		return nil, nil, fmt.Errorf("%w: %d %s: %s", errREST, resp.StatusCode, http.StatusText(resp.StatusCode), r.Reason)
 	}
 	return resp, cancel, nil
 }

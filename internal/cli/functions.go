@@ -385,37 +385,7 @@ func (ac *adminCLI) multipart(ctx context.Context, method, path string, fields m
 	}
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
-	go func() {
-		pw.CloseWithError(func() error {
-			for k, v := range jsonFields {
-				h := make(map[string][]string)
-				h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="%s"`, k)}
-				h["Content-Type"] = []string{"application/json"}
-				w, err := mw.CreatePart(h)
-				if err != nil {
-					return err
-				}
-				if err := json.NewEncoder(w).Encode(v); err != nil {
-					return err
-				}
-			}
-			for k, v := range fields {
-				if err := mw.WriteField(k, v); err != nil {
-					return err
-				}
-			}
-			if f != nil {
-				w, err := mw.CreateFormFile(fileField, filepath.Base(file))
-				if err != nil {
-					return err
-				}
-				if _, err := io.Copy(w, f); err != nil {
-					return err
-				}
-			}
-			return mw.Close()
-		}())
-	}()
+	go func() { pw.CloseWithError(writeMultipart(mw, fields, jsonFields, f, file, fileField)) }()
 	resp, cancel, err := ac.stream(ctx, method, path, mw.FormDataContentType(), pr)
 	pr.Close() // the writer stops if the answer came before the whole body was sent
 	if err != nil {
@@ -424,6 +394,38 @@ func (ac *adminCLI) multipart(ctx context.Context, method, path string, fields m
 	defer cancel()
 	defer resp.Body.Close()
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
+// writeMultipart writes the parts of multipart: the JSON fields, the plain ones, then the
+// file (f, named after file's base name) as fileField.
+func writeMultipart(mw *multipart.Writer, fields map[string]string, jsonFields map[string]any, f *os.File, file, fileField string) error {
+	for k, v := range jsonFields {
+		h := make(map[string][]string)
+		h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="%s"`, k)}
+		h["Content-Type"] = []string{"application/json"}
+		w, err := mw.CreatePart(h)
+		if err != nil {
+			return err
+		}
+		if err := json.NewEncoder(w).Encode(v); err != nil {
+			return err
+		}
+	}
+	for k, v := range fields {
+		if err := mw.WriteField(k, v); err != nil {
+			return err
+		}
+	}
+	if f != nil {
+		w, err := mw.CreateFormFile(fileField, filepath.Base(file))
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(w, f); err != nil {
+			return err
+		}
+	}
+	return mw.Close()
 }
 
 const functionsBase = "/admin/v3/functions"
